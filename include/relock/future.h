@@ -1,0 +1,130 @@
+/* Futures: the result of every relock operation (Redisson's RFuture).
+ *
+ * An operation returns a future in the pending state. It completes exactly
+ * once: succeeded (with a value), failed (with an error code and a message),
+ * or cancelled. Completion callbacks run in the order they were added; one
+ * added after completion runs at once. Futures are reference counted: the
+ * operation keeps its own reference while it may still complete the future,
+ * so the caller can release its reference at any time.
+ *
+ * Threading: a future belongs to one libev loop, and every call on it must be
+ * made on the thread that runs that loop. */
+#ifndef RELOCK_FUTURE_H
+#define RELOCK_FUTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/common.h>
+
+struct ev_loop;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct relock_future relock_future_t;
+
+typedef enum relock_future_state {
+  RELOCK_FUTURE_PENDING = 0,
+  RELOCK_FUTURE_SUCCEEDED,
+  RELOCK_FUTURE_FAILED,
+  RELOCK_FUTURE_CANCELLED
+} relock_future_state_t;
+
+/* What a succeeded future carries. */
+typedef enum relock_value_type {
+  RELOCK_VALUE_NONE = 0,
+  RELOCK_VALUE_BOOL,
+  RELOCK_VALUE_INT,
+  RELOCK_VALUE_STRING,
+  RELOCK_VALUE_PTR
+} relock_value_type_t;
+
+typedef void (*relock_future_cb)(relock_future_t *future, void *arg);
+
+/* -- reading ---------------------------------------------------------------*/
+
+RELOCK_EXTERN relock_future_state_t relock_future_state(const relock_future_t *future);
+
+/* Non-zero once the future has completed, whatever the outcome. */
+RELOCK_EXTERN int relock_future_is_done(const relock_future_t *future);
+
+/* 0 if the future succeeded; its error code if it failed; RELOCK_ECANCELED
+ * if it was cancelled; RELOCK_EPENDING while it is still pending. */
+RELOCK_EXTERN int relock_future_error(const relock_future_t *future);
+
+/* A message for the outcome: the failure's own message (for a server error,
+ * the server's text) or relock_strerror() of the code. Never NULL. Valid
+ * while the caller holds a reference. */
+RELOCK_EXTERN const char *relock_future_message(const relock_future_t *future);
+
+/* The value of a succeeded future; RELOCK_VALUE_NONE in any other state. */
+RELOCK_EXTERN relock_value_type_t relock_future_value_type(const relock_future_t *future);
+
+/* Typed accessors. Each returns 0 / NULL when the value is of another type. */
+RELOCK_EXTERN int relock_future_bool(const relock_future_t *future);
+RELOCK_EXTERN int64_t relock_future_int(const relock_future_t *future);
+/* NUL-terminated (the string may also contain NULs: *len tells its length). */
+RELOCK_EXTERN const char *relock_future_string(const relock_future_t *future, size_t *len);
+RELOCK_EXTERN void *relock_future_ptr(const relock_future_t *future);
+
+/* The loop the future belongs to (NULL for a future made without one). */
+RELOCK_EXTERN struct ev_loop *relock_future_loop(const relock_future_t *future);
+
+/* -- reacting --------------------------------------------------------------*/
+
+/* Calls cb(future, arg) once the future completes, after every callback
+ * added before it. On an already completed future it runs at once (or, while
+ * the future is delivering its callbacks, right after those already queued).
+ * A callback may release the future, add callbacks and complete or cancel
+ * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM, in which case cb
+ * will never be called. */
+RELOCK_EXTERN int relock_future_on_done(relock_future_t *future, relock_future_cb cb, void *arg);
+
+/* Cancels a pending future: it completes as cancelled (its callbacks run) and
+ * the operation behind it is told, so that it can undo what it started.
+ * Returns 1 if this call cancelled it, 0 if it had already completed. */
+RELOCK_EXTERN int relock_future_cancel(relock_future_t *future);
+
+/* Runs the future's loop until the future completes or timeout_ms passes
+ * (RELOCK_INFINITE: no limit); the loop's other watchers keep running.
+ * Returns the outcome as relock_future_error() does once it completed, or
+ *   RELOCK_EPENDING     the timeout passed, or nothing left on the loop could
+ *                       ever complete the future (it stays pending);
+ *   RELOCK_EWOULDBLOCK  called from inside a callback of this loop (or of a
+ *                       future), where blocking would re-enter the loop;
+ *   RELOCK_EINVAL       NULL future, or timeout_ms < -1. */
+RELOCK_EXTERN int relock_future_wait(relock_future_t *future, int64_t timeout_ms);
+
+/* -- ownership -------------------------------------------------------------*/
+
+/* Adds a reference; returns future. */
+RELOCK_EXTERN relock_future_t *relock_future_retain(relock_future_t *future);
+
+/* Drops a reference; the last one frees the future and its value. Releasing
+ * NULL does nothing. Releasing more often than retained is a bug, caught by an
+ * assertion in debug builds. */
+RELOCK_EXTERN void relock_future_release(relock_future_t *future);
+
+/* -- combinators -----------------------------------------------------------*/
+
+/* A future that completes once every one of the n futures has completed:
+ * succeeded (value: n, an integer) if all succeeded, otherwise failed with
+ * the error and message of the first one to fail (RELOCK_ECANCELED for a
+ * cancelled one). Cancelling it cancels the inputs still pending.
+ * All inputs must belong to the same loop; n >= 1. The inputs are retained
+ * until they complete, so the caller may release them. Returns NULL with
+ * *err set on invalid arguments or out of memory (err may be NULL). */
+RELOCK_EXTERN relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, int *err);
+
+/* A future that succeeds as soon as one of the n futures succeeds (value: the
+ * index of that future, an integer), and fails once all of them have failed
+ * or been cancelled, with the error and message of the first failure.
+ * Cancelling it cancels the inputs still pending. Same rules as _all. */
+RELOCK_EXTERN relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, int *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RELOCK_FUTURE_H */

@@ -1,0 +1,11 @@
+/* relock: distributed locks for C programs on Redis, compatible with
+ * Redisson's, driven by a libev loop. Include this one header. */
+#ifndef RELOCK_RELOCK_H
+#define RELOCK_RELOCK_H
+
+#include <relock/common.h>
+#include <relock/error.h>
+#include <relock/future.h>
+#include <relock/version.h>
+
+#endif /* RELOCK_RELOCK_H */

@@ -1,0 +1,47 @@
+/* The write side of a future (Redisson's RPromise), private to the library.
+ *
+ * Operations create a future with relock__future_new, keep the reference it
+ * comes with while they may still complete it, and complete it with one of
+ * the try-functions below. A try-function returns 1 if it completed the
+ * future and 0 if the future had already completed (it was cancelled, say),
+ * in which case nothing changes and the caller keeps what it passed in. */
+#ifndef RELOCK_PROMISE_H
+#define RELOCK_PROMISE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/future.h>
+
+/* A pending future on loop (which may be NULL for a future nobody will wait
+ * on) with one reference. NULL when out of memory. */
+relock_future_t *relock__future_new(struct ev_loop *loop);
+
+int relock__future_succeed(relock_future_t *f);
+int relock__future_succeed_bool(relock_future_t *f, int value);
+int relock__future_succeed_int(relock_future_t *f, int64_t value);
+/* Copies len bytes of s. If the copy cannot be allocated the future fails
+ * with RELOCK_ENOMEM instead (and 1 is returned: it did complete). */
+int relock__future_succeed_string(relock_future_t *f, const char *s, size_t len);
+/* On success the future owns ptr and calls dtor(ptr) (if not NULL) when it
+ * is freed. On 0 the caller still owns ptr. */
+int relock__future_succeed_ptr(relock_future_t *f, void *ptr, void (*dtor)(void *));
+
+/* Fails the future with err (< 0) and a printf-style message; fmt NULL means
+ * "use relock_strerror(err)". */
+int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int relock__future_vfail(relock_future_t *f, int err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/* Called once, when the future is cancelled while pending, before its
+ * callbacks run. The operation undoes itself there. Setting NULL clears it. */
+typedef void (*relock__cancel_fn)(relock_future_t *f, void *arg);
+void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *arg);
+
+/* Non-zero while the calling thread is inside a future callback. Blocking
+ * calls use it to refuse to re-enter the loop. */
+int relock__in_future_callback(void);
+
+#endif /* RELOCK_PROMISE_H */

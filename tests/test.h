@@ -1,0 +1,36 @@
+/* Shared by every test program: cmocka with TAP output (so the automake
+ * harness counts test cases), and small helpers for tests on a libev loop. */
+#ifndef RELOCK_TEST_H
+#define RELOCK_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+/* Runs a cmocka group with TAP output. cmocka reports each failure with its
+ * file and line. */
+#define RELOCK_TEST_MAIN(tests, setup, teardown)                           \
+  int main(void) {                                                          \
+    cmocka_set_message_output(CM_OUTPUT_TAP);                               \
+    return cmocka_run_group_tests_name(__FILE__, tests, setup, teardown);   \
+  }
+
+/* Skips a whole program, loudly: TAP's "1..0 # SKIP reason" is counted as a
+ * skip by the harness and shows the reason in the log. */
+#define RELOCK_TEST_SKIP_ALL(reason)                                        \
+  do {                                                                      \
+    printf("1..0 # SKIP %s\n", reason);                                     \
+    exit(0);                                                                \
+  } while (0)
+
+/* Non-zero when the suite runs under valgrind (make check-valgrind), where
+ * everything is 20-50x slower: tests scale their sizes, never their
+ * assertions. */
+static inline int relock_test_under_valgrind(void) { return getenv("RELOCK_UNDER_VALGRIND") != NULL; }
+
+#endif /* RELOCK_TEST_H */
