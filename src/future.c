@@ -344,6 +344,10 @@ void *relock_future_ptr(const relock_future_t *f) {
   return relock_future_value_type(f) == RELOCK_VALUE_PTR ? f->v.ptr.p : NULL;
 }
 
+void (*relock__future_ptr_dtor(const relock_future_t *f))(void *) {
+  return relock_future_value_type(f) == RELOCK_VALUE_PTR ? f->v.ptr.dtor : NULL;
+}
+
 struct ev_loop *relock_future_loop(const relock_future_t *f) {
   if (f == NULL)
     return NULL;

@@ -35,6 +35,10 @@ int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...)
 int relock__future_vfail(relock_future_t *f, int err, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* The destructor a succeeded PTR future was given (NULL for any other
+ * future), so that a reader can tell what kind of object the pointer is. */
+void (*relock__future_ptr_dtor(const relock_future_t *f))(void *);
+
 /* Called once, when the future is cancelled while pending, before its
  * callbacks run. The operation undoes itself there. Setting NULL clears it. */
 typedef void (*relock__cancel_fn)(relock_future_t *f, void *arg);

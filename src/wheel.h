@@ -59,19 +59,25 @@ struct relock__wheel {
 #define RELOCK__WHEEL_DEFAULT_TICK_MS 10
 #define RELOCK__WHEEL_DEFAULT_SLOTS 512
 
-/* tick_ms >= 1; nslots >= 1 is rounded up to a power of two. Returns 0,
- * RELOCK_EINVAL or RELOCK_ENOMEM. */
+/* tick_ms in 1 .. 86 400 000 (a day); nslots >= 1 is rounded up to a power
+ * of two. Returns 0, RELOCK_EINVAL or RELOCK_ENOMEM (nothing allocated). */
 int relock__wheel_init(relock__wheel_t *wheel, struct ev_loop *loop, int64_t tick_ms, size_t nslots);
 
-/* Calls back every pending timer with RELOCK_ECANCELED (timers those
- * callbacks schedule are called back the same way), stops the ev_timer and
- * frees the slots. The wheel can then be discarded or initialised again. */
+/* Calls back every pending timer with RELOCK_ECANCELED, stops the ev_timer
+ * and frees the slots. While it runs (and after), relock__timer_start returns
+ * RELOCK_ECLOSED; the callbacks may stop other timers, which are then not
+ * called back. The wheel can then be discarded or initialised again; a
+ * second close is a no-op, as is a close after a failed init. A timer
+ * callback may close its own wheel, provided the wheel's memory stays valid
+ * until that callback returns (and it is not initialised again there). */
 void relock__wheel_close(relock__wheel_t *wheel);
 
 void relock__timer_init(relock__timer_t *timer, relock__timer_cb cb, void *arg);
 
-/* (Re)schedules timer to fire timeout_ms (>= 0) from now. Returns 0,
- * RELOCK_EINVAL, or RELOCK_ECLOSED while the wheel is being closed. */
+/* (Re)schedules timer to fire timeout_ms (>= 0) from now; a timer pending
+ * elsewhere (on this or another wheel, or about to fire) is moved. Timeouts
+ * beyond 2^40 ms (~34 years) count as 2^40 ms. Returns 0, RELOCK_EINVAL, or
+ * RELOCK_ECLOSED once the wheel is being closed. */
 int relock__timer_start(relock__wheel_t *wheel, relock__timer_t *timer, int64_t timeout_ms);
 
 /* Stops a pending timer without calling it back; no-op if not pending. */

@@ -3,6 +3,7 @@
 #ifndef RELOCK_RELOCK_H
 #define RELOCK_RELOCK_H
 
+#include <relock/client.h>
 #include <relock/common.h>
 #include <relock/error.h>
 #include <relock/future.h>

@@ -1,0 +1,14 @@
+/* Attaches a hiredis async context to a libev loop. Written here rather than
+ * taken from hiredis's header-only adapter, whose unused statics break
+ * -Werror builds and whose details differ between hiredis versions. */
+#ifndef RELOCK_EV_ADAPTER_H
+#define RELOCK_EV_ADAPTER_H
+
+#include <ev.h>
+#include <hiredis/async.h>
+
+/* Returns 0, or RELOCK_ENOMEM. hiredis calls the adapter's cleanup hook when
+ * it frees the context, which stops the watchers and frees the adapter. */
+int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop);
+
+#endif /* RELOCK_EV_ADAPTER_H */

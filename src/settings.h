@@ -1,0 +1,41 @@
+/* The client's own copy of its configuration, made once at creation so that
+ * nothing depends on the caller's strings afterwards. */
+#ifndef RELOCK_SETTINGS_H
+#define RELOCK_SETTINGS_H
+
+#include <stdint.h>
+
+#include <relock/client.h>
+
+typedef struct relock__settings {
+  char *host;
+  int port;
+  char *unix_path;
+  char *username;
+  char *password;
+  int db;
+  char *client_name;
+  int64_t connect_timeout_ms;
+  int64_t command_timeout_ms;
+  int retry_attempts;
+  int64_t retry_interval_ms;
+  int64_t reconnect_min_ms;
+  int64_t reconnect_max_ms;
+  char client_id[65];
+  int64_t watchdog_timeout_ms;
+  char address[300]; /* "host:port" or the socket path, for messages */
+} relock__settings_t;
+
+/* Validates config and copies it (generating the client id if unset).
+ * Returns 0, RELOCK_EINVAL or RELOCK_ENOMEM with err filled; on error
+ * nothing needs freeing. */
+int relock__settings_init(relock__settings_t *s, const relock_config_t *config, relock_error_t *err);
+
+void relock__settings_cleanup(relock__settings_t *s);
+
+/* Fills err (which may be NULL) with code and a printf-style message. Returns
+ * code. */
+int relock__error_set(relock_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* RELOCK_SETTINGS_H */
