@@ -106,7 +106,24 @@ static double elapsed_rate(double t0, size_t rounds) {
   return (double)rounds / (clock_s(CLOCK_MONOTONIC) - t0);
 }
 
-static double wheel_cancel(size_t n, size_t rounds, int random_pending) {
+/* What a schedule+cancel round does to the pending population. */
+enum pattern {
+  NEWEST, /* start one extra timer, cancel it again (a heap's best case) */
+  RANDOM, /* restart a random pending timer */
+  FIFO    /* cancel the oldest, start it again with the same timeout: what
+             request timeouts and lease renewals do */
+};
+
+#define FIFO_TIMEOUT_MS 3000
+/* libev reads the clock once per loop iteration; a server handles a batch of
+ * events per iteration. */
+#define EVENTS_PER_ITERATION 64
+
+static int64_t initial_timeout_ms(enum pattern pattern) {
+  return pattern == FIFO ? FIFO_TIMEOUT_MS : 1000 + (int64_t)(next_random() % (MAX_TIMEOUT_MS - 1000));
+}
+
+static double wheel_cancel(size_t n, size_t rounds, enum pattern pattern) {
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
   relock__wheel_t wheel;
   if (loop == NULL || relock__wheel_init(&wheel, loop, RELOCK__WHEEL_DEFAULT_TICK_MS,
@@ -115,24 +132,28 @@ static double wheel_cancel(size_t n, size_t rounds, int random_pending) {
   relock__timer_t *timers = xcalloc(n, sizeof *timers), extra;
   for (size_t i = 0; i < n; i++) {
     relock__timer_init(&timers[i], on_wheel_timer, NULL);
-    relock__timer_start(&wheel, &timers[i], 1000 + next_random() % (MAX_TIMEOUT_MS - 1000));
+    relock__timer_start(&wheel, &timers[i], initial_timeout_ms(pattern));
   }
   relock__timer_init(&extra, on_wheel_timer, NULL);
 
   double best = 0;
+  size_t oldest = 0;
   for (int r = 0; r < REPEATS; r++) {
     uint64_t state = 0x2545f4914f6cdd1du;
     double t0 = clock_s(CLOCK_MONOTONIC), rate;
-    if (random_pending) {
-      for (size_t i = 0; i < rounds; i++) {
+    for (size_t i = 0; i < rounds; i++) {
+      if (pattern == NEWEST) {
+        relock__timer_start(&wheel, &extra, vary_ms[i % NVARY]);
+        relock__timer_stop(&extra);
+      } else if (pattern == RANDOM) {
         relock__timer_t *t = &timers[pick(&state, n)];
         relock__timer_stop(t);
         relock__timer_start(&wheel, t, vary_ms[i % NVARY]);
-      }
-    } else {
-      for (size_t i = 0; i < rounds; i++) {
-        relock__timer_start(&wheel, &extra, vary_ms[i % NVARY]);
-        relock__timer_stop(&extra);
+      } else {
+        relock__timer_t *t = &timers[oldest];
+        oldest = oldest + 1 == n ? 0 : oldest + 1;
+        relock__timer_stop(t);
+        relock__timer_start(&wheel, t, FIFO_TIMEOUT_MS);
       }
     }
     rate = elapsed_rate(t0, rounds);
@@ -149,33 +170,42 @@ static double wheel_cancel(size_t n, size_t rounds, int random_pending) {
   return best;
 }
 
-static double ev_cancel(size_t n, size_t rounds, int random_pending) {
+static double ev_cancel(size_t n, size_t rounds, enum pattern pattern) {
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
   if (loop == NULL)
     die("cannot create a loop");
   ev_timer *timers = xcalloc(n, sizeof *timers), extra;
   for (size_t i = 0; i < n; i++) {
-    ev_timer_init(&timers[i], on_ev_timer, (1000 + next_random() % (MAX_TIMEOUT_MS - 1000)) / 1e3, 0.0);
+    ev_timer_init(&timers[i], on_ev_timer, (double)initial_timeout_ms(pattern) / 1e3, 0.0);
     ev_timer_start(loop, &timers[i]);
+    if (pattern == FIFO && i % EVENTS_PER_ITERATION == 0)
+      ev_now_update(loop); /* later timers expire later, as in a running server */
   }
   ev_timer_init(&extra, on_ev_timer, 1.0, 0.0);
 
   double best = 0;
+  size_t oldest = 0;
   for (int r = 0; r < REPEATS; r++) {
     uint64_t state = 0x2545f4914f6cdd1du;
     double t0 = clock_s(CLOCK_MONOTONIC), rate;
-    if (random_pending) {
-      for (size_t i = 0; i < rounds; i++) {
+    for (size_t i = 0; i < rounds; i++) {
+      if (pattern == NEWEST) {
+        ev_timer_set(&extra, (double)vary_ms[i % NVARY] / 1e3, 0.0);
+        ev_timer_start(loop, &extra);
+        ev_timer_stop(loop, &extra);
+      } else if (pattern == RANDOM) {
         ev_timer *t = &timers[pick(&state, n)];
         ev_timer_stop(loop, t);
         ev_timer_set(t, (double)vary_ms[i % NVARY] / 1e3, 0.0);
         ev_timer_start(loop, t);
-      }
-    } else {
-      for (size_t i = 0; i < rounds; i++) {
-        ev_timer_set(&extra, (double)vary_ms[i % NVARY] / 1e3, 0.0);
-        ev_timer_start(loop, &extra);
-        ev_timer_stop(loop, &extra);
+      } else {
+        ev_timer *t = &timers[oldest];
+        oldest = oldest + 1 == n ? 0 : oldest + 1;
+        ev_timer_stop(loop, t);
+        ev_timer_set(t, FIFO_TIMEOUT_MS / 1e3, 0.0);
+        ev_timer_start(loop, t);
+        if (i % EVENTS_PER_ITERATION == 0)
+          ev_now_update(loop);
       }
     }
     rate = elapsed_rate(t0, rounds);
@@ -283,17 +313,21 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < NVARY; i++)
     vary_ms[i] = 1000 + next_random() % (MAX_TIMEOUT_MS - 1000);
 
-  result_t results[3 * NPOP];
+  result_t results[4 * NPOP];
   size_t count = 0;
-  for (size_t p = 0; p < NPOP; p++) {
-    size_t n = populations[p];
-    result_t r = {"schedule+cancel", n, wheel_cancel(n, rounds, 0), ev_cancel(n, rounds, 0)};
-    results[count++] = r;
-  }
-  for (size_t p = 0; p < NPOP; p++) {
-    size_t n = populations[p];
-    result_t r = {"restart random", n, wheel_cancel(n, rounds, 1), ev_cancel(n, rounds, 1)};
-    results[count++] = r;
+  static const struct {
+    const char *name;
+    enum pattern pattern;
+  } cases[] = {{"schedule+cancel (request timeouts: cancel oldest)", FIFO},
+               {"schedule+cancel (newest: heap's best case)", NEWEST},
+               {"schedule+cancel (random pending)", RANDOM}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    for (size_t p = 0; p < NPOP; p++) {
+      size_t n = populations[p];
+      result_t r = {cases[c].name, n, wheel_cancel(n, rounds, cases[c].pattern),
+                    ev_cancel(n, rounds, cases[c].pattern)};
+      results[count++] = r;
+    }
   }
   for (size_t p = 0; p < NPOP; p++) {
     size_t n = populations[p];

@@ -45,6 +45,7 @@ struct relock__wheel {
   ev_timer watcher;
   uint64_t origin_ns;       /* monotonic time of tick 0 */
   uint64_t tick_ns;
+  uint64_t coarse_lag_ns;   /* > 0: schedule on the coarse clock plus this */
   uint64_t current;         /* last tick processed */
   uint64_t armed_tick;      /* tick the watcher is armed for (UINT64_MAX: not armed) */
   size_t mask;              /* nslots - 1 */
