@@ -22,6 +22,7 @@
 
 static void client_destroy(relock_client_t *c) {
   ev_timer_stop(c->loop, &c->close_notify);
+  relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
   relock__settings_cleanup(&c->settings);
   if (c->own_loop)
     ev_loop_destroy(c->loop);
@@ -69,6 +70,7 @@ int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   c->close_cb = cb;
   c->close_arg = arg;
   c->parts_open = 2;
+  relock__renewal_close(&c->renewal); /* no renewal outlives close */
   relock__pubsub_close(&c->pubsub);
   relock__conn_close(&c->cmd);
   return 0;
@@ -81,7 +83,7 @@ void relock_client_free(relock_client_t *c) {
     relock_client_close(c, NULL, NULL);
   /* The close callback (if any) is owed first. Block for it only where
    * blocking is allowed; elsewhere the client frees itself once down. */
-  if (ev_depth(c->loop) == 0 && !relock__in_future_callback()) {
+  if (!relock__future_would_block(c->loop)) {
     while (!c->down || ev_is_active(&c->close_notify)) {
       if (!ev_run(c->loop, EVRUN_ONCE))
         break;
@@ -127,24 +129,35 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_config_t *
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
-  if (r == 0) {
-    r = relock__pubsub_init(&c->pubsub, c->loop, &c->wheel, &c->settings, &c->rng, on_pubsub_closed, c);
-    if (r != 0)
-      relock__wheel_close(&c->wheel);
+  if (r != 0)
+    goto fail_wheel;
+  if (relock__htab_init(&c->waitqs, 64) != 0) {
+    r = RELOCK_ENOMEM;
+    goto fail_waitqs;
   }
-  if (r != 0) {
-    if (c->own_loop)
-      ev_loop_destroy(c->loop);
-    relock__settings_cleanup(&c->settings);
-    free(c);
-    relock__error_set(err, r, "out of memory creating a client");
-    return NULL;
-  }
+  if ((r = relock__renewal_init(&c->renewal, c)) != 0)
+    goto fail_renewal;
+  if ((r = relock__pubsub_init(&c->pubsub, c->loop, &c->wheel, &c->settings, &c->rng, on_pubsub_closed, c)) != 0)
+    goto fail_pubsub;
   relock__conn_hooks_t hooks = {NULL, NULL, on_cmd_closed, c};
   relock__conn_init(&c->cmd, c->loop, &c->wheel, &c->settings, "command", &hooks, &c->rng);
   relock__conn_start(&c->cmd);
   relock__error_set(err, 0, NULL);
   return c;
+
+fail_pubsub:
+  relock__renewal_close(&c->renewal);
+fail_renewal:
+  relock__htab_cleanup(&c->waitqs);
+fail_waitqs:
+  relock__wheel_close(&c->wheel);
+fail_wheel:
+  if (c->own_loop)
+    ev_loop_destroy(c->loop);
+  relock__settings_cleanup(&c->settings);
+  free(c);
+  relock__error_set(err, r, "out of memory creating a client");
+  return NULL;
 }
 
 struct ev_loop *relock_client_loop(const relock_client_t *c) { return c != NULL ? c->loop : NULL; }

@@ -8,7 +8,9 @@
 #include <relock/client.h>
 
 #include "conn.h"
+#include "hashtab.h"
 #include "pubsub.h"
+#include "renewal.h"
 #include "settings.h"
 #include "wheel.h"
 
@@ -19,7 +21,9 @@ struct relock_client {
   relock__wheel_t wheel;
   relock__conn_t cmd;       /* commands and scripts */
   relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
-  uint64_t rng;             /* xorshift state for jitter */
+  relock__renewal_t renewal; /* the watchdog: what this client holds */
+  relock__htab_t waitqs;    /* lock wait queues, by lock name */
+  uint64_t rng;             /* xorshift state for jitter and request ids */
 
   int closing;
   int parts_open;           /* connections not yet fully down */

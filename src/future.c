@@ -60,6 +60,8 @@ static _Thread_local int callback_depth;
 
 int relock__in_future_callback(void) { return callback_depth > 0; }
 
+int relock__future_would_block(struct ev_loop *loop) { return callback_depth > 0 || ev_depth(loop) > 0; }
+
 static void check(const relock_future_t *f) {
   (void)f;
   assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
@@ -374,7 +376,7 @@ int relock_future_wait(relock_future_t *f, int64_t timeout_ms) {
     return RELOCK_EPENDING;
   /* Running the loop from inside one of its callbacks (or a future's) would
    * re-enter code that is half-way through an event. */
-  if (relock__in_future_callback() || ev_depth(loop) > 0)
+  if (relock__future_would_block(loop))
     return RELOCK_EWOULDBLOCK;
 
   relock_future_retain(f);

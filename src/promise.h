@@ -48,4 +48,8 @@ void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *a
  * calls use it to refuse to re-enter the loop. */
 int relock__in_future_callback(void);
 
+/* Non-zero where waiting on loop would re-enter it: inside one of its
+ * callbacks, or inside a future callback. */
+int relock__future_would_block(struct ev_loop *loop);
+
 #endif /* RELOCK_PROMISE_H */

@@ -7,6 +7,7 @@
 #include <relock/common.h>
 #include <relock/error.h>
 #include <relock/future.h>
+#include <relock/lock.h>
 #include <relock/version.h>
 
 #endif /* RELOCK_RELOCK_H */

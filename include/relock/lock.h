@@ -1,0 +1,121 @@
+/* The reentrant distributed lock, compatible with Redisson's RLock: a Java
+ * service using Redisson and a C service using relock can contend for the
+ * same lock name and see each other correctly.
+ *
+ * A lock is held by an *owner*: a 64-bit id the caller chooses per request
+ * or task (the blocking calls use the calling thread's id). In Redis the
+ * holder is the hash field "<client-id>:<owner>" of the key named like the
+ * lock, holding the hold count; unlocks are published on
+ * "redisson_lock__channel:{name}".
+ *
+ * Waiting for a held lock is driven by pub/sub, not polling: a waiter
+ * subscribes to the lock's channel and tries again when an unlock is
+ * published, or when the holder's lease would have run out. A lock held
+ * without a fixed lease (lease_ms = RELOCK_INFINITE) gets the watchdog lease
+ * (30 s by default) and is renewed every third of it while held; if it is
+ * found lost (its key deleted or expired, or Redis unreachable past the
+ * lease), the lost callback says so. */
+#ifndef RELOCK_LOCK_H
+#define RELOCK_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/client.h>
+#include <relock/common.h>
+#include <relock/future.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct relock_lock relock_lock_t;
+
+/* A lock object for name (Redisson's getLock(name)). Cheap: it holds no
+ * connection of its own, and several objects for one name see the same lock.
+ * The name is copied; it may be any non-empty string without NUL. NULL with
+ * *err set (err may be NULL) on invalid arguments or out of memory. */
+RELOCK_EXTERN relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, int *err);
+
+/* Frees the object. Holds taken through it stay held (and renewed) until
+ * released through another object for the same name, or until they are
+ * lost; operations in flight complete as they would have. */
+RELOCK_EXTERN void relock_lock_free(relock_lock_t *lock);
+
+RELOCK_EXTERN const char *relock_lock_name(const relock_lock_t *lock);
+
+/* The hash field naming owner in Redis: "<client-id>:<owner>". Writes at
+ * most size bytes (NUL included); returns the length it needs. */
+RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner, char *buf, size_t size);
+
+/* -- asynchronous ----------------------------------------------------------*/
+
+/* Acquires (or re-enters) the lock for owner.
+ *   wait_ms  RELOCK_INFINITE: wait as long as it takes (Redisson lock());
+ *            0: try once (tryLock()); > 0: wait at most that long.
+ *   lease_ms RELOCK_INFINITE: the watchdog lease, renewed while held;
+ *            > 0: a fixed lease, never renewed.
+ * The future succeeds with a boolean: 1 acquired, 0 not acquired in time
+ * (not an error). It fails on errors (RELOCK_ESERVER with the server's text
+ * for a key of the wrong type, connection errors after retries, ...).
+ * Cancelling it stops the wait; if the lock was acquired on the server
+ * meanwhile it is released again, never left held. NULL on invalid
+ * arguments or out of memory. */
+RELOCK_EXTERN relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms,
+                                                         int64_t lease_ms);
+
+/* Releases one hold of owner. Succeeds with a boolean: 1 if the lock is now
+ * free (waiters are woken), 0 if owner still holds it (reentrant holds
+ * remain). Fails with RELOCK_ENOTOWNER if owner does not hold it (never did,
+ * or its lease expired), or RELOCK_ELOST if it held it and the lock was lost
+ * meanwhile. Retried on connection errors without ever releasing twice. */
+RELOCK_EXTERN relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner);
+
+/* Deletes the lock whoever holds it, and wakes its waiters. Succeeds with a
+ * boolean: whether it was held. */
+RELOCK_EXTERN relock_future_t *relock_lock_force_release_async(relock_lock_t *lock);
+
+/* Queries, each answered by Redis. */
+RELOCK_EXTERN relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock);           /* boolean */
+RELOCK_EXTERN relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner); /* boolean */
+RELOCK_EXTERN relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owner); /* integer */
+/* Integer: milliseconds left, -2 when not locked, -1 when it never expires. */
+RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock);
+
+/* -- lost locks ------------------------------------------------------------*/
+
+/* Called once per hold found lost: reason is RELOCK_ELOST when Redis said
+ * the holder's field is gone (deleted, or expired), RELOCK_ETIMEDOUT when
+ * the lease ran out while Redis could not be reached to renew it. message
+ * says which, naming the lock and the owner. From then on a release by that
+ * owner fails with RELOCK_ELOST. */
+typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg);
+
+/* Sets (or, with NULL, clears) the callback for holds taken through lock. */
+RELOCK_EXTERN void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
+
+/* -- blocking --------------------------------------------------------------*/
+
+/* The owner id of the calling thread, used by the blocking calls. */
+RELOCK_EXTERN uint64_t relock_thread_owner(void);
+
+/* Each starts the asynchronous operation for relock_thread_owner() and waits
+ * on its future (running the client's loop). From inside a loop callback
+ * they fail with RELOCK_EWOULDBLOCK. */
+
+/* Waits until acquired. Returns 0, or an error. */
+RELOCK_EXTERN int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms);
+/* *acquired (may be NULL) is 1 or 0. Returns 0, or an error. */
+RELOCK_EXTERN int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired);
+/* Returns 0, RELOCK_ENOTOWNER, RELOCK_ELOST, or another error. */
+RELOCK_EXTERN int relock_lock_unlock(relock_lock_t *lock);
+/* *was_locked (may be NULL) is 1 or 0. */
+RELOCK_EXTERN int relock_lock_force_unlock(relock_lock_t *lock, int *was_locked);
+RELOCK_EXTERN int relock_lock_is_locked(relock_lock_t *lock, int *locked);
+RELOCK_EXTERN int relock_lock_is_held_by_thread(relock_lock_t *lock, int *held);
+RELOCK_EXTERN int relock_lock_hold_count(relock_lock_t *lock, int64_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RELOCK_LOCK_H */
