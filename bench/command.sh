@@ -6,6 +6,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 n=${1:-100000}
 bin=${BENCH_COMMAND:-./bench/command}
+need redis-benchmark
 start_redis
 
 rate_of() { # the requests/s that redis-benchmark -q prints for test $1

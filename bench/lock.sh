@@ -7,6 +7,7 @@ here=$(dirname "$0")
 . "$here/lib.sh"
 bin=${BENCH_LOCK:-./bench/lock}
 lua=${LUA_DIR:-$here/../lua}
+need redis-benchmark
 start_redis
 
 # The floor: one EVALSHA round trip of the acquire script on a fresh key

@@ -1,6 +1,7 @@
 /* One Redis connection and its requests (conn.h). */
 #include <config.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,6 +478,9 @@ static void connect_now(relock__conn_t *c) {
     return;
   }
   ac->data = c;
+  /* A program that forks and execs (the relock tool does) must not hand its
+   * Redis connections to the child. */
+  fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
   if (relock__ev_attach(ac, c->loop) != 0) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     redisAsyncFree(ac);
