@@ -69,6 +69,7 @@ struct waitq {
   relock__link_t waiters;
   size_t nwaiters;
   int guards;               /* walks in progress: don't free yet */
+  int dying;
 };
 
 static void try_acquire(acquire_t *op);
@@ -91,16 +92,16 @@ static waitq_t *find_queue(relock_client_t *c, const relock_lock_t *lock) {
 }
 
 static void queue_maybe_free(waitq_t *q) {
-  if (q->nwaiters > 0 || q->guards > 0)
+  if (q->nwaiters > 0 || q->guards > 0 || q->dying)
     return;
+  /* Unsubscribing cancels a pending confirmation, whose callback runs right
+   * here: dying tells it the queue is on its way out. */
+  q->dying = 1;
   relock__htab_remove(&q->client->waitqs, &q->node);
+  relock_future_t *confirm = q->confirm;
+  q->confirm = NULL;
   relock__pubsub_unsubscribe(&q->listener);
-  if (q->confirm != NULL) {
-    relock_future_t *f = q->confirm;
-    q->confirm = NULL;
-    relock_future_cancel(f); /* already cancelled by unsubscribe; harmless */
-    relock_future_release(f);
-  }
+  relock_future_release(confirm);
   relock__lock_release(q->lock);
   free(q);
 }
@@ -166,6 +167,8 @@ static void on_message(relock__listener_t *l, const char *payload, size_t len, v
 
 static void on_confirm(relock_future_t *f, void *arg) {
   waitq_t *q = arg;
+  if (q->dying)
+    return;
   if (q->confirm == f) {
     q->confirm = NULL;
     relock_future_release(f);
