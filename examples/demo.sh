@@ -1,41 +1,54 @@
 #!/bin/sh
-# The demo: starts a throwaway redis-server (temp dir, free loopback port, no
-# persistence), runs the examples against it, and stops exactly that server.
-# Run from the build directory: make demo.
+# The demo (make demo): a throwaway redis-server (temp dir, free loopback
+# port, no persistence), relock processes taking turns on one lock, relock
+# status, a lost lock stopping its command, and the C examples. It stops
+# exactly the server it started. Run from the build directory.
 set -eu
-command -v redis-server >/dev/null || {
-  echo "demo: redis-server not found (Debian: apt-get install redis-server)" >&2
-  exit 1
-}
-dir=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/../tests/redis.sh"
+relock=./tools/relock
+start_redis
+export RELOCK_URL="redis://127.0.0.1:$port"
+echo "== a private redis-server, pid $redis_pid, on 127.0.0.1:$port"
 
-# A free port: let the kernel pick one, then hand it to the server (retrying
-# if someone takes it in between).
-for try in 1 2 3 4 5; do
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' \
-    2>/dev/null || echo $((30000 + ($$ + try * 7919) % 30000)))
-  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
-    --logfile "$dir/redis.log" --daemonize no &
-  pid=$!
-  for _ in $(seq 100); do
-    redis-cli -p "$port" ping >/dev/null 2>&1 && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  redis-cli -p "$port" ping >/dev/null 2>&1 && break
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
-  pid=
+echo
+echo "== four relock processes contend for the lock 'demo:deploy'; they take turns:"
+for w in 1 2 3 4; do
+  "$relock" demo:deploy -- sh -c "echo \"   worker $w: has the lock   (holder \$RELOCK_OWNER)\"; sleep 0.3; echo \"   worker $w: done, releasing\"" &
 done
-[ -n "$pid" ] || { echo "demo: could not start redis-server" >&2; exit 1; }
-echo "demo: redis-server pid $pid on 127.0.0.1:$port (in $dir)"
+wait
 
-echo "demo: examples/command - commands through futures"
-./examples/command "redis://127.0.0.1:$port"
-echo "demo: done"
+echo
+echo "== relock status, while a job holds the lock:"
+"$relock" demo:report -- sleep 1 &
+job=$!
+until [ "$(redis-cli -p "$port" EXISTS demo:report)" = 1 ]; do sleep 0.05; done
+echo "   \$ relock status demo:report"
+"$relock" status demo:report | sed 's/^/   /'
+echo "   \$ relock --wait 0 demo:report -- true    (busy: exits 75 at once)"
+set +e
+"$relock" --wait 0 demo:report -- true 2>&1 | sed 's/^/   /'
+set -e
+wait "$job"
+
+echo
+echo "== a lost lock: the key is deleted behind the holder's back; the command is stopped:"
+"$relock" --watchdog 900ms --kill-grace 1s demo:lost -- \
+  sh -c 'trap "echo \"   command: got SIGTERM, cleaning up\"; exit 0" TERM; echo "   command: working..."; while :; do sleep 0.05; done' &
+job=$!
+until [ "$(redis-cli -p "$port" EXISTS demo:lost)" = 1 ]; do sleep 0.05; done
+sleep 0.3
+echo "   \$ redis-cli DEL demo:lost"
+redis-cli -p "$port" DEL demo:lost >/dev/null
+set +e
+wait "$job" 2>/dev/null
+echo "   relock exited with $? (76: lock lost while running)"
+set -e
+
+echo
+echo "== examples/lock_sync: the blocking C API"
+./examples/lock_sync "redis://127.0.0.1:$port" | sed 's/^/   /'
+echo
+echo "== examples/command: Redis commands through futures"
+./examples/command "redis://127.0.0.1:$port" | sed 's/^/   /'
+echo
+echo "== done: stopping redis-server $redis_pid"
