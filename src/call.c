@@ -7,6 +7,7 @@
 #include <relock/error.h>
 
 #include "call.h"
+#include "clock.h"
 #include "promise.h"
 #include "router.h"
 
@@ -20,6 +21,7 @@ typedef struct call {
   const relock__script_t *script;
   int retry_safe;
   int attempts_left;
+  uint64_t deadline_ns;
   relock__timer_t backoff;
   size_t len;
   char cmd[]; /* the request's bytes, for every attempt */
@@ -50,7 +52,8 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   int err = relock_future_error(attempt);
   if (relock_future_is_done(call->out)) { /* answered, or cancelled */
     call_free(call);
-  } else if (transient(err) && call->retry_safe && call->attempts_left > 0 && !call->client->closing) {
+  } else if (transient(err) && call->retry_safe && call->attempts_left > 0 && !call->client->closing &&
+             (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
     int64_t base = call->client->settings.retry_interval_ms;
     uint64_t x = call->client->rng; /* xorshift64: jitter of up to half the interval */
     x ^= x << 13;
@@ -139,6 +142,7 @@ relock_future_t *relock__call(relock_client_t *client, const relock__call_spec_t
   call->arg = spec->arg;
   call->script = spec->script;
   call->retry_safe = spec->retry_safe;
+  call->deadline_ns = spec->deadline_ns;
   call->attempts_left = 1 + client->settings.retry_attempts;
   relock__timer_init(&call->backoff, on_backoff, call);
   relock__future_set_cancel(out, on_call_cancel, call);

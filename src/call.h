@@ -10,6 +10,7 @@
 #define RELOCK_CALL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <relock/future.h>
 
@@ -26,6 +27,7 @@ typedef struct relock__call_spec {
   relock__reply_fn on_reply;      /* NULL: relock__reply_to_future */
   void *arg;
   int retry_safe;
+  uint64_t deadline_ns;           /* 0, or no retry starts after it (monotonic) */
 } relock__call_spec_t;
 
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a

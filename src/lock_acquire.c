@@ -339,7 +339,9 @@ static void try_acquire(acquire_t *op) {
                                 .argv = argv,
                                 .lens = lens,
                                 .on_reply = on_try_reply,
-                                .retry_safe = 1}; /* the latch makes a repeat harmless */
+                                .retry_safe = 1, /* the latch makes a repeat harmless */
+                                /* a bounded wait bounds the retries too */
+                                .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns};
     op->state = TRYING;
     op->woken = 0;
     op->sent_ns = relock__now_ns();

@@ -140,6 +140,7 @@ static void send_command(relock__channel_t *ch, int subscribe) {
     return; /* the context is going away; the reconnect resubscribes */
   ch->sent_subscribed = subscribe;
   ch->replies_due++;
+  ch->confirmed = 0; /* until Redis answers this command */
 }
 
 /* Brings Redis in line with whether the channel has listeners. */

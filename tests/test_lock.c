@@ -499,6 +499,45 @@ static void test_waiters_keep_their_place_across_subscriber_reconnect(void **sta
   relock_lock_free(lb);
 }
 
+static void test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  for (int round = 0; round < 5; round++) {
+    assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
+    relock_future_t *first = relock_lock_acquire_async(lb, 2, 10000, RELOCK_INFINITE);
+    assert_int_equal(relock_future_wait(first, 200), RELOCK_EPENDING); /* queued, subscribed */
+    relock_future_t *second = relock_lock_acquire_async(lb, 3, 10000, RELOCK_INFINITE);
+    relock_future_cancel(first); /* the last waiter leaves: UNSUBSCRIBE goes out... */
+    assert_int_equal(relock_future_wait(second, 200), RELOCK_EPENDING); /* ...as another joins */
+    uint64_t t0 = relock__now_ns();
+    assert_int_equal(RELEASE(la, 1), 1);
+    assert_int_equal(relock_future_wait(second, 5000), 0);
+    assert_int_equal(relock_future_bool(second), 1);
+    assert_true(fx_ms_since(t0) < fx_slack_ms(200)); /* heard, not the 60 s lease */
+    assert_int_equal(RELEASE(lb, 3), 1);
+    relock_future_release(first);
+    relock_future_release(second);
+  }
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_bounded_wait_bounds_retries_when_redis_is_down(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.command_timeout_ms = 200;
+  fx->cfg.retry_attempts = 5;
+  fx->cfg.retry_interval_ms = 100;
+  clients(fx);
+  relock_test_redis_stop(fx->redis);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  uint64_t t0 = relock__now_ns();
+  int err = error_of(relock_lock_acquire_async(l, 1, 250, RELOCK_INFINITE), NULL, 0);
+  assert_true(err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(900)); /* not 6 attempts of 200 ms + back-offs */
+  relock_lock_free(l);
+}
+
 /* -- lost locks -------------------------------------------------------------*/
 
 typedef struct {
@@ -809,6 +848,8 @@ int main(void) {
       T(test_unlock_between_try_and_subscribe_is_not_missed),
       T(test_waiters_share_a_subscription_and_one_unlock_wakes_one),
       T(test_waiters_keep_their_place_across_subscriber_reconnect),
+      T(test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock),
+      T(test_bounded_wait_bounds_retries_when_redis_is_down),
       T(test_lost_when_key_deleted),
       T(test_lost_when_redis_restarts_without_persistence),
       cmocka_unit_test_setup_teardown(test_held_across_restart_with_aof, setup_aof, teardown),

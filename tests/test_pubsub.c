@@ -233,6 +233,23 @@ static void test_unsubscribe_before_confirmation(void **state) {
   assert_int_equal(in.messages, 0);
 }
 
+static void test_resubscribe_while_unsubscribing(void **state) {
+  fx_t *fx = *state;
+  inbox_t in = {0};
+  relock_subscription_t *first = subscribe(fx, "flip", &in);
+  relock_subscription_free(first); /* UNSUBSCRIBE sent, not yet answered */
+  relock_subscription_t *again = NULL;
+  relock_future_t *f = relock_client_subscribe(fx->client, "flip", 4, on_msg, &in, &again);
+  assert_false(relock_future_is_done(f)); /* confirmed only by a new SUBSCRIBE */
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  relock_future_release(f);
+  assert_int_equal(numsub(fx, "flip"), 1);
+  assert_int_equal(publish(fx, "flip", "x"), 1);
+  want_t w = {&in, 1, 0};
+  assert_true(fx_run_until(fx->client->loop, got, &w, 2000));
+  relock_subscription_free(again);
+}
+
 static void test_many_channels(void **state) {
   fx_t *fx = *state;
   enum { N = 1000 };
@@ -284,6 +301,7 @@ int main(void) {
       T(test_subscribe_while_down_then_recover),
       T(test_unsubscribe_inside_own_callback),
       T(test_unsubscribe_before_confirmation),
+      T(test_resubscribe_while_unsubscribing),
       T(test_many_channels),
       T(test_close_with_subscriptions),
   };
