@@ -12,10 +12,12 @@ echo "== a private redis-server, pid $redis_pid, on 127.0.0.1:$port"
 
 echo
 echo "== four relock processes contend for the lock 'demo:deploy'; they take turns:"
+workers=
 for w in 1 2 3 4; do
   "$relock" demo:deploy -- sh -c "echo \"   worker $w: has the lock   (holder \$RELOCK_OWNER)\"; sleep 0.3; echo \"   worker $w: done, releasing\"" &
+  workers="$workers $!"
 done
-wait
+for w in $workers; do wait "$w"; done
 
 echo
 echo "== relock status, while a job holds the lock:"
@@ -33,7 +35,7 @@ wait "$job"
 echo
 echo "== a lost lock: the key is deleted behind the holder's back; the command is stopped:"
 "$relock" --watchdog 900ms --kill-grace 1s demo:lost -- \
-  sh -c 'trap "echo \"   command: got SIGTERM, cleaning up\"; exit 0" TERM; echo "   command: working..."; while :; do sleep 0.05; done' &
+  sh -c 'trap "echo \"   command: got SIGTERM, cleaning up\"; exit 0" TERM; echo "   command: working..."; sleep 60 & wait $!' &
 job=$!
 until [ "$(redis-cli -p "$port" EXISTS demo:lost)" = 1 ]; do sleep 0.05; done
 sleep 0.3

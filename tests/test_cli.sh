@@ -6,8 +6,11 @@ here=$(dirname "$0")
 . "$here/redis.sh"
 # Under make check-valgrind, relock itself runs under valgrind: a memory
 # error or leak changes its exit status (99), which the tests see.
-relock=${RELOCK:-./tools/relock}
-[ -n "${RELOCK_CLI_WRAPPER:-}" ] && relock="$RELOCK_CLI_WRAPPER $relock"
+relock_bin=${RELOCK:-./tools/relock}
+wrapper=${RELOCK_CLI_WRAPPER:-}
+relock() { $wrapper "$relock_bin" "$@"; }
+# In the background, as one process: $! is relock itself, for kill and wait.
+relock_bg() { (exec $wrapper "$relock_bin" "$@") & }
 slack=1 # time bounds that only catch hangs grow under valgrind
 [ -n "${RELOCK_UNDER_VALGRIND:-}" ] && slack=10
 command -v redis-server >/dev/null || { echo "1..0 # SKIP redis-server not found"; exit 0; }
@@ -46,21 +49,21 @@ wait_held() {
 
 # -- running a command ---------------------------------------------------------
 
-"$relock" t-env -- sh -c 'test "$RELOCK_NAME" = t-env && case "$RELOCK_OWNER" in ?*:[0-9]*) exit 7;; esac; exit 1'
+relock t-env -- sh -c 'test "$RELOCK_NAME" = t-env && case "$RELOCK_OWNER" in ?*:[0-9]*) exit 7;; esac; exit 1'
 expect "the command runs with RELOCK_NAME and RELOCK_OWNER; its status passes through" 7 $?
 
-"$relock" t-ok -- true
+relock t-ok -- true
 expect "status 0 only when the command exited 0" 0 $?
 
-"$relock" t-sig -- sh -c 'kill -KILL $$'
+relock t-sig -- sh -c 'kill -KILL $$'
 expect "a command killed by SIGKILL gives 128+9" 137 $?
 
-"$relock" -q t-none -- /nonexistent/command 2>"$work/err"
+relock -q t-none -- /nonexistent/command 2>"$work/err"
 expect "a command that does not exist gives 127" 127 $?
 
 expect "the lock is released when the command ends" 0 "$(redis EXISTS t-env)"
 
-"$relock" t-args -- printf '%s|' -a --b 'c d' >"$work/out"
+relock t-args -- printf '%s|' -a --b 'c d' >"$work/out"
 expect "the command's own options and arguments are its own (no shell)" "-a|--b|c d|" "$(cat "$work/out")"
 
 # -- mutual exclusion --------------------------------------------------------
@@ -68,7 +71,7 @@ expect "the command's own options and arguments are its own (no shell)" "-a|--b|
 : >"$work/log"
 pids=
 for i in 1 2 3 4 5 6; do
-  "$relock" -q mx -- sh -c "echo '$i start' >>'$work/log'; sleep 0.05; echo '$i stop' >>'$work/log'" &
+  relock_bg -q mx -- sh -c "echo '$i start' >>'$work/log'; sleep 0.05; echo '$i stop' >>'$work/log'"
   pids="$pids $!"
 done
 codes=
@@ -79,28 +82,28 @@ expect "6 concurrent relock runs never interleave" "exclusive 000000" "$pairs $c
 
 # -- busy and waiting ---------------------------------------------------------
 
-"$relock" -q held -- sh -c 'sleep 3' &
+relock_bg -q held -- sh -c 'sleep 3'
 holder=$!
 wait_held held
 t0=$(now_ms)
-"$relock" -q -w 0 held -- true
+relock -q -w 0 held -- true
 code=$?
 took=$(($(now_ms) - t0))
 expect "--wait 0 on a held lock: busy at once" "75 fast" "$code $([ "$took" -lt $((1000 * slack)) ] && echo fast || echo slow:${took}ms)"
 
 t0=$(now_ms)
-"$relock" -q --wait 300ms held -- true
+relock -q --wait 300ms held -- true
 code=$?
 took=$(($(now_ms) - t0))
 expect "--wait 300ms on a held lock: busy after 300 ms" "75 in-time" \
   "$code $([ "$took" -ge 300 ] && [ "$took" -lt $((2000 * slack)) ] && echo in-time || echo ${took}ms)"
 
-"$relock" status held >"$work/status"
+relock status held >"$work/status"
 grep -q "held by .*:$holder, hold count 1, expires in" "$work/status"
 expect "status shows the holder of a lock held by another process" 0 $? "$(cat "$work/status")"
 
 t0=$(now_ms)
-"$relock" -q -w 10s held -- true
+relock -q -w 10s held -- true
 code=$?
 took=$(($(now_ms) - t0))
 wait "$holder"
@@ -109,7 +112,7 @@ expect "a waiting relock runs as soon as the holder ends" "0 in-time" \
 
 # -- signals --------------------------------------------------------------------
 
-"$relock" -q sigterm -- sh -c "trap 'echo got TERM >>\"$work/sig\"; exit 0' TERM; while :; do sleep 0.02; done" &
+relock_bg -q sigterm -- sh -c "trap 'echo got TERM >>\"$work/sig\"; exit 0' TERM; while :; do sleep 0.02; done"
 pid=$!
 wait_held sigterm
 kill -TERM "$pid"
@@ -118,10 +121,10 @@ code=$?
 expect "SIGTERM to relock reaches the command, whose status is relock's" "0 got TERM" "$code $(cat "$work/sig" 2>/dev/null)"
 expect "and the lock is released" 0 "$(redis EXISTS sigterm)"
 
-"$relock" -q held2 -- sleep 5 &
+relock_bg -q held2 -- sleep 5
 holder=$!
 wait_held held2
-"$relock" -q held2 -- true &
+relock_bg -q held2 -- true
 waiter=$!
 for _ in $(seq 100); do # until the waiter is waiting: subscribed to the unlock channel
   [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{held2}' | tail -n 1)" = 1 ] && break
@@ -135,8 +138,8 @@ wait "$holder"
 
 # -- losing the lock ----------------------------------------------------------
 
-"$relock" -q --watchdog 600ms --kill-grace 2s lost -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
-  2>"$work/lost-err" &
+relock_bg -q --watchdog 600ms --kill-grace 2s lost -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
+  2>"$work/lost-err"
 pid=$!
 wait_held lost
 t0=$(now_ms)
@@ -149,17 +152,17 @@ expect "a lost lock (key deleted) stops the command: exit 76" "76 in-time" \
 grep -q "lock lost lost" "$work/lost-err"
 expect "and says so" 0 $? "$(cat "$work/lost-err")"
 
-"$relock" -q --watchdog 600ms --kill-grace 300ms lost2 -- sh -c 'trap "" TERM; while :; do sleep 0.02; done' 2>/dev/null &
+relock_bg -q --watchdog 600ms --kill-grace 300ms lost2 -- sh -c 'trap "" TERM; while :; do sleep 0.02; done' 2>/dev/null
 pid=$!
 wait_held lost2
 redis DEL lost2 >/dev/null
 wait "$pid"
 expect "a command ignoring SIGTERM is killed after the grace period" 76 $?
 
-"$relock" -q --watchdog 600ms forced -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' 2>/dev/null &
+relock_bg -q --watchdog 600ms forced -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' 2>/dev/null
 pid=$!
 wait_held forced
-"$relock" release --force forced >"$work/rel" 2>&1
+relock release --force forced >"$work/rel" 2>&1
 code=$?
 wait "$pid"
 expect "release --force on a lock held by another process; its holder is told" "0 76" "$code $?" "$(cat "$work/rel")"
@@ -168,20 +171,20 @@ expect "release --force on a lock held by another process; its holder is told" "
 
 redis HSET jlock "3f2a9c4e-0000-4000-8000-000000000001:42" 1 >/dev/null
 redis PEXPIRE jlock 30000 >/dev/null
-"$relock" status jlock >"$work/status"
+relock status jlock >"$work/status"
 grep -q "held by 3f2a9c4e-0000-4000-8000-000000000001:42, hold count 1" "$work/status"
 expect "status reads a lock held through Redisson" 0 $? "$(cat "$work/status")"
-"$relock" -q -w 0 jlock -- true
+relock -q -w 0 jlock -- true
 expect "and relock does not take it" 75 $?
-"$relock" -q release --force jlock
+relock -q release --force jlock
 expect "release --force deletes it" "0 0" "$? $(redis EXISTS jlock)"
-"$relock" status jlock >"$work/status"
+relock status jlock >"$work/status"
 expect "status of a free lock" "jlock: free" "$(cat "$work/status")"
 
 # -- errors --------------------------------------------------------------------
 
 t0=$(now_ms)
-"$relock" -u "redis://127.0.0.1:$(free_port)" --timeout 300ms down -- true 2>"$work/err"
+relock -u "redis://127.0.0.1:$(free_port)" --timeout 300ms down -- true 2>"$work/err"
 code=$?
 took=$(($(now_ms) - t0))
 expect "Redis down at start: exit 69, quickly" "69 in-time" \
@@ -189,33 +192,33 @@ expect "Redis down at start: exit 69, quickly" "69 in-time" \
 grep -qi "refused" "$work/err"
 expect "with the reason" 0 $? "$(cat "$work/err")"
 
-"$relock" --wait xyz name -- true 2>"$work/err"
+relock --wait xyz name -- true 2>"$work/err"
 expect "a bad duration is a usage error" "64" "$?"
 grep -q 'invalid --wait "xyz"' "$work/err"
 expect "naming the option" 0 $? "$(cat "$work/err")"
 
-"$relock" 2>/dev/null
+relock 2>/dev/null
 expect "no NAME is a usage error" 64 $?
-"$relock" name -- 2>/dev/null
+relock name -- 2>/dev/null
 expect "no COMMAND is a usage error" 64 $?
-"$relock" release name 2>/dev/null
+relock release name 2>/dev/null
 expect "release without --force is a usage error" 64 $?
-"$relock" --bogus name -- true 2>/dev/null
+relock --bogus name -- true 2>/dev/null
 expect "an unknown option is a usage error" 64 $?
-"$relock" -u "http://x" name -- true 2>"$work/err"
+relock -u "http://x" name -- true 2>"$work/err"
 expect "a bad URL is a usage error" 64 $?
-RELOCK_URL="redis://:hunter2@127.0.0.1:1" "$relock" --timeout 200ms name -- true 2>"$work/err"
+RELOCK_URL="redis://:hunter2@127.0.0.1:1" relock --timeout 200ms name -- true 2>"$work/err"
 code=$?
 grep -q hunter2 "$work/err"
 expect "a password never appears in messages" "69 1" "$code $?"
 echo "redis://127.0.0.1:$port" >"$work/url"
-RELOCK_URL= "$relock" --url-file "$work/url" -q t-file -- true
+RELOCK_URL= relock --url-file "$work/url" -q t-file -- true
 expect "--url-file reads the URL" 0 $?
 
-"$relock" --help >"$work/help"
+relock --help >"$work/help"
 grep -q "76 lock lost" "$work/help"
 expect "--help is short and lists the exit codes" "0 yes" "$? $([ "$(wc -l <"$work/help")" -lt 30 ] && echo yes)"
-"$relock" --version | grep -q "^relock [0-9]"
+relock --version | grep -q "^relock [0-9]"
 expect "--version" 0 $?
 
 echo "1..$n"
