@@ -112,9 +112,9 @@ expect "a waiting relock runs as soon as the holder ends" "0 in-time" \
 
 # -- signals --------------------------------------------------------------------
 
-relock_bg -q sigterm -- sh -c "trap 'echo got TERM >>\"$work/sig\"; exit 0' TERM; while :; do sleep 0.02; done"
+relock_bg -q sigterm -- sh -c "trap 'echo got TERM >>\"$work/sig\"; exit 0' TERM; : >\"$work/started\"; while :; do sleep 0.02; done"
 pid=$!
-wait_held sigterm
+for _ in $(seq 200); do [ -e "$work/started" ] && break; sleep 0.05; done # the command runs
 kill -TERM "$pid"
 wait "$pid"
 code=$?

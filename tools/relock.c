@@ -6,7 +6,6 @@
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +19,7 @@
 
 #include <relock/relock.h>
 
-#include "duration.h"
+#include "args.h"
 
 /* Exit statuses of relock itself; anything else is the command's own. */
 enum {
@@ -51,18 +50,6 @@ static const char usage_text[] =
     "Exit: the command's status (128+N if killed by signal N); 64 usage, 69 Redis\n"
     "unreachable or failing, 75 lock busy / not acquired in time, 76 lock lost while\n"
     "running (the command was terminated), 126/127 command not runnable / not found.\n";
-
-typedef struct options {
-  const char *url;
-  const char *url_file;
-  int64_t wait_ms;
-  int64_t lease_ms;
-  int64_t grace_ms;
-  int64_t timeout_ms;
-  int64_t watchdog_ms;
-  int verbosity; /* 0 quiet, 1 normal, 2 verbose */
-  int force;
-} options_t;
 
 /* Everything the loop's callbacks share. */
 typedef struct run {
@@ -388,50 +375,6 @@ static char *read_url_file(const char *path) {
   return strdup(buf);
 }
 
-static int parse_duration_opt(const char *name, const char *text, int64_t *out, int allow_zero) {
-  int64_t ms;
-  if (parse_duration(text, &ms) != 0 || (!allow_zero && ms == 0))
-    return usage_error("invalid %s \"%s\": use e.g. 500ms, 10s, 5m", name, text);
-  *out = ms;
-  return 0;
-}
-
-static int parse_options(int argc, char **argv, options_t *o, int *first) {
-  static const struct option longopts[] = {
-      {"url", required_argument, NULL, 'u'},        {"url-file", required_argument, NULL, 'F'},
-      {"wait", required_argument, NULL, 'w'},       {"lease", required_argument, NULL, 'l'},
-      {"kill-grace", required_argument, NULL, 'k'}, {"timeout", required_argument, NULL, 'T'},
-      {"watchdog", required_argument, NULL, 'W'},   {"quiet", no_argument, NULL, 'q'},
-      {"verbose", no_argument, NULL, 'v'},          {"force", no_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0}};
-  int c, r;
-  opterr = 0;
-  /* '+': stop at the first non-option, so COMMAND's own options are its own */
-  while ((c = getopt_long(argc, argv, "+u:w:l:k:qvhV", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'u': o->url = optarg; break;
-    case 'F': o->url_file = optarg; break;
-    case 'w': if ((r = parse_duration_opt("--wait", optarg, &o->wait_ms, 1)) != 0) return r; break;
-    case 'l': if ((r = parse_duration_opt("--lease", optarg, &o->lease_ms, 0)) != 0) return r; break;
-    case 'k': if ((r = parse_duration_opt("--kill-grace", optarg, &o->grace_ms, 1)) != 0) return r; break;
-    case 'T': if ((r = parse_duration_opt("--timeout", optarg, &o->timeout_ms, 0)) != 0) return r; break;
-    case 'W': if ((r = parse_duration_opt("--watchdog", optarg, &o->watchdog_ms, 0)) != 0) return r; break;
-    case 'q': o->verbosity = 0; break;
-    case 'v': o->verbosity = 2; break;
-    case 'f': o->force = 1; break;
-    case 'h': fputs(usage_text, stdout); exit(0);
-    case 'V': printf("relock %s\n", relock_version_string()); exit(0);
-    default:
-      if (optopt != 0)
-        return usage_error("option -%c needs a value, or is unknown", optopt);
-      return usage_error("unknown option %s", argv[optind - 1]);
-    }
-  }
-  *first = optind;
-  return 0;
-}
-
 static int connect_client(run_t *r) {
   const options_t *o = &r->opt;
   char *from_file = NULL;
@@ -499,37 +442,21 @@ static int run_command(run_t *r) {
 int main(int argc, char **argv) {
   run_t r;
   memset(&r, 0, sizeof r);
-  r.opt = (options_t){NULL, NULL, RELOCK_INFINITE, RELOCK_INFINITE, 10000, 0, 0, 1, 0};
-  int first = 0, code;
-  if ((code = parse_options(argc, argv, &r.opt, &first)) != 0)
+  args_t a;
+  int parsed = args_parse(argc, argv, &a), code = 0;
+  if (parsed == ARGS_HELP)
+    fputs(usage_text, stdout);
+  else if (parsed == ARGS_VERSION)
+    printf("relock %s\n", relock_version_string());
+  else if (parsed == ARGS_USAGE)
+    code = usage_error("%s", a.message != NULL ? a.message : "out of memory");
+  args_cleanup(&a);
+  if (parsed != ARGS_OK)
     return code;
+  r.opt = a.opt;
+  r.name = a.name;
+  r.argv = a.command;
   verbosity = r.opt.verbosity;
-  int nargs = argc - first;
-  char **args = argv + first;
-  enum { RUN, STATUS, RELEASE } mode = RUN;
-  if (nargs >= 1 && strcmp(args[0], "status") == 0 && (nargs == 2)) {
-    mode = STATUS;
-    r.name = args[1];
-  } else if (nargs >= 1 && strcmp(args[0], "release") == 0 && (nargs == 2 || nargs == 3)) {
-    mode = RELEASE;
-    if (nargs == 3 && strcmp(args[1], "--force") == 0)
-      r.opt.force = 1;
-    r.name = args[nargs - 1];
-    if (!r.opt.force)
-      return usage_error("release needs --force: it deletes the lock whoever holds it");
-  } else {
-    if (nargs < 1)
-      return usage_error("missing lock NAME");
-    r.name = args[0];
-    int cmd = 1;
-    if (nargs > 1 && strcmp(args[1], "--") == 0)
-      cmd = 2;
-    if (cmd >= nargs)
-      return usage_error("missing COMMAND after NAME --");
-    r.argv = args + cmd;
-  }
-  if (r.name[0] == '\0')
-    return usage_error("the lock NAME is empty");
 
   r.loop = ev_default_loop(EVFLAG_AUTO); /* ev_child needs the default loop */
   r.owner = (uint64_t)getpid();
@@ -538,9 +465,9 @@ int main(int argc, char **argv) {
       relock_client_free(r.client);
     return code;
   }
-  if (mode == STATUS)
+  if (a.mode == ARGS_STATUS)
     code = show_status(&r);
-  else if (mode == RELEASE)
+  else if (a.mode == ARGS_RELEASE)
     code = force_release(&r);
   else
     code = run_command(&r);

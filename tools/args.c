@@ -1,0 +1,114 @@
+/* The relock command line (args.h): getopt_long over the options, then the
+ * operands. Every message is the one relock prints after "relock: ". */
+#define _GNU_SOURCE /* vasprintf */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <relock/common.h>
+
+#include "args.h"
+#include "duration.h"
+
+static int usage(args_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(args_t *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  free(a->message);
+  if (vasprintf(&a->message, fmt, ap) < 0)
+    a->message = NULL;
+  va_end(ap);
+  return ARGS_USAGE;
+}
+
+static int duration_opt(args_t *a, const char *name, const char *text, int64_t *out, int allow_zero) {
+  int64_t ms;
+  if (parse_duration(text, &ms) != 0 || (!allow_zero && ms == 0))
+    return usage(a, "invalid %s \"%s\": use e.g. 500ms, 10s, 5m", name, text);
+  *out = ms;
+  return ARGS_OK;
+}
+
+static int parse_options(int argc, char **argv, args_t *a, int *first) {
+  static const struct option longopts[] = {
+      {"url", required_argument, NULL, 'u'},        {"url-file", required_argument, NULL, 'F'},
+      {"wait", required_argument, NULL, 'w'},       {"lease", required_argument, NULL, 'l'},
+      {"kill-grace", required_argument, NULL, 'k'}, {"timeout", required_argument, NULL, 'T'},
+      {"watchdog", required_argument, NULL, 'W'},   {"quiet", no_argument, NULL, 'q'},
+      {"verbose", no_argument, NULL, 'v'},          {"force", no_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  options_t *o = &a->opt;
+  int c, r;
+  opterr = 0;
+  optind = 0; /* glibc: start over, as on the first call */
+  /* '+': stop at the first non-option, so COMMAND's own options are its own */
+  while ((c = getopt_long(argc, argv, "+u:w:l:k:qvhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'u': o->url = optarg; break;
+    case 'F': o->url_file = optarg; break;
+    case 'w': if ((r = duration_opt(a, "--wait", optarg, &o->wait_ms, 1)) != 0) return r; break;
+    case 'l': if ((r = duration_opt(a, "--lease", optarg, &o->lease_ms, 0)) != 0) return r; break;
+    case 'k': if ((r = duration_opt(a, "--kill-grace", optarg, &o->grace_ms, 1)) != 0) return r; break;
+    case 'T': if ((r = duration_opt(a, "--timeout", optarg, &o->timeout_ms, 0)) != 0) return r; break;
+    case 'W': if ((r = duration_opt(a, "--watchdog", optarg, &o->watchdog_ms, 0)) != 0) return r; break;
+    case 'q': o->verbosity = 0; break;
+    case 'v': o->verbosity = 2; break;
+    case 'f': o->force = 1; break;
+    case 'h': return ARGS_HELP;
+    case 'V': return ARGS_VERSION;
+    default:
+      if (optopt != 0)
+        return usage(a, "option -%c needs a value, or is unknown", optopt);
+      return usage(a, "unknown option %s", argv[optind - 1]);
+    }
+  }
+  *first = optind;
+  return ARGS_OK;
+}
+
+int args_parse(int argc, char **argv, args_t *a) {
+  *a = (args_t){
+      .opt = {NULL, NULL, RELOCK_INFINITE, RELOCK_INFINITE, 10000, 0, 0, 1, 0},
+      .mode = ARGS_RUN,
+      .name = NULL,
+      .command = NULL,
+      .message = NULL,
+  };
+  int first = 0, code;
+  if ((code = parse_options(argc, argv, a, &first)) != ARGS_OK)
+    return code;
+  int nargs = argc - first;
+  char **args = argv + first;
+  if (nargs >= 1 && strcmp(args[0], "status") == 0 && (nargs == 2)) {
+    a->mode = ARGS_STATUS;
+    a->name = args[1];
+  } else if (nargs >= 1 && strcmp(args[0], "release") == 0 && (nargs == 2 || nargs == 3)) {
+    a->mode = ARGS_RELEASE;
+    if (nargs == 3 && strcmp(args[1], "--force") == 0)
+      a->opt.force = 1;
+    a->name = args[nargs - 1];
+    if (!a->opt.force)
+      return usage(a, "release needs --force: it deletes the lock whoever holds it");
+  } else {
+    if (nargs < 1)
+      return usage(a, "missing lock NAME");
+    a->name = args[0];
+    int cmd = 1;
+    if (nargs > 1 && strcmp(args[1], "--") == 0)
+      cmd = 2;
+    if (cmd >= nargs)
+      return usage(a, "missing COMMAND after NAME --");
+    a->command = args + cmd;
+  }
+  if (a->name[0] == '\0')
+    return usage(a, "the lock NAME is empty");
+  return ARGS_OK;
+}
+
+void args_cleanup(args_t *a) {
+  free(a->message);
+  a->message = NULL;
+}

@@ -1,0 +1,53 @@
+/* The relock command line: options, then what to do (run a command, status,
+ * release) and its operands. Parsed without printing or exiting, so that the
+ * fuzz target (tests/fuzz/fuzz_cli.c) can run it as often as it likes. */
+#ifndef RELOCK_TOOLS_ARGS_H
+#define RELOCK_TOOLS_ARGS_H
+
+#include <stdint.h>
+
+typedef struct options {
+  const char *url;      /* -u: NULL for $RELOCK_URL, else the default */
+  const char *url_file; /* --url-file */
+  int64_t wait_ms;      /* -w: RELOCK_INFINITE (forever) unless given; >= 0 */
+  int64_t lease_ms;     /* -l: RELOCK_INFINITE (watchdog lease) unless given; > 0 */
+  int64_t grace_ms;     /* -k: 10000 unless given; >= 0 */
+  int64_t timeout_ms;   /* --timeout: 0 (the library's default) unless given; > 0 */
+  int64_t watchdog_ms;  /* --watchdog: 0 (the library's default) unless given; > 0 */
+  int verbosity;        /* 0 quiet, 1 normal, 2 verbose */
+  int force;            /* --force */
+} options_t;
+
+typedef enum args_mode {
+  ARGS_RUN,     /* NAME [--] COMMAND [ARG...] */
+  ARGS_STATUS,  /* status NAME */
+  ARGS_RELEASE, /* release --force NAME */
+} args_mode_t;
+
+typedef struct args {
+  options_t opt;
+  args_mode_t mode;
+  const char *name; /* the lock's name (never empty); points into argv */
+  char **command;   /* ARGS_RUN: the command and its arguments, a tail of
+                       argv, so NULL-terminated as argv is */
+  char *message;    /* ARGS_USAGE: what is wrong, without "relock: ";
+                       NULL if there was no memory for it */
+} args_t;
+
+/* What args_parse found. */
+enum {
+  ARGS_OK = 0,  /* *a is filled in */
+  ARGS_USAGE,   /* a usage error: a->message says which */
+  ARGS_HELP,    /* -h / --help: print the usage text and exit 0 */
+  ARGS_VERSION, /* -V / --version: print the version and exit 0 */
+};
+
+/* Parses argv (argc elements plus the terminating NULL, argv[0] the
+ * program's name) into *a, which it initialises first. Uses getopt_long and
+ * resets its state, so it can be called more than once; it does not reorder
+ * argv. Free a->message with args_cleanup whatever the result. */
+int args_parse(int argc, char **argv, args_t *a);
+
+void args_cleanup(args_t *a);
+
+#endif /* RELOCK_TOOLS_ARGS_H */
