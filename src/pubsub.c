@@ -14,7 +14,7 @@
 #include "pubsub.h"
 
 struct relock__channel {
-  relock__link_t link;  /* in its bucket */
+  relock__hnode_t node; /* in ps->channels, by name */
   relock__pubsub_t *ps;
   relock__link_t listeners;
   size_t nlisteners;
@@ -24,51 +24,21 @@ struct relock__channel {
   int gap;              /* resubscribing after a drop: tell listeners */
   int walking;          /* a walk over the listeners is in progress */
   int sharded;
-  uint64_t hash;
   size_t len;
   char name[];
 };
 
 /* -- the channel table ------------------------------------------------------*/
 
-static uint64_t hash_name(const char *s, size_t len) {
-  uint64_t h = 14695981039346656037ull; /* FNV-1a */
-  for (size_t i = 0; i < len; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 static relock__channel_t *find(relock__pubsub_t *ps, const char *name, size_t len) {
-  uint64_t h = hash_name(name, len);
-  relock__link_t *head = &ps->buckets[h & (ps->nbuckets - 1)];
-  for (relock__link_t *n = head->next; n != head; n = n->next) {
-    relock__channel_t *ch = relock__container_of(n, relock__channel_t, link);
-    if (ch->hash == h && ch->len == len && memcmp(ch->name, name, len) == 0)
+  uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, name, len);
+  relock__hnode_t *n;
+  for (RELOCK__HTAB_EACH(&ps->channels, h, n)) {
+    relock__channel_t *ch = relock__container_of(n, relock__channel_t, node);
+    if (n->hash == h && ch->len == len && memcmp(ch->name, name, len) == 0)
       return ch;
   }
   return NULL;
-}
-
-static void grow(relock__pubsub_t *ps) {
-  size_t n = ps->nbuckets * 2;
-  relock__link_t *b = malloc(n * sizeof(*b));
-  if (b == NULL)
-    return; /* longer chains, still correct */
-  for (size_t i = 0; i < n; i++)
-    relock__list_init(&b[i]);
-  for (size_t i = 0; i < ps->nbuckets; i++) {
-    while (!relock__list_empty(&ps->buckets[i])) {
-      relock__link_t *node = ps->buckets[i].next;
-      relock__channel_t *ch = relock__container_of(node, relock__channel_t, link);
-      relock__list_remove(node);
-      relock__list_push_back(&b[ch->hash & (n - 1)], node);
-    }
-  }
-  free(ps->buckets);
-  ps->buckets = b;
-  ps->nbuckets = n;
 }
 
 static relock__channel_t *add(relock__pubsub_t *ps, const char *name, size_t len, int sharded) {
@@ -78,13 +48,9 @@ static relock__channel_t *add(relock__pubsub_t *ps, const char *name, size_t len
   ch->ps = ps;
   relock__list_init(&ch->listeners);
   ch->sharded = sharded;
-  ch->hash = hash_name(name, len);
   ch->len = len;
   memcpy(ch->name, name, len);
-  if (ps->nchannels >= ps->nbuckets)
-    grow(ps);
-  relock__list_push_back(&ps->buckets[ch->hash & (ps->nbuckets - 1)], &ch->link);
-  ps->nchannels++;
+  relock__htab_insert(&ps->channels, &ch->node, relock__hash_bytes(RELOCK__HASH_SEED, name, len));
   return ch;
 }
 
@@ -92,8 +58,7 @@ static relock__channel_t *add(relock__pubsub_t *ps, const char *name, size_t len
 static void maybe_free(relock__channel_t *ch) {
   if (ch->nlisteners > 0 || ch->sent_subscribed || ch->replies_due > 0 || ch->walking)
     return;
-  relock__list_remove(&ch->link);
-  ch->ps->nchannels--;
+  relock__htab_remove(&ch->ps->channels, &ch->node);
   free(ch);
 }
 
@@ -245,11 +210,11 @@ static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata) {
 
 /* Calls fn on every channel; fn may free the channel it is given. */
 static void each_channel(relock__pubsub_t *ps, void (*fn)(relock__channel_t *ch)) {
-  for (size_t i = 0; i < ps->nbuckets; i++) {
-    relock__link_t *head = &ps->buckets[i];
+  for (size_t i = 0; i < ps->channels.nbuckets; i++) {
+    relock__link_t *head = &ps->channels.buckets[i];
     for (relock__link_t *n = head->next, *next; n != head; n = next) {
       next = n->next;
-      fn(relock__container_of(n, relock__channel_t, link));
+      fn(relock__container_of(n, relock__channel_t, node.link));
     }
   }
 }
@@ -276,9 +241,7 @@ static void on_ready(relock__conn_t *c, void *arg) {
 static void on_conn_closed(relock__conn_t *c, void *arg) {
   (void)c;
   relock__pubsub_t *ps = arg;
-  free(ps->buckets);
-  ps->buckets = NULL;
-  ps->nbuckets = 0;
+  relock__htab_cleanup(&ps->channels);
   if (ps->on_closed)
     ps->on_closed(ps, ps->closed_arg);
 }
@@ -288,12 +251,8 @@ int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__whee
                         void (*on_closed)(relock__pubsub_t *ps, void *arg), void *closed_arg) {
   memset(ps, 0, sizeof(*ps));
   relock__list_init(&ps->orphans);
-  ps->nbuckets = 16;
-  ps->buckets = malloc(ps->nbuckets * sizeof(*ps->buckets));
-  if (ps->buckets == NULL)
+  if (relock__htab_init(&ps->channels, 16) != 0)
     return RELOCK_ENOMEM;
-  for (size_t i = 0; i < ps->nbuckets; i++)
-    relock__list_init(&ps->buckets[i]);
   ps->timeout_ms = settings->command_timeout_ms;
   ps->on_closed = on_closed;
   ps->closed_arg = closed_arg;

@@ -17,6 +17,7 @@
 #include <relock/future.h>
 
 #include "conn.h"
+#include "hashtab.h"
 #include "list.h"
 #include "wheel.h"
 
@@ -41,9 +42,7 @@ struct relock__listener {
 
 struct relock__pubsub {
   relock__conn_t conn;
-  relock__link_t *buckets;   /* channels by name */
-  size_t nbuckets;
-  size_t nchannels;
+  relock__htab_t channels;   /* by name */
   int64_t timeout_ms;        /* for confirmations */
   relock__link_t orphans;    /* listeners detached by close, to be told */
   int closing;
@@ -68,7 +67,7 @@ relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener
 void relock__pubsub_unsubscribe(relock__listener_t *l);
 
 /* Number of channels with a subscription (wanted or still being undone). */
-static inline size_t relock__pubsub_channels(const relock__pubsub_t *ps) { return ps->nchannels; }
+static inline size_t relock__pubsub_channels(const relock__pubsub_t *ps) { return ps->channels.count; }
 
 /* Fails pending confirmations with RELOCK_ECLOSED, detaches every listener
  * and closes the connection; on_closed runs once it is down. */
