@@ -19,6 +19,8 @@
  * report as comments. */
 #include <config.h>
 
+#define _GNU_SOURCE /* memfd_create */
+
 #include <errno.h>
 #include <malloc.h>
 #include <dirent.h>
@@ -248,11 +250,38 @@ static pid_t pids[MAX_WORKERS];
 static long faults[F_COUNT];
 static long restarted_workers;
 
+static int shared_fd = -1;
+
+/* A worker is a fresh exec of this program, not just a fork: the supervisor
+ * runs the proxies' threads, and a forked child of a threaded process may
+ * inherit a lock some thread held (ASan's allocator deadlocks there). The
+ * shared state travels as an inherited memfd. */
 static pid_t start_worker(int id, uint64_t seed) {
+  char self[] = "chaos", flag[] = "--worker";
+  char sid[16], sport[16], sseed[32], sfd[16], snames[16];
+  snprintf(sid, sizeof sid, "%d", id);
+  snprintf(sport, sizeof sport, "%d", relock_test_proxy_port(proxies[id]));
+  snprintf(sseed, sizeof sseed, "%llu", (unsigned long long)seed);
+  snprintf(sfd, sizeof sfd, "%d", shared_fd);
+  snprintf(snames, sizeof snames, "%d", nnames);
+  char *const args[] = {self, flag, sid, sport, sseed, sfd, snames, NULL};
   pid_t pid = fork();
-  if (pid == 0)
-    run_worker(id, relock_test_proxy_port(proxies[id]), seed);
+  if (pid == 0) {
+    execv("/proc/self/exe", args);
+    _exit(127);
+  }
   return pid;
+}
+
+static int worker_main(char **argv) {
+  int id = atoi(argv[2]), port = atoi(argv[3]), fd = atoi(argv[5]);
+  uint64_t seed = strtoull(argv[4], NULL, 10);
+  nnames = atoi(argv[6]);
+  sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (sh == MAP_FAILED || id < 0 || id >= MAX_WORKERS || nnames < 1 || nnames > MAX_NAMES)
+    return 3;
+  run_worker(id, port, seed);
+  return 0;
 }
 
 static void msleep(long ms) {
@@ -374,6 +403,8 @@ static int persistence_phase(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 7 && strcmp(argv[1], "--worker") == 0)
+    return worker_main(argv);
   int persistence_check = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -402,7 +433,10 @@ int main(int argc, char **argv) {
     printf("1..0 # SKIP redis-server not found\n");
     return 0;
   }
-  sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  shared_fd = memfd_create("relock-chaos", 0); /* inherited by the workers */
+  if (shared_fd < 0 || ftruncate(shared_fd, sizeof(*sh)) != 0)
+    return 1;
+  sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED, shared_fd, 0);
   relock_test_redis_opts_t opts = {.aof = 1};
   redis = relock_test_redis_start(&opts);
   if (sh == MAP_FAILED || redis == NULL) {
@@ -439,10 +473,15 @@ int main(int argc, char **argv) {
     while (waitpid(pids[i], &status, WNOHANG) == 0 && now_ns() < deadline)
       msleep(20);
     if (now_ns() >= deadline) {
+      printf("# worker %d did not wind down within 30 s: killed\n", i);
       kill(pids[i], SIGKILL);
       waitpid(pids[i], &status, 0);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       exited++;
+    } else if (WIFEXITED(status)) {
+      printf("# worker %d exited with status %d\n", i, WEXITSTATUS(status));
+    } else {
+      printf("# worker %d was killed by signal %d\n", i, WTERMSIG(status));
     }
   }
 
