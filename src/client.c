@@ -182,6 +182,9 @@ relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const
                                              const size_t *argvlen) {
   if (c == NULL || argc <= 0 || argv == NULL)
     return NULL;
+  for (int i = 0; i < argc; i++)
+    if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
+      return NULL;
   size_t small[16];
   size_t *lens = small;
   if (argvlen == NULL) {
@@ -214,6 +217,10 @@ relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *fo
   va_end(ap);
   if (len <= 0)
     return NULL;
+  if (strncmp(cmd, "*0\r\n", 4) == 0) { /* no arguments: nothing to send */
+    redisFreeCommand(cmd);
+    return NULL;
+  }
   relock_future_t *f = relock__future_new(c->loop);
   relock__request_t *req = NULL;
   if (f != NULL && (req = relock__request_new(relock_future_retain(f), (size_t)len)) != NULL)

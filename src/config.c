@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/un.h>
 
@@ -573,7 +574,34 @@ static int validate_connection(const relock_config_t *c, relock_error_t *err) {
   return RELOCK_OK;
 }
 
+/* The longest duration accepted anywhere: about 34 years. Bounding every
+ * duration keeps the sums and products made of them (latch lifetimes, lease
+ * deadlines in ns) far from overflow, and Redis accepts them as expiries. */
+#define MAX_DURATION_MS (INT64_C(1) << 40)
+#define MAX_RETRY_ATTEMPTS 1000
+
+static int too_long(const char *name, int64_t v, relock_error_t *err) {
+  return invalid(err, "%s is %" PRId64 " ms: at most %" PRId64 " (about 34 years)", name, v, MAX_DURATION_MS);
+}
+
 static int validate_timing(const relock_config_t *c, relock_error_t *err) {
+  static const struct {
+    const char *name;
+    size_t offset;
+  } durations[] = {{"connect_timeout_ms", offsetof(relock_config_t, connect_timeout_ms)},
+                   {"command_timeout_ms", offsetof(relock_config_t, command_timeout_ms)},
+                   {"retry_interval_ms", offsetof(relock_config_t, retry_interval_ms)},
+                   {"reconnect_min_ms", offsetof(relock_config_t, reconnect_min_ms)},
+                   {"reconnect_max_ms", offsetof(relock_config_t, reconnect_max_ms)},
+                   {"watchdog_timeout_ms", offsetof(relock_config_t, watchdog_timeout_ms)}};
+  for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
+    int64_t v;
+    memcpy(&v, (const char *)c + durations[i].offset, sizeof v);
+    if (v > MAX_DURATION_MS)
+      return too_long(durations[i].name, v, err);
+  }
+  if (c->retry_attempts > MAX_RETRY_ATTEMPTS)
+    return invalid(err, "retry_attempts must be <= %d (got %d)", MAX_RETRY_ATTEMPTS, c->retry_attempts);
   if (c->connect_timeout_ms <= 0)
     return invalid(err, "connect_timeout_ms must be > 0 (got %" PRId64 ")", c->connect_timeout_ms);
   if (c->command_timeout_ms <= 0)

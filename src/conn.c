@@ -195,6 +195,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     const char *why = ac->errstr[0] ? ac->errstr : "connection closed";
     if (c->closing)
       request_fail(req, RELOCK_ECLOSED, "client closed");
+    else if (c->unexpected_reply)
+      request_fail(req, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?",
+                   c->settings->address);
     else
       request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s",
                    c->settings->address, why);
@@ -421,8 +424,13 @@ static void on_connect(const redisAsyncContext *cac, int status) {
 
 static void on_disconnect(const redisAsyncContext *cac, int status) {
   relock__conn_t *c = cac->data;
-  if (status != REDIS_OK && c->last_err == 0)
-    record_error(c, RELOCK_ECONNLOST, "%s", cac->errstr[0] ? cac->errstr : "connection lost");
+  /* hiredis drops a connection on an error reply nobody asked for (a refused
+   * SUBSCRIBE, "max number of clients"): that is the server's word. */
+  if (c->unexpected_reply)
+    record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
+  else if (status != REDIS_OK && c->last_err == 0)
+    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s",
+                 cac->errstr[0] ? cac->errstr : "connection lost");
   context_gone(c);
 }
 
@@ -462,6 +470,65 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
   drop_context(c);
 }
 
+/* -- replies nobody asked for ------------------------------------------------
+ * hiredis 0.14 aborts the process (an assertion) when a reply arrives that no
+ * command waits for on a connection that is not subscribed, or a malformed
+ * pub/sub message on one that is: a server that is not Redis can send either.
+ * Our reader functions refuse such a reply while it is parsed, so the reader
+ * fails and the connection drops instead. (hiredis 1.x handles these itself,
+ * and its reader functions differ: the guard is for 0.14's layout.) */
+#ifndef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE
+static redisReplyObjectFunctions guarded_fns;
+static redisReplyObjectFunctions *hiredis_fns;
+
+static int unexpected(const redisReadTask *task, long long elements) {
+  relock__conn_t *c = task->privdata;
+  redisAsyncContext *ac = c != NULL ? c->ac : NULL;
+  if (ac == NULL || ac->replies.head != NULL || (ac->c.flags & REDIS_MONITORING))
+    return 0; /* a command waits for this reply */
+  int bad;
+  if (!(ac->c.flags & REDIS_SUBSCRIBED))
+    /* hiredis itself drops a connection on an unasked-for error reply */
+    bad = task->parent == NULL && task->type != REDIS_REPLY_ERROR;
+  else if (task->parent == NULL)
+    bad = task->type == REDIS_REPLY_ARRAY && elements < 3; /* [kind, channel, payload...] */
+  else
+    /* kind and channel are strings; an unsubscribe's count is an integer */
+    bad = task->parent->parent == NULL &&
+          ((task->idx < 2 && task->type != REDIS_REPLY_STRING) ||
+           (task->idx == 2 && task->type != REDIS_REPLY_STRING && task->type != REDIS_REPLY_INTEGER));
+  if (bad)
+    c->unexpected_reply = 1;
+  return bad;
+}
+
+static void *guard_string(const redisReadTask *t, char *s, size_t len) {
+  return unexpected(t, 0) ? NULL : hiredis_fns->createString(t, s, len);
+}
+static void *guard_array(const redisReadTask *t, int n) {
+  return unexpected(t, n) ? NULL : hiredis_fns->createArray(t, n); /* t->elements is not set yet */
+}
+static void *guard_integer(const redisReadTask *t, long long v) {
+  return unexpected(t, 0) ? NULL : hiredis_fns->createInteger(t, v);
+}
+static void *guard_nil(const redisReadTask *t) { return unexpected(t, 0) ? NULL : hiredis_fns->createNil(t); }
+
+static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
+  if (hiredis_fns == NULL) {
+    hiredis_fns = ac->c.reader->fn;
+    guarded_fns = (redisReplyObjectFunctions){guard_string, guard_array, guard_integer, guard_nil,
+                                              hiredis_fns->freeObject};
+  }
+  ac->c.reader->fn = &guarded_fns;
+  ac->c.reader->privdata = c;
+}
+#else
+static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
+  (void)c;
+  (void)ac;
+}
+#endif
+
 static void connect_now(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
   redisAsyncContext *ac =
@@ -488,6 +555,8 @@ static void connect_now(relock__conn_t *c) {
     return;
   }
   c->ac = ac;
+  c->unexpected_reply = 0;
+  guard_replies(c, ac);
   c->state = RELOCK__CONN_CONNECTING;
   relock__timer_start(c->wheel, &c->connect_timer, s->connect_timeout_ms);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);

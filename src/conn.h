@@ -91,6 +91,7 @@ struct relock__conn {
   int hs_next;
   int hs_count;
 
+  int unexpected_reply;    /* the server sent a reply nobody asked for */
   int last_err;            /* why the last attempt failed (0: none) */
   char last_msg[160];
 };

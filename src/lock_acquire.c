@@ -381,8 +381,11 @@ static void on_cancel(relock_future_t *out, void *arg) {
 }
 
 relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
-  if (lock == NULL || wait_ms < RELOCK_INFINITE || (lease_ms != RELOCK_INFINITE && lease_ms <= 0))
+  if (lock == NULL || wait_ms < RELOCK_INFINITE || (lease_ms != RELOCK_INFINITE && lease_ms <= 0) ||
+      lease_ms > RELOCK_MAX_LEASE_MS)
     return NULL;
+  if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
+    wait_ms = RELOCK_INFINITE;
   relock_client_t *c = lock->client;
   acquire_t *op = calloc(1, sizeof(*op));
   relock_future_t *out = relock__future_new(c->loop);

@@ -228,9 +228,42 @@ static void channel_down(relock__channel_t *ch) {
   maybe_free(ch);
 }
 
+static void refuse(relock__listener_t *l, void *ctx) {
+  relock__conn_t *c = ctx;
+  settle_confirm(l, RELOCK_ESERVER, "subscription to %.*s refused: %s", (int)l->channel->len, l->channel->name,
+                 c->last_msg);
+}
+
+/* Fails every pending confirmation. Their callbacks may subscribe and
+ * unsubscribe anything, so the channels are pinned in a snapshot first. */
+static void refuse_pending(relock__pubsub_t *ps) {
+  size_t n = ps->channels.count, i = 0;
+  relock__channel_t **all = n > 0 ? malloc(n * sizeof(*all)) : NULL;
+  if (all == NULL)
+    return; /* they time out instead */
+  for (size_t b = 0; b < ps->channels.nbuckets; b++) {
+    relock__link_t *head = &ps->channels.buckets[b];
+    for (relock__link_t *l = head->next; l != head && i < n; l = l->next) {
+      all[i] = relock__container_of(l, relock__channel_t, node.link);
+      all[i++]->walking++;
+    }
+  }
+  for (size_t k = 0; k < i; k++)
+    walk(all[k], refuse, &ps->conn);
+  for (size_t k = 0; k < i; k++) {
+    all[k]->walking--;
+    maybe_free(all[k]);
+  }
+  free(all);
+}
+
 static void on_down(relock__conn_t *c, void *arg) {
-  (void)c;
   each_channel(arg, channel_down);
+  /* The server refused (a SUBSCRIBE denied by ACL, say): waiting for the
+   * confirmation would only end in a timeout. Listeners stay, and are
+   * subscribed again after the reconnect. */
+  if (c->last_err == RELOCK_ESERVER)
+    refuse_pending(arg);
 }
 
 static void on_ready(relock__conn_t *c, void *arg) {

@@ -28,6 +28,8 @@ static uint64_t hold_hash(const relock_lock_t *lock, uint64_t owner) {
 }
 
 relock__hold_t *relock__renewal_find(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  if (r->closing) /* the table is gone with the client's close */
+    return NULL;
   uint64_t h = hold_hash(lock, owner);
   relock__hnode_t *n;
   for (RELOCK__HTAB_EACH(&r->holds, h, n)) {
@@ -97,6 +99,8 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
 
 int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner, int watchdog,
                              int64_t lease_ms, uint64_t sent_ns) {
+  if (r->closing)
+    return RELOCK_ECLOSED;
   relock__hold_t *hold = relock__renewal_find(r, lock, owner);
   if (hold != NULL && hold->lost) { /* a fresh hold after a lost one */
     forget(r, hold);

@@ -43,10 +43,16 @@ static int wait_flag(relock_future_t *f, int *flag) {
   return r;
 }
 
+static int valid_lease(int64_t lease_ms) {
+  return lease_ms == RELOCK_INFINITE || (lease_ms > 0 && lease_ms <= RELOCK_MAX_LEASE_MS);
+}
+
 int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms) {
   int r = would_block(lock);
   if (r != 0)
     return r;
+  if (!valid_lease(lease_ms))
+    return RELOCK_EINVAL;
   return wait_flag(relock_lock_acquire_async(lock, relock_thread_owner(), RELOCK_INFINITE, lease_ms), NULL);
 }
 
@@ -54,7 +60,7 @@ int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
   int r = would_block(lock);
   if (r != 0)
     return r;
-  if (wait_ms < RELOCK_INFINITE || (lease_ms != RELOCK_INFINITE && lease_ms <= 0))
+  if (wait_ms < RELOCK_INFINITE || !valid_lease(lease_ms))
     return RELOCK_EINVAL;
   return wait_flag(relock_lock_acquire_async(lock, relock_thread_owner(), wait_ms, lease_ms), acquired);
 }

@@ -31,6 +31,10 @@ extern "C" {
 
 typedef struct relock_lock relock_lock_t;
 
+/* The longest fixed lease (about 34 years; Redis must be able to store the
+ * expiry). A longer wait counts as RELOCK_INFINITE. */
+#define RELOCK_MAX_LEASE_MS (INT64_C(1) << 40)
+
 /* A lock object for name (Redisson's getLock(name)). Cheap: it holds no
  * connection of its own, and several objects for one name see the same lock.
  * The name is copied; it may be any non-empty string without NUL. NULL with
@@ -54,7 +58,7 @@ RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner
  *   wait_ms  RELOCK_INFINITE: wait as long as it takes (Redisson lock());
  *            0: try once (tryLock()); > 0: wait at most that long.
  *   lease_ms RELOCK_INFINITE: the watchdog lease, renewed while held;
- *            > 0: a fixed lease, never renewed.
+ *            > 0 (up to RELOCK_MAX_LEASE_MS): a fixed lease, never renewed.
  * The future succeeds with a boolean: 1 acquired, 0 not acquired in time
  * (not an error). It fails on errors (RELOCK_ESERVER with the server's text
  * for a key of the wrong type, connection errors after retries, ...).
