@@ -35,8 +35,21 @@ static void call_free(call_t *call) {
   free(call);
 }
 
-static int transient(int err) {
-  return err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT;
+/* Failures that a later attempt may not meet: the connection, and the
+ * server saying "not now" (loading its data after a restart, a script
+ * running too long, a failover) rather than "no". */
+static int transient(relock_future_t *attempt) {
+  static const char *const not_now[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN "};
+  int err = relock_future_error(attempt);
+  if (err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT)
+    return 1;
+  if (err != RELOCK_ESERVER)
+    return 0;
+  const char *msg = relock_future_message(attempt);
+  for (size_t i = 0; i < sizeof not_now / sizeof not_now[0]; i++)
+    if (strncmp(msg, not_now[i], strlen(not_now[i])) == 0)
+      return 1;
+  return 0;
 }
 
 /* The reply of an attempt completes the caller's future directly. */
@@ -52,7 +65,7 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   int err = relock_future_error(attempt);
   if (relock_future_is_done(call->out)) { /* answered, or cancelled */
     call_free(call);
-  } else if (transient(err) && call->retry_safe && call->attempts_left > 0 && !call->client->closing &&
+  } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->client->closing &&
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
     int64_t base = call->client->settings.retry_interval_ms;
     uint64_t x = call->client->rng; /* xorshift64: jitter of up to half the interval */

@@ -67,6 +67,7 @@ typedef struct worker_slot {
 
 typedef struct shared {
   _Atomic int stop;
+  _Atomic long errors_by_code[32]; /* acquisitions failed, by -code */
   _Atomic int holder[MAX_NAMES]; /* worker id + 1 inside the name's section */
   _Atomic long violations;
   _Atomic long killed_in_section[MAX_NAMES];
@@ -187,6 +188,8 @@ static void run_worker(int id, int port, uint64_t seed) {
         atomic_fetch_add(&slot->hung, 1);
       if (r != 0) {
         atomic_fetch_add(&slot->lock_errors, 1);
+        if (-r > 0 && -r < 32)
+          atomic_fetch_add(&sh->errors_by_code[-r], 1);
         continue;
       }
       if (!acquired)
@@ -524,6 +527,11 @@ int main(int argc, char **argv) {
   printf("# lock errors (clear codes): %ld acquire, %ld release; lost-lock events reported: %ld (%ld confirmed "
          "real by Redis, the rest unverifiable under the fault)\n",
          lock_errors, unlock_errors, lost, lost_real);
+  printf("# failed acquisitions by code:");
+  for (int e = 1; e < 32; e++)
+    if (sh->errors_by_code[e] > 0)
+      printf(" %s %ld", relock_err_name(-e), (long)sh->errors_by_code[e]);
+  printf("\n");
   printf("# workers restarted after kill -9: %ld; exited cleanly at the end: %d of %d\n", restarted_workers,
          exited, nworkers);
   printf("# leaks in surviving workers: %ld fds, %ld bytes\n", leaked_fds, leaked_bytes);
