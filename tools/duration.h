@@ -5,9 +5,10 @@
 
 #include <stdint.h>
 
-/* Parses text into whole milliseconds (rounded up, so "1us"... is refused:
- * the units are ms, s, m, h). Returns 0, or -1 for anything malformed,
- * negative, or over a year. */
+/* Parses text, DIGITS[.DIGITS] with an optional unit ms, s (the default), m
+ * or h, into whole milliseconds, rounded up exactly ("0.0001" is 1 ms).
+ * Returns 0, or -1 for anything else (signs, spaces, exponents, hex, "1.",
+ * other units) or over a year. */
 int parse_duration(const char *text, int64_t *ms);
 
 #endif /* RELOCK_TOOLS_DURATION_H */

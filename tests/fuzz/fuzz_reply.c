@@ -9,10 +9,12 @@
  * hiredis replies are freed before the copies are read again, so a copy that
  * still pointed into them would be a use after free.
  *
- * hiredis 0.14 never nests deeper than 7 nor hands out NULL elements, which
- * leaves the copy's stack growth (past 16 levels) and its NULL-as-nil rule
+ * hiredis 0.14 never nests deeper than 7, hands out no NULL elements and
+ * knows no reply types newer than it, which leaves the copy's stack growth
+ * (past 16 levels), its NULL-as-nil rule and its rule for unknown types
  * unreached; so the replies of each input are also copied inside a made-up
- * array of them with a NULL element, itself nested 17 to 80 levels deep. */
+ * array of them, a NULL and a reply of an unknown type (the first reply's
+ * fields under another type number), itself nested 17 to 80 levels deep. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@
  * memory, which the reader reports as an error. */
 #define MAX_ELEMENTS 4096
 #define MAX_REPLIES 64
+#define UNKNOWN_TYPE 1000 /* no hiredis has it */
 
 static redisReplyObjectFunctions functions;
 static void *(*hiredis_create_array)(const redisReadTask *, int);
@@ -44,6 +47,8 @@ static void *create_array(const redisReadTask *task, int elements) {
 static relock_reply_type_t expected_type(const redisReply *r) {
   if (r == NULL)
     return RELOCK_REPLY_NIL;
+  if (r->type == UNKNOWN_TYPE) /* reply.h: it keeps what it carries */
+    return r->element != NULL ? RELOCK_REPLY_ARRAY : r->str != NULL ? RELOCK_REPLY_STRING : RELOCK_REPLY_NIL;
   switch (r->type) {
   case REDIS_REPLY_STRING: return RELOCK_REPLY_STRING;
   case REDIS_REPLY_STATUS: return RELOCK_REPLY_STATUS;
@@ -110,16 +115,21 @@ static relock_reply_t *copy_and_compare(const redisReply *src) {
   return copy;
 }
 
-/* A made-up reply: an array of the replies and a NULL, nested depth deep in
- * one-element arrays. Freed with free_nest(top, depth). */
+/* A made-up reply: an array of the replies, a NULL and one of an unknown
+ * type, nested depth deep in one-element arrays. Freed with free_nest(top,
+ * depth). */
 static redisReply *nest(redisReply **replies, size_t n, size_t depth) {
-  redisReply *all = calloc(1, sizeof *all);
-  FUZZ_CHECK(all != NULL);
+  redisReply *all = calloc(1, sizeof *all), *unknown = calloc(1, sizeof *unknown);
+  FUZZ_CHECK(all != NULL && unknown != NULL);
+  if (n > 0)
+    *unknown = *replies[0]; /* its str and element stay replies[0]'s */
+  unknown->type = UNKNOWN_TYPE;
   all->type = REDIS_REPLY_ARRAY;
-  all->elements = n + 1;
-  all->element = calloc(n + 1, sizeof *all->element);
+  all->elements = n + 2;
+  all->element = calloc(n + 2, sizeof *all->element);
   FUZZ_CHECK(all->element != NULL);
   memcpy(all->element, replies, n * sizeof *replies); /* element[n] stays NULL */
+  all->element[n + 1] = unknown;
   redisReply *top = all;
   for (size_t i = 0; i < depth; i++) {
     redisReply *outer = calloc(1, sizeof *outer);
@@ -137,6 +147,8 @@ static redisReply *nest(redisReply **replies, size_t n, size_t depth) {
 static void free_nest(redisReply *top, size_t depth) {
   for (size_t i = 0; i <= depth; i++) {
     redisReply *inner = i < depth ? top->element[0] : NULL;
+    if (i == depth)
+      free(top->element[top->elements - 1]); /* the unknown one */
     free(top->element);
     free(top);
     top = inner;

@@ -10,9 +10,9 @@
  *   db >= 0; relock_config_validate accepts the result; and a URL written
  *   back from the fields parses to the same fields.
  * - A password never reaches a message: the URL is parsed again with a
- *   known password put in (as "redis://:<password>@..." or "?password=..."),
- *   and no 4 bytes of it, raw or percent-decoded, may appear in the message
- *   unless they were in the input already.
+ *   known password put in (as "redis://:<password>@..." or "?password=...",
+ *   raw or percent-encoded), and no 4 bytes of it in a row may appear in the
+ *   message unless they were in the input already.
  * - cleanup restores the defaults, and may be called twice.
  * - validate's rules for client_id and client_name, the input used as each,
  *   match an independent statement of them. */
@@ -260,8 +260,10 @@ static void check_url(const char *url) {
 
 /* -- passwords stay out of messages ------------------------------------------*/
 
-#define CANARY "Kq7Zw3Jv"
-#define CANARY_ENCODED "%4Bq7Zw3J%76" /* the same, percent-encoded */
+/* Letters that quote()'s escapes ("\\x" and lowercase hex digits) never
+ * make, so any 4 of them in a row in a message came from the URL. */
+#define CANARY "KqZwGvJt"
+#define CANARY_ENCODED "%4BqZwGvJ%74" /* the same, percent-encoded */
 
 /* Whether message holds 4 bytes of secret in a row that url does not. */
 static int leaks(const char *message, const char *secret, const char *url) {
@@ -286,10 +288,9 @@ static void check_canary(const char *url, const char *with_password, int passwor
     else
       FUZZ_CHECK(strncmp(c.password, CANARY, strlen(CANARY)) == 0);
   } else {
-    if (leaks(err.message, CANARY, url) || leaks(err.message, CANARY_ENCODED, url))
+    if (leaks(err.message, CANARY, url))
       fprintf(stderr, "URL %s\nmessage %s\n", with_password, err.message);
     FUZZ_CHECK(!leaks(err.message, CANARY, url));
-    FUZZ_CHECK(!leaks(err.message, CANARY_ENCODED, url));
   }
   relock_config_cleanup(&c);
 }
