@@ -1,0 +1,149 @@
+/* Helpers shared by the lock benchmarks (bench/lock.c, bench/watchdog.c):
+ * clocks, the process's CPU time and heap use, percentiles, the server's CPU
+ * time from INFO, and a client for HOST PORT. Header-only: every function is
+ * static, so each program takes what it uses. */
+#ifndef RELOCK_BENCH_H
+#define RELOCK_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define BENCH_HAVE_MALLINFO2 1
+#endif
+
+#include <relock/relock.h>
+
+static inline uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of this process so far (user + system), from getrusage. */
+static inline double bench_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Resident set size in bytes, from /proc/self/statm (-1 if unreadable). */
+static inline long long bench_rss_bytes(void) {
+  long long pages_total = 0, pages_rss = -1;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f == NULL)
+    return -1;
+  if (fscanf(f, "%lld %lld", &pages_total, &pages_rss) != 2)
+    pages_rss = -1;
+  fclose(f);
+  return pages_rss < 0 ? -1 : pages_rss * (long long)sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes of heap in use: malloc's own count where glibc has it (mallinfo2:
+ * uordblks, the chunks handed out with their headers and padding, plus
+ * hblkhd, the large blocks malloc took with mmap, such as a big hash table's
+ * bucket array), the resident set size otherwise. bench_heap_source() says
+ * which. */
+static inline long long bench_heap_bytes(void) {
+#ifdef BENCH_HAVE_MALLINFO2
+  struct mallinfo2 mi = mallinfo2();
+  return (long long)(mi.uordblks + mi.hblkhd);
+#else
+  return bench_rss_bytes();
+#endif
+}
+
+static inline const char *bench_heap_source(void) {
+#ifdef BENCH_HAVE_MALLINFO2
+  return "mallinfo2";
+#else
+  return "rss";
+#endif
+}
+
+static inline int bench_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The p-quantile of n sorted nanosecond values, in microseconds. */
+static inline double bench_pct_us(const uint64_t *v, size_t n, double p) {
+  if (n == 0)
+    return 0;
+  size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+  return (double)v[i] / 1e3;
+}
+
+static inline void bench_die(const char *what, int err) {
+  fprintf(stderr, "%s: %s\n", what, relock_strerror(err));
+  exit(1);
+}
+
+/* A client for host:port on loop (NULL: its own), with a command timeout
+ * long enough for the deep pipelines the benchmarks build. */
+static inline relock_client_t *bench_client(struct ev_loop *loop, const char *host, int port, int64_t watchdog_ms) {
+  relock_config_t cfg;
+  relock_config_init(&cfg);
+  cfg.host = host;
+  cfg.port = port;
+  cfg.command_timeout_ms = 30000;
+  if (watchdog_ms > 0)
+    cfg.watchdog_timeout_ms = watchdog_ms;
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(loop, &cfg, &err);
+  if (c == NULL) {
+    fprintf(stderr, "client: %s\n", err.message);
+    exit(1);
+  }
+  return c;
+}
+
+/* Runs a plain command and waits for it (not from inside a callback). */
+static inline void bench_command(relock_client_t *c, const char *cmd) {
+  relock_future_t *f = relock_client_commandf_async(c, cmd);
+  int r = f != NULL ? relock_future_wait(f, 30000) : RELOCK_ENOMEM;
+  if (r != 0)
+    bench_die(cmd, r);
+  relock_future_release(f);
+}
+
+/* The server's CPU time (used_cpu_sys + used_cpu_user of INFO cpu), stored
+ * into *dst when the reply comes; *pending counts replies still due. */
+typedef struct bench_server_cpu {
+  double *dst;
+  int *pending;
+} bench_server_cpu_t;
+
+static inline void bench_on_info(relock_future_t *f, void *arg) {
+  bench_server_cpu_t *q = arg;
+  const relock_reply_t *reply = relock_future_reply(f);
+  double total = -1;
+  if (reply != NULL && reply->type == RELOCK_REPLY_STRING) {
+    const char *sys = strstr(reply->str, "used_cpu_sys:"), *user = strstr(reply->str, "used_cpu_user:");
+    if (sys != NULL && user != NULL)
+      total = atof(sys + strlen("used_cpu_sys:")) + atof(user + strlen("used_cpu_user:"));
+  }
+  *q->dst = total;
+  (*q->pending)--;
+  free(q);
+  relock_future_release(f);
+}
+
+static inline void bench_server_cpu_async(relock_client_t *c, double *dst, int *pending) {
+  bench_server_cpu_t *q = malloc(sizeof(*q));
+  relock_future_t *f = relock_client_commandf_async(c, "INFO cpu");
+  if (q == NULL || f == NULL)
+    bench_die("INFO cpu", RELOCK_ENOMEM);
+  q->dst = dst;
+  q->pending = pending;
+  (*pending)++;
+  relock_future_on_done(f, bench_on_info, q);
+}
+
+#endif /* RELOCK_BENCH_H */
