@@ -114,10 +114,13 @@ static inline void bench_command(relock_client_t *c, const char *cmd) {
 }
 
 /* The server's CPU time (used_cpu_sys + used_cpu_user of INFO cpu), stored
- * into *dst when the reply comes; *pending counts replies still due. */
+ * into *dst when the reply comes; *pending counts replies still due, and
+ * then(arg) (if not NULL) runs after each reply. */
 typedef struct bench_server_cpu {
   double *dst;
   int *pending;
+  void (*then)(void *arg);
+  void *arg;
 } bench_server_cpu_t;
 
 static inline void bench_on_info(relock_future_t *f, void *arg) {
@@ -131,17 +134,22 @@ static inline void bench_on_info(relock_future_t *f, void *arg) {
   }
   *q->dst = total;
   (*q->pending)--;
+  if (q->then != NULL)
+    q->then(q->arg);
   free(q);
   relock_future_release(f);
 }
 
-static inline void bench_server_cpu_async(relock_client_t *c, double *dst, int *pending) {
+static inline void bench_server_cpu_async(relock_client_t *c, double *dst, int *pending, void (*then)(void *arg),
+                                          void *arg) {
   bench_server_cpu_t *q = malloc(sizeof(*q));
   relock_future_t *f = relock_client_commandf_async(c, "INFO cpu");
   if (q == NULL || f == NULL)
     bench_die("INFO cpu", RELOCK_ENOMEM);
   q->dst = dst;
   q->pending = pending;
+  q->then = then;
+  q->arg = arg;
   (*pending)++;
   relock_future_on_done(f, bench_on_info, q);
 }

@@ -220,10 +220,14 @@ struct tp {
 
 static void chain_start(chain_t *ch);
 
+/* Done once every chain has stopped and both INFO replies are in, in
+ * whichever order they come. */
 static void tp_maybe_done(tp_t *tp) {
   if (tp->active == 0 && tp->info_due == 0)
     ev_break(tp->loop, EVBREAK_ALL);
 }
+
+static void on_tp_info(void *arg) { tp_maybe_done(arg); }
 
 static void on_tp_released(relock_future_t *f, void *arg) {
   chain_t *ch = arg;
@@ -270,7 +274,7 @@ static void on_tp_window_start(struct ev_loop *loop, ev_timer *w, int revents) {
   tp->pairs0 = tp->pairs;
   tp->t0 = bench_now_ns();
   tp->cpu0 = bench_cpu_s();
-  bench_server_cpu_async(tp->client, &tp->srv0, &tp->info_due);
+  bench_server_cpu_async(tp->client, &tp->srv0, &tp->info_due, NULL, NULL);
 }
 
 static void on_tp_window_end(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -281,7 +285,7 @@ static void on_tp_window_end(struct ev_loop *loop, ev_timer *w, int revents) {
   tp->t1 = bench_now_ns();
   tp->cpu1 = bench_cpu_s();
   tp->running = 0; /* the pairs in flight finish; no new ones start */
-  bench_server_cpu_async(tp->client, &tp->srv1, &tp->info_due);
+  bench_server_cpu_async(tp->client, &tp->srv1, &tp->info_due, on_tp_info, tp);
 }
 
 static int throughput(const char *host, int port, size_t names, double seconds) {
