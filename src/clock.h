@@ -28,4 +28,22 @@ static inline uint64_t relock__coarse_resolution_ns(void) {
   return (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
 }
 
+/* Time arithmetic on the monotonic timeline, signed so that a deadline
+ * already passed is a negative distance rather than a wrap to ~584 years. */
+#define RELOCK__NS_PER_MS INT64_C(1000000)
+
+/* a - b in nanoseconds (both on the monotonic clock). */
+static inline int64_t relock__ns_between(uint64_t a, uint64_t b) { return (int64_t)(a - b); }
+
+/* Whole milliseconds from now until deadline, rounded up; 0 once it passed. */
+static inline int64_t relock__ms_until(uint64_t deadline_ns, uint64_t now_ns) {
+  int64_t ns = relock__ns_between(deadline_ns, now_ns);
+  return ns > 0 ? (ns + RELOCK__NS_PER_MS - 1) / RELOCK__NS_PER_MS : 0;
+}
+
+/* now + ms (ms >= 0) as a monotonic deadline. */
+static inline uint64_t relock__deadline_after(uint64_t now_ns, int64_t ms) {
+  return now_ns + (uint64_t)ms * (uint64_t)RELOCK__NS_PER_MS;
+}
+
 #endif /* RELOCK_CLOCK_H */

@@ -21,16 +21,11 @@ typedef struct relock__htab {
   size_t count;
 } relock__htab_t;
 
-/* FNV-1a over len bytes, continuing from h (start with RELOCK__HASH_SEED). */
-#define RELOCK__HASH_SEED 14695981039346656037ull
-static inline uint64_t relock__hash_bytes(uint64_t h, const void *data, size_t len) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < len; i++) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+/* A keyed hash (SipHash-1-3, key random per process: hash.c) of len bytes,
+ * continuing from h: start with RELOCK__HASH_SEED, pass an earlier result
+ * to hash a key made of several parts. */
+#define RELOCK__HASH_SEED 0u
+uint64_t relock__hash_bytes(uint64_t h, const void *data, size_t len);
 
 static inline int relock__htab_init(relock__htab_t *t, size_t nbuckets) {
   t->buckets = malloc(nbuckets * sizeof(*t->buckets));

@@ -352,3 +352,17 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
   const size_t lens[] = {4, lock->len};
   return simple_call(lock, NULL, 0, 2, argv, lens, reply_to_int);
 }
+
+/* -- is it still mine? ------------------------------------------------------*/
+
+int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
+  if (lock == NULL)
+    return RELOCK_EINVAL;
+  return relock__renewal_validity_ms(&lock->client->renewal, lock, owner);
+}
+
+relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner) {
+  if (lock == NULL)
+    return NULL;
+  return relock__renewal_validate(&lock->client->renewal, lock, owner);
+}

@@ -10,10 +10,21 @@
  *    time left), whichever comes first; try again. An unlock message ("0")
  *    wakes one local waiter; a read-unlock ("1") or a gap in the subscription
  *    wakes them all.
- * 4. Deadline: the future succeeds with 0 (not acquired). Cancel: it
- *    completes cancelled, and if a try was in flight and succeeds, the lock
- *    is released again.
- * 5. The last waiter leaving a queue unsubscribes it. */
+ * 4. Deadline (it bounds the whole operation, the try in flight included):
+ *    the future succeeds with 0 (not acquired). Cancel: it completes
+ *    cancelled. Either way a try in flight is abandoned and whatever it may
+ *    have taken is given back.
+ * 5. The last waiter leaving a queue unsubscribes it.
+ *
+ * Safety (docs/SAFETY.md): "acquired" is reported only for an answer that
+ * came back before the hold could have expired (send time + lease - drift
+ * margin). A late answer, a lost one (error, timeout) and an abandoned try
+ * are unknown outcomes: the acquisition's latch tells Redis which hold to
+ * give back (lua/lock_acquire_undo.lua), so nothing is left held unseen and
+ * the local hold count never drifts from Redis's. While the unlock channel
+ * is not confirmed, waiters poll every ~100 ms instead of trusting the
+ * holder's TTL, so an unlock published meanwhile delays them that long at
+ * most. */
 #include <config.h>
 
 #include <stdio.h>
@@ -33,31 +44,33 @@
 #include "renewal.h"
 #include "scripts.h"
 
-#define NS_PER_MS 1000000u
 #define ACQUIRED INT64_MIN /* the try's answer when the lock is ours */
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
+#define UNSUBSCRIBED_POLL_MS 100 /* re-check cadence while no unlock can be heard */
 
 typedef struct waitq waitq_t;
 
 typedef enum { TRYING, SUBSCRIBING, WAITING } acquire_state_t;
 
 typedef struct acquire {
-  relock__link_t qlink;     /* in q->waiters, in arrival order */
+  relock__link_t qlink;     /* in q->idle or q->trying */
   waitq_t *q;
   relock_lock_t *lock;
   relock_future_t *out;     /* the caller's future (a reference) */
   relock_future_t *attempt; /* the try in flight */
-  relock__timer_t timer;    /* the holder's TTL, or the deadline */
+  relock__timer_t timer;    /* the holder's TTL, or the poll cadence */
+  relock__timer_t deadline; /* the end of a bounded wait */
   uint64_t owner;
   int64_t lease_ms;
-  uint64_t deadline_ns;     /* UINT64_MAX: wait forever */
-  uint64_t sent_ns;
+  uint64_t deadline_ns;     /* UINT64_MAX: wait forever (or try once) */
+  uint64_t sent_ns;         /* when the try in flight was first sent */
   acquire_state_t state;
   unsigned watchdog : 1;
   unsigned try_once : 1;
   unsigned woken : 1;       /* an unlock came while the try was in flight */
-  unsigned to_wake : 1;     /* picked by wake(), not woken yet */
-  char latch_id[33];
+  unsigned answered : 1;    /* Redis answered a try of this operation */
+  int64_t wait_ms;
+  char latch_id[33];        /* this try's request id */
 } acquire_t;
 
 struct waitq {
@@ -66,10 +79,12 @@ struct waitq {
   relock_lock_t *lock;      /* for its name and channel (a reference) */
   relock__listener_t listener;
   relock_future_t *confirm;
-  relock__link_t waiters;
+  relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
+  relock__link_t trying;    /* waiters with a try in flight */
   size_t nwaiters;
   int guards;               /* walks in progress: don't free yet */
   int dying;
+  int heard;                /* the channel is confirmed: unlocks are heard */
 };
 
 static void try_acquire(acquire_t *op);
@@ -116,42 +131,46 @@ static void leave_queue(acquire_t *op) {
   queue_maybe_free(q);
 }
 
-/* Wakes waiters: all of them, or the first one not already trying. A waiter
- * whose try is in flight may have been answered before the unlock: it is
- * marked to try again at once (for "one", only if nobody else was woken).
- * Waking may complete or free waiters, so the walk marks first and then
- * wakes marked waiters one at a time from the front. */
+/* Sets op's state, and its place in its queue: a waiter going idle goes to
+ * the back, so the one idle longest is woken first. */
+static void set_state(acquire_t *op, acquire_state_t state) {
+  op->state = state;
+  if (op->q == NULL)
+    return;
+  relock__list_remove(&op->qlink);
+  relock__list_push_back(state == TRYING ? &op->q->trying : &op->q->idle, &op->qlink);
+}
+
+static void try_now(acquire_t *op) {
+  relock__timer_stop(&op->timer);
+  try_acquire(op);
+}
+
+/* Wakes the waiter idle longest (O(1)), or all of them. A waiter whose try
+ * is in flight may have been answered before the unlock: it tries again at
+ * once when its answer comes (for "one", only when no idle waiter took the
+ * wake-up). Trying moves a waiter out of the batch; a callback finishing
+ * one meanwhile unlinks it from there, so the walk never meets a freed one. */
 static void wake(waitq_t *q, int all) {
-  acquire_t *first_trying = NULL;
-  int marked = 0;
-  for (relock__link_t *l = q->waiters.next; l != &q->waiters; l = l->next) {
-    acquire_t *op = relock__container_of(l, acquire_t, qlink);
-    if (op->state == TRYING) {
-      if (all)
-        op->woken = 1;
-      else if (first_trying == NULL)
-        first_trying = op;
-    } else if (all || !marked) {
-      op->to_wake = 1;
-      marked = 1;
-    }
+  if (!all) {
+    if (!relock__list_empty(&q->idle))
+      try_now(relock__container_of(q->idle.next, acquire_t, qlink));
+    else if (!relock__list_empty(&q->trying))
+      relock__container_of(q->trying.next, acquire_t, qlink)->woken = 1;
+    return;
   }
-  if (!marked && first_trying != NULL)
-    first_trying->woken = 1;
+  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
+    relock__container_of(l, acquire_t, qlink)->woken = 1;
+  relock__link_t batch;
+  relock__list_init(&batch);
+  while (!relock__list_empty(&q->idle)) {
+    relock__link_t *l = q->idle.next;
+    relock__list_remove(l);
+    relock__list_push_back(&batch, l);
+  }
   q->guards++;
-  for (;;) {
-    acquire_t *next = NULL;
-    for (relock__link_t *l = q->waiters.next; l != &q->waiters && next == NULL; l = l->next) {
-      acquire_t *op = relock__container_of(l, acquire_t, qlink);
-      if (op->to_wake)
-        next = op;
-    }
-    if (next == NULL)
-      break;
-    next->to_wake = 0;
-    relock__timer_stop(&next->timer);
-    try_acquire(next);
-  }
+  while (!relock__list_empty(&batch))
+    try_now(relock__container_of(batch.next, acquire_t, qlink));
   q->guards--;
   queue_maybe_free(q);
 }
@@ -159,40 +178,32 @@ static void wake(waitq_t *q, int all) {
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
   (void)l;
   waitq_t *q = arg;
-  if (payload == NULL || (len == 1 && payload[0] == '1'))
-    wake(q, 1); /* a gap, or a read-unlock: everyone re-checks */
-  else if (len == 1 && payload[0] == '0')
+  if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
+    q->heard = 1;
+    wake(q, 1);
+  } else if (len == 1 && payload[0] == '1') {
+    wake(q, 1); /* a read-unlock: everyone re-checks */
+  } else if (len == 1 && payload[0] == '0') {
     wake(q, 0);
+  }
 }
 
 static void on_confirm(relock_future_t *f, void *arg) {
   waitq_t *q = arg;
   if (q->dying)
     return;
+  q->heard = relock_future_error(f) == 0;
   if (q->confirm == f) {
     q->confirm = NULL;
     relock_future_release(f);
   }
-  /* Subscribed (or not: then the TTL bounds the wait): the waiters that were
-   * waiting for it try again. */
-  q->guards++;
-  for (relock__link_t *l = q->waiters.next; l != &q->waiters;) {
-    acquire_t *op = relock__container_of(l, acquire_t, qlink);
-    if (op->state != SUBSCRIBING) {
-      l = l->next;
-      continue;
-    }
-    op->state = TRYING;
-    relock__timer_stop(&op->timer);
-    try_acquire(op);
-    l = q->waiters.next;
-  }
-  q->guards--;
-  queue_maybe_free(q);
+  /* Subscribed (or not: then the waiters poll until it is) - the waiters
+   * that were waiting for it try again. */
+  wake(q, 1);
 }
 
-/* Puts op in its lock's queue; returns 1 if the subscription is confirmed
- * already, 0 if op must wait for it, -1 when out of memory. */
+/* Puts op (trying) in its lock's queue; returns 1 if the subscription is
+ * confirmed already, 0 if op must wait for it, -1 when out of memory. */
 static int join_queue(acquire_t *op) {
   relock_client_t *c = op->lock->client;
   waitq_t *q = find_queue(c, op->lock);
@@ -202,7 +213,8 @@ static int join_queue(acquire_t *op) {
       return -1;
     q->client = c;
     q->lock = relock__lock_retain(op->lock);
-    relock__list_init(&q->waiters);
+    relock__list_init(&q->idle);
+    relock__list_init(&q->trying);
     relock__htab_insert(&c->waitqs, &q->node, name_hash(op->lock));
     relock_future_t *f = relock__pubsub_subscribe(&c->pubsub, &q->listener, q->lock->channel,
                                                   q->lock->channel_len, 0, on_message, q);
@@ -217,51 +229,115 @@ static int join_queue(acquire_t *op) {
       confirmed = 0;
       relock_future_on_done(f, on_confirm, q); /* inline slot: cannot fail */
     } else {
+      q->heard = relock_future_error(f) == 0;
       relock_future_release(f);
     }
   } else if (q->confirm != NULL) {
     confirmed = 0;
   }
   op->q = q;
-  relock__list_push_back(&q->waiters, &op->qlink);
+  relock__list_push_back(&q->trying, &op->qlink);
   q->nwaiters++;
   return confirmed;
+}
+
+/* -- giving back ------------------------------------------------------------*/
+
+static void on_fire_and_forget(relock_future_t *f, void *arg) {
+  (void)arg;
+  relock_future_release(f);
+}
+
+/* The latch of op's current try (a malloc'ed string), NULL when out of memory. */
+static char *latch_name(const acquire_t *op, size_t *len) {
+  char suffix[40];
+  snprintf(suffix, sizeof suffix, ":%s", op->latch_id);
+  return relock__lock_derived_name(op->lock, "relock_lock_latch", suffix, len);
+}
+
+/* Gives back the hold op's try took, if it took one: the latch says so in
+ * Redis. Sent after the try on the same connection, so it runs after it. */
+static void undo(acquire_t *op) {
+  relock_lock_t *lock = op->lock;
+  char field[RELOCK__FIELD_MAX];
+  size_t latch_len, field_len = relock__lock_field(lock, op->owner, field);
+  char *latch = latch_name(op, &latch_len);
+  if (latch == NULL)
+    return; /* out of memory: the hold ends with its lease */
+  const char *argv[] = {lock->name, lock->channel, latch, field, "0", "PUBLISH"};
+  const size_t lens[] = {lock->len, lock->channel_len, latch_len, field_len, 1, 7};
+  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO],
+                              .nkeys = 3,
+                              .argc = 6,
+                              .argv = argv,
+                              .lens = lens,
+                              .retry_safe = 1}; /* deleting the latch makes a repeat harmless */
+  relock_future_t *f = relock__call(lock->client, &spec);
+  free(latch);
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
+}
+
+/* The answer came back in time: the latch is not needed any more (it would
+ * otherwise stay in Redis for the whole retry window). */
+static void drop_latch(acquire_t *op) {
+  size_t len;
+  char *latch = latch_name(op, &len);
+  if (latch == NULL)
+    return; /* it expires by itself */
+  const char *argv[] = {"DEL", latch};
+  const size_t lens[] = {3, len};
+  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = 1};
+  relock_future_t *f = relock__call(op->lock->client, &spec);
+  free(latch);
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
 }
 
 /* -- the operation ----------------------------------------------------------*/
 
 static void finish(acquire_t *op) {
   relock__timer_stop(&op->timer);
+  relock__timer_stop(&op->deadline);
   leave_queue(op);
   relock_future_release(op->out);
   relock__lock_release(op->lock);
   free(op);
 }
 
-/* A try that succeeded for nobody (the caller cancelled): give it back. */
-static void on_undo_done(relock_future_t *f, void *arg) {
-  (void)arg;
-  relock_future_release(f);
-}
-
-static void undo(acquire_t *op) {
-  relock_future_t *f = relock__lock_send_release(op->lock, op->owner, op->lease_ms);
-  if (f != NULL)
-    relock_future_on_done(f, on_undo_done, NULL);
-}
-
-static int64_t ms_until(uint64_t deadline_ns, uint64_t now) {
-  if (deadline_ns == UINT64_MAX)
-    return INT64_MAX;
-  return deadline_ns > now ? (int64_t)((deadline_ns - now + NS_PER_MS - 1) / NS_PER_MS) : 0;
+/* The caller's future is complete (cancelled, past its deadline, client
+ * closed): ends op. A try in flight is cancelled; its callback gives back
+ * what it may have taken and finishes op. */
+static void abandon(acquire_t *op) {
+  if (op->attempt == NULL) {
+    finish(op);
+    return;
+  }
+  relock__timer_stop(&op->timer);
+  relock__timer_stop(&op->deadline);
+  leave_queue(op);
+  relock_future_cancel(op->attempt);
 }
 
 static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
-  int64_t left = ms_until(op->deadline_ns, relock__now_ns());
   int64_t delay = ttl_ms >= 0 ? ttl_ms : NO_TTL_POLL_MS;
-  if (left < delay)
-    delay = left;
-  op->state = state;
+  /* Confirmed late (after its confirmation had timed out): from now on
+   * unlocks are heard, and the try that led here saw any before. */
+  if (op->q->listener.confirmed)
+    op->q->heard = 1;
+  if (state == WAITING && !op->q->heard) {
+    /* No unlock can be heard: poll, jittered so that waiters spread out. */
+    relock_client_t *c = op->lock->client;
+    uint64_t x = c->rng; /* xorshift64 */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c->rng = x;
+    int64_t poll = UNSUBSCRIBED_POLL_MS / 2 + (int64_t)(x % (UNSUBSCRIBED_POLL_MS / 2 + 1));
+    if (poll < delay)
+      delay = poll;
+  }
+  set_state(op, state);
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
@@ -277,29 +353,61 @@ static void on_try_reply(relock_future_t *f, redisReply *reply, void *arg) {
     relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", reply->type);
 }
 
+/* A try answered "acquired". Reported only if the answer came while the
+ * hold is surely valid; a late one is given back and tried afresh (or, for
+ * a single try, reported as a timeout). */
+static void on_acquired(acquire_t *op) {
+  relock_client_t *c = op->lock->client;
+  int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
+  uint64_t now = relock__now_ns();
+  int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
+  if (took_ms >= valid_ms) {
+    undo(op);
+    if (op->try_once) {
+      relock__future_fail(op->out, RELOCK_ETIMEDOUT,
+                          "lock %s: the answer came %lld ms after the try, past its %lld ms lease less the drift "
+                          "margin; the hold was given back",
+                          op->lock->name, (long long)took_ms, (long long)op->lease_ms);
+      finish(op);
+    } else {
+      relock__request_id(c, op->latch_id);
+      try_acquire(op);
+    }
+    return;
+  }
+  if (relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns) != 0) {
+    undo(op); /* a hold nobody would renew or track */
+    relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory tracking lock %s", op->lock->name);
+  } else {
+    drop_latch(op);
+    relock__future_succeed_bool(op->out, 1);
+  }
+  finish(op);
+}
+
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   op->attempt = NULL;
   int err = relock_future_error(f);
   int64_t answer = err == 0 ? relock_future_int(f) : 0;
+  /* A server error means the script did not run; any other error leaves
+   * the outcome unknown. */
+  int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
+  if (err == 0)
+    op->answered = 1;
 
-  if (relock_future_is_done(op->out)) { /* cancelled meanwhile */
-    if (err == 0 && answer == ACQUIRED)
+  if (relock_future_is_done(op->out)) { /* abandoned */
+    if (may_hold)
       undo(op);
     finish(op);
   } else if (err != 0) {
+    if (may_hold)
+      undo(op);
     relock__future_fail(op->out, err, "%s", relock_future_message(f));
     finish(op);
   } else if (answer == ACQUIRED) {
-    relock_client_t *c = op->lock->client;
-    if (relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns) != 0) {
-      undo(op); /* a hold nobody would renew or track */
-      relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory tracking lock %s", op->lock->name);
-    } else {
-      relock__future_succeed_bool(op->out, 1);
-    }
-    finish(op);
-  } else if (op->try_once || relock__now_ns() >= op->deadline_ns) {
+    on_acquired(op);
+  } else if (op->try_once) {
     relock__future_succeed_bool(op->out, 0);
     finish(op);
   } else if (op->q == NULL) {
@@ -323,10 +431,9 @@ static void on_try_done(relock_future_t *f, void *arg) {
 static void try_acquire(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
-  char field[RELOCK__FIELD_MAX], lease[24], ttl[24], suffix[40];
-  snprintf(suffix, sizeof suffix, ":%s", op->latch_id);
+  char field[RELOCK__FIELD_MAX], lease[24], ttl[24];
   size_t latch_len;
-  char *latch = relock__lock_derived_name(lock, "relock_lock_latch", suffix, &latch_len);
+  char *latch = latch_name(op, &latch_len);
   relock_future_t *f = NULL;
   if (latch != NULL) {
     const char *argv[] = {lock->name, latch, lease, field, ttl};
@@ -342,7 +449,7 @@ static void try_acquire(acquire_t *op) {
                                 .retry_safe = 1, /* the latch makes a repeat harmless */
                                 /* a bounded wait bounds the retries too */
                                 .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns};
-    op->state = TRYING;
+    set_state(op, TRYING);
     op->woken = 0;
     op->sent_ns = relock__now_ns();
     f = relock__call(c, &spec);
@@ -362,22 +469,28 @@ static void on_timer(relock__timer_t *t, int status, void *arg) {
   acquire_t *op = arg;
   if (status != 0) {
     relock__future_fail(op->out, RELOCK_ECLOSED, "client closed");
-    finish(op);
+    abandon(op);
     return;
   }
   try_acquire(op);
 }
 
+static void on_deadline(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  acquire_t *op = arg;
+  if (status != 0)
+    relock__future_fail(op->out, RELOCK_ECLOSED, "client closed");
+  else if (!op->answered) /* Redis is out of reach (or too slow): say so */
+    relock__future_fail(op->out, RELOCK_ETIMEDOUT, "lock %s: Redis did not answer within the %lld ms wait",
+                        op->lock->name, (long long)op->wait_ms);
+  else
+    relock__future_succeed_bool(op->out, 0); /* not acquired in time */
+  abandon(op);
+}
+
 static void on_cancel(relock_future_t *out, void *arg) {
   (void)out;
-  acquire_t *op = arg;
-  if (op->attempt != NULL) {
-    /* Its answer decides: acquired means released again (on_try_done). */
-    relock__timer_stop(&op->timer);
-    leave_queue(op);
-    return;
-  }
-  finish(op);
+  abandon(arg);
 }
 
 relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
@@ -400,11 +513,15 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
   op->watchdog = lease_ms == RELOCK_INFINITE;
   op->lease_ms = op->watchdog ? c->settings.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;
-  op->deadline_ns = wait_ms == RELOCK_INFINITE ? UINT64_MAX : relock__now_ns() + (uint64_t)wait_ms * NS_PER_MS;
+  op->wait_ms = wait_ms;
+  op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;
   relock__list_init(&op->qlink);
   relock__timer_init(&op->timer, on_timer, op);
+  relock__timer_init(&op->deadline, on_deadline, op);
   relock__request_id(c, op->latch_id);
   relock__future_set_cancel(out, on_cancel, op);
+  if (wait_ms > 0)
+    relock__timer_start(&c->wheel, &op->deadline, wait_ms);
   try_acquire(op);
   return out;
 }

@@ -16,10 +16,9 @@
 #include "renewal.h"
 #include "scripts.h"
 
-#define NS_PER_MS 1000000u
-
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
+static void on_expiry(relock__timer_t *t, int status, void *arg);
 
 /* -- holds ------------------------------------------------------------------*/
 
@@ -60,16 +59,29 @@ static void stop_renewing(relock__renewal_t *r, relock__hold_t *hold) {
 
 static void forget(relock__renewal_t *r, relock__hold_t *hold) {
   stop_renewing(r, hold);
+  relock__timer_stop(&hold->expiry);
   relock__htab_remove(&r->holds, &hold->node);
   hold->removed = 1;
   hold_unref(hold);
 }
 
-/* Marks a hold lost (it stays in the table, to tell a later release). */
+/* Marks a hold lost. It stays in the table for a while, to tell a later
+ * release, and is forgotten after that. */
 static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
   stop_renewing(r, hold);
   hold->lost = 1;
   r->lost++;
+  relock__timer_start(&r->client->wheel, &hold->expiry, RELOCK__LOST_KEPT_MS);
+}
+
+/* A fixed lease has run out, or a lost hold has been remembered long
+ * enough: the hold is forgotten. */
+static void on_expiry(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__hold_t *hold = arg;
+  if (status != 0) /* the client is closing: renewal_close forgets it */
+    return;
+  forget(&hold->lock->client->renewal, hold);
 }
 
 /* Tells the hold's lock object. Its callback may do anything, closing the
@@ -113,19 +125,30 @@ int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t
     hold->owner = owner;
     hold->refs = 1;
     relock__list_init(&hold->renew_link);
+    relock__timer_init(&hold->expiry, on_expiry, hold);
     relock__htab_insert(&r->holds, &hold->node, hold_hash(lock, owner));
   }
   hold->count++;
-  hold->lease_ms = watchdog ? r->watchdog_ms : lease_ms;
-  uint64_t deadline = sent_ns + (uint64_t)hold->lease_ms * NS_PER_MS;
+  /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
+   * one): a renewed hold keeps the watchdog's, a fixed one the longest. */
+  if (watchdog)
+    lease_ms = r->watchdog_ms;
+  if (watchdog || hold->watchdog)
+    hold->lease_ms = r->watchdog_ms;
+  else if (lease_ms > hold->lease_ms)
+    hold->lease_ms = lease_ms;
+  uint64_t deadline = relock__deadline_after(sent_ns, lease_ms - relock__validity_margin_ms(lease_ms));
+  if (deadline > hold->deadline_ns)
+    hold->deadline_ns = deadline;
   if (watchdog && !hold->watchdog) {
     hold->watchdog = 1;
+    relock__timer_stop(&hold->expiry);
     relock__list_push_back(&r->renewing, &hold->renew_link);
     if (r->nrenewing++ == 0)
       relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
   }
-  if (hold->watchdog && deadline > hold->deadline_ns)
-    hold->deadline_ns = deadline;
+  if (!hold->watchdog) /* forgotten once its lease has surely run out */
+    relock__timer_start(&r->client->wheel, &hold->expiry, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
   return 0;
 }
 
@@ -143,7 +166,9 @@ int relock__renewal_release_done(relock__renewal_t *r, relock_lock_t *lock, uint
   hold->releases_in_flight--;
   int lost = hold->lost;
   switch (outcome) {
-  case RELOCK__RELEASE_FAILED: /* nothing is known */
+  case RELOCK__RELEASE_FAILED: /* nothing is known: the deadline decides */
+    if (hold->watchdog && !lost && hold->releases_in_flight == 0 && !r->closing)
+      relock__timer_start(&r->client->wheel, &r->check, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
     break;
   case RELOCK__RELEASE_REMAINS:
     if (lost)
@@ -172,10 +197,20 @@ int64_t relock__renewal_lease_for(relock__renewal_t *r, relock_lock_t *lock, uin
   return hold != NULL && hold->lease_ms > 0 ? hold->lease_ms : r->watchdog_ms;
 }
 
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold == NULL)
+    return RELOCK_ENOTOWNER;
+  if (hold->lost)
+    return RELOCK_ELOST;
+  return relock__ms_until(hold->deadline_ns, relock__now_ns());
+}
+
 /* -- renewal ----------------------------------------------------------------*/
 
 typedef struct batch {
   relock__renewal_t *r;
+  relock_future_t *out;       /* a validation's future, or NULL */
   uint64_t sent_ns;
   size_t n;
   relock__hold_t *holds[RELOCK__RENEW_BATCH];
@@ -197,7 +232,8 @@ static void on_batch_reply(relock_future_t *f, redisReply *reply, void *arg) {
     if (hold->removed || hold->lost)
       continue;
     if (reply->element[i]->integer == 1) {
-      uint64_t deadline = b->sent_ns + (uint64_t)r->watchdog_ms * NS_PER_MS;
+      uint64_t deadline =
+          relock__deadline_after(b->sent_ns, r->watchdog_ms - relock__validity_margin_ms(r->watchdog_ms));
       if (deadline > hold->deadline_ns)
         hold->deadline_ns = deadline;
       r->renewed++;
@@ -212,6 +248,14 @@ static void on_batch_done(relock_future_t *f, void *arg) {
   batch_t *b = arg;
   /* A failed batch changes nothing: the next cycle tries again, and the
    * deadline check catches a hold that cannot be renewed in time. */
+  if (b->out != NULL) {
+    int err = relock_future_error(f);
+    if (err != 0)
+      relock__future_fail(b->out, err, "%s", relock_future_message(f));
+    else
+      relock__future_succeed_bool(b->out, !b->holds[0]->lost && !b->holds[0]->removed);
+    relock_future_release(b->out);
+  }
   for (size_t i = 0; i < b->n; i++)
     hold_unref(b->holds[i]);
   free(b);
@@ -246,6 +290,10 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
   if (f == NULL) { /* out of memory: the next cycle tries again */
     for (size_t i = 0; i < n; i++)
       hold_unref(b->holds[i]);
+    if (b->out != NULL) {
+      relock__future_fail(b->out, RELOCK_ENOMEM, "out of memory renewing a lock");
+      relock_future_release(b->out);
+    }
     free(b);
     return;
   }
@@ -264,7 +312,9 @@ static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
   for (relock__link_t *l = head->next, *next; l != head; l = next) {
     next = l->next;
     relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
-    if (hold->deadline_ns <= now && hold->releases_in_flight == 0) {
+    if (hold->releases_in_flight > 0) {
+      continue; /* its release decides (and re-arms the check if it fails) */
+    } else if (hold->deadline_ns <= now) {
       hold->refs++;
       mark_lost(r, hold);
       relock__list_push_back(&dying, &hold->renew_link);
@@ -283,9 +333,11 @@ static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
 
 /* Arms the deadline check if a deadline comes before the next cycle. */
 static void arm_check(relock__renewal_t *r, uint64_t now, uint64_t earliest) {
-  uint64_t next_cycle = now + (uint64_t)(r->watchdog_ms / 3) * NS_PER_MS;
-  if (earliest < next_cycle && r->nrenewing > 0)
-    relock__timer_start(&r->client->wheel, &r->check, (int64_t)((earliest - now) / NS_PER_MS) + 1);
+  if (earliest == UINT64_MAX || r->nrenewing == 0)
+    return;
+  int64_t until = relock__ms_until(earliest, now);
+  if (until < r->watchdog_ms / 3)
+    relock__timer_start(&r->client->wheel, &r->check, until + 1);
 }
 
 static void on_check(relock__timer_t *t, int status, void *arg) {
@@ -313,6 +365,7 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
       if ((b = malloc(sizeof(*b))) == NULL)
         break;
       b->r = r;
+      b->out = NULL;
       b->n = 0;
     }
     relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
@@ -331,6 +384,84 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
     relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
     arm_check(r, now, earliest);
   }
+}
+
+/* -- validation -------------------------------------------------------------*/
+
+typedef struct check_fixed {
+  relock__hold_t *hold;
+  relock_future_t *out;
+} check_fixed_t;
+
+static void on_fixed_checked(relock_future_t *f, void *arg) {
+  check_fixed_t *op = arg;
+  relock__hold_t *hold = op->hold;
+  int err = relock_future_error(f);
+  if (err != 0) {
+    relock__future_fail(op->out, err, "%s", relock_future_message(f));
+  } else {
+    int held = relock_future_bool(f) && !hold->removed && !hold->lost;
+    if (!held && !hold->removed && hold->releases_in_flight == 0)
+      forget(&hold->lock->client->renewal, hold); /* its lease ran out early (or it was deleted) */
+    relock__future_succeed_bool(op->out, held);
+  }
+  relock_future_release(op->out);
+  hold_unref(hold);
+  free(op);
+  relock_future_release(f);
+}
+
+static void reply_to_bool(relock_future_t *f, redisReply *reply, void *arg) {
+  (void)arg;
+  if (reply->type == REDIS_REPLY_INTEGER)
+    relock__future_succeed_bool(f, reply->integer != 0);
+  else if (reply->type == REDIS_REPLY_ERROR)
+    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+  else
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to HEXISTS", reply->type);
+}
+
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock_future_t *out = relock__future_new(r->client->loop);
+  if (out == NULL)
+    return NULL;
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold == NULL || hold->lost) { /* nothing valid to check */
+    relock__future_succeed_bool(out, 0);
+    return out;
+  }
+  if (hold->watchdog) { /* a renewal of this hold alone, now */
+    batch_t *b = malloc(sizeof(*b));
+    if (b == NULL) {
+      relock_future_release(out);
+      return NULL;
+    }
+    b->r = r;
+    b->out = relock_future_retain(out);
+    b->n = 1;
+    b->holds[0] = hold;
+    hold->refs++;
+    send_batch(r, b);
+    return out;
+  }
+  /* A fixed lease is not extended by asking: HEXISTS. */
+  check_fixed_t *op = malloc(sizeof(*op));
+  char field[RELOCK__FIELD_MAX];
+  size_t field_len = relock__lock_field(lock, owner, field);
+  const char *argv[] = {"HEXISTS", lock->name, field};
+  const size_t lens[] = {7, lock->len, field_len};
+  relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .on_reply = reply_to_bool, .retry_safe = 1};
+  relock_future_t *f = op != NULL ? relock__call(r->client, &spec) : NULL;
+  if (f == NULL) {
+    free(op);
+    relock_future_release(out);
+    return NULL;
+  }
+  op->hold = hold;
+  op->out = relock_future_retain(out);
+  hold->refs++;
+  relock_future_on_done(f, on_fixed_checked, op);
+  return out;
 }
 
 int relock__renewal_init(relock__renewal_t *r, relock_client_t *client) {

@@ -9,14 +9,23 @@
  * keys per script call; batches are independent and retried on transient
  * errors. A hold whose renewal answers 0, or whose local deadline passes
  * without a successful renewal, is lost: its lock object's lost callback is
- * told, and a later release by that owner reports RELOCK_ELOST. Renewal of a
- * hold stops the moment its last hold is released. The cycle timer runs only
- * while something is renewed: an idle client never wakes. */
+ * told, and a later release by that owner reports RELOCK_ELOST (for
+ * RELOCK__LOST_KEPT_MS; then the hold is forgotten). Renewal of a hold stops
+ * the moment its last hold is released. The cycle timer runs only while
+ * something is renewed: an idle client never wakes.
+ *
+ * Every hold, fixed leases included, knows locally until when it is valid:
+ * the send time of its last successful acquisition or renewal plus the lease,
+ * less a drift margin for the server's clock running faster than ours. A
+ * fixed-lease hold is forgotten once that time has passed (Redis lets it
+ * expire; a later release finds nothing to release). */
 #ifndef RELOCK_RENEWAL_H
 #define RELOCK_RENEWAL_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <relock/future.h>
 
 #include "hashtab.h"
 #include "list.h"
@@ -27,14 +36,24 @@ struct relock_lock;
 
 #define RELOCK__RENEW_BATCH 100
 
+/* How long a lost hold is remembered, so that its owner's release reports
+ * RELOCK_ELOST rather than RELOCK_ENOTOWNER. */
+#define RELOCK__LOST_KEPT_MS 60000
+
+/* The part of a lease not trusted: Redis's clock may run faster than ours
+ * (1%, as Redisson's RedLock assumes), plus 2 ms for the rounding of
+ * PEXPIRE and of our clock. */
+static inline int64_t relock__validity_margin_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
+
 typedef struct relock__hold {
   relock__hnode_t node;       /* in renewal->holds, by name and owner */
   relock__link_t renew_link;  /* in renewal->renewing while renewed */
+  relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
   struct relock_lock *lock;   /* whose lost callback to call (a reference) */
   uint64_t owner;
   int64_t count;              /* holds taken minus holds released */
   int64_t lease_ms;           /* what a partial release keeps the lease at */
-  uint64_t deadline_ns;       /* known held until (watchdog holds) */
+  uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
   int refs;                   /* the table's, plus each batch's in flight */
   unsigned watchdog : 1;
   unsigned lost : 1;
@@ -87,5 +106,15 @@ int relock__renewal_release_done(relock__renewal_t *r, struct relock_lock *lock,
 
 /* The lease a partial release keeps for owner's remaining holds. */
 int64_t relock__renewal_lease_for(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+/* How long owner's hold of lock is known to be valid from now, in ms (0: it
+ * must be taken as lost now), without asking Redis. RELOCK_ENOTOWNER when
+ * this client has no such hold, RELOCK_ELOST when it was found lost. */
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+/* Asks Redis whether owner still holds lock, renewing a watchdog hold on the
+ * way (its validity starts again; an answer "gone" declares it lost). The
+ * future succeeds with a boolean. NULL when out of memory. */
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
 
 #endif /* RELOCK_RENEWAL_H */

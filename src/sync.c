@@ -89,3 +89,8 @@ int relock_lock_hold_count(relock_lock_t *lock, int64_t *count) {
   int r = would_block(lock);
   return r != 0 ? r : wait_value(relock_lock_hold_count_async(lock, relock_thread_owner()), count);
 }
+
+int relock_lock_validate(relock_lock_t *lock, int *held) {
+  int r = would_block(lock);
+  return r != 0 ? r : wait_flag(relock_lock_validate_async(lock, relock_thread_owner()), held);
+}

@@ -103,4 +103,50 @@ static inline long long fx_raw_int(relock_test_redis_t *r, const char *arg0, ...
   return atoll(buf + 1);
 }
 
+/* Keys named by Redis's keyspace notifications of one event ("set", "del",
+ * ...), heard through a subscription: what a script wrote and removed, even
+ * when nothing of it is left to look at afterwards. */
+typedef struct {
+  int n;
+  char keys[16][256];
+} fx_keyevents_t;
+
+static inline void fx_on_keyevent_(relock_subscription_t *sub, const char *payload, size_t len, void *arg) {
+  (void)sub;
+  fx_keyevents_t *ev = arg;
+  if (payload != NULL && ev->n < 16)
+    snprintf(ev->keys[ev->n++], sizeof ev->keys[0], "%.*s", (int)len, payload);
+}
+
+/* Turns notifications on in r and subscribes c to event; free the result
+ * with relock_subscription_free. */
+static inline relock_subscription_t *fx_keyevents(relock_client_t *c, relock_test_redis_t *r, const char *event,
+                                                  fx_keyevents_t *ev) {
+  char channel[128];
+  assert_int_equal(relock_test_redis_cmd(r, NULL, 0, "CONFIG", "SET", "notify-keyspace-events", "E$g", NULL), 0);
+  snprintf(channel, sizeof channel, "__keyevent@0__:%s", event);
+  relock_subscription_t *sub = NULL;
+  relock_future_t *f = relock_client_subscribe(c, channel, strlen(channel), fx_on_keyevent_, ev, &sub);
+  assert_non_null(f);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+  relock_future_release(f);
+  return sub;
+}
+
+/* Runs c's loop until ev has heard n keys (or 2 s pass); returns whether. */
+typedef struct {
+  fx_keyevents_t *ev;
+  int n;
+} fx_keyevents_want_t;
+
+static inline int fx_keyevents_heard_(void *arg) {
+  fx_keyevents_want_t *w = arg;
+  return w->ev->n >= w->n;
+}
+
+static inline int fx_keyevents_wait(relock_client_t *c, fx_keyevents_t *ev, int n) {
+  fx_keyevents_want_t w = {ev, n};
+  return fx_run_until(relock_client_loop(c), fx_keyevents_heard_, &w, 2000);
+}
+
 #endif /* RELOCK_TEST_CLIENT_FIXTURE_H */

@@ -935,6 +935,8 @@ static void check_derived_names(fx_t *fx, const char *name, const char *channel,
   heard_t h = {0};
   relock_subscription_t *sub = NULL;
   must(relock_client_subscribe(fx->b, channel, strlen(channel), on_heard, &h, &sub));
+  fx_keyevents_t set = {0}; /* the acquisition's latch is dropped once answered: heard being set */
+  relock_subscription_t *setsub = fx_keyevents(fx->b, fx->redis, "set", &set);
   RAW(fx, key, "FLUSHDB");
   snprintf(input, sizeof input, "acquire + release \"%s\"", name);
   relock_future_t *acq = ACQ(l, 1, 0, RELOCK_INFINITE);
@@ -949,7 +951,9 @@ static void check_derived_names(fx_t *fx, const char *name, const char *channel,
   first_key(fx, "redisson_unlock_latch:*", key, sizeof key);
   snprintf(input, sizeof input, "release latch key of \"%s\"", name);
   row(strncmp(key, latch_prefix, strlen(latch_prefix)) == 0, input, latch_prefix, "%s", key[0] ? key : "(none)");
-  first_key(fx, "relock_lock_latch:*", key, sizeof key);
+  fx_keyevents_wait(fx->b, &set, 1);
+  snprintf(key, sizeof key, "%s", set.n > 0 ? set.keys[0] : "");
+  relock_subscription_free(setsub);
   snprintf(input, sizeof input, "acquire latch key of \"%s\"", name);
   row(strncmp(key, acquire_latch_prefix, strlen(acquire_latch_prefix)) == 0, input, acquire_latch_prefix, "%s",
       key[0] ? key : "(none)");
@@ -1073,12 +1077,17 @@ static void test_durations(void **state) {
   relock_future_release(ping);
 
   stage("tiny durations");
-  row_value("acquire(owner 1, wait 0, lease 1 ms)", ACQ(l, 1, 0, 1), 1);
+  /* No answer can come back within a 1 ms lease less the drift margin:
+   * "acquired" would be a lie by the time it is read. */
+  row_fails("acquire(owner 1, wait 0, lease 1 ms)", ACQ(l, 1, 0, 1), RELOCK_ETIMEDOUT, "given back");
   relock_future_t *tiny = ACQ(lb, 2, 1, RELOCK_INFINITE); /* the 1 ms lease is over by now, or nearly */
   out_t o = settle(tiny, 3000);
-  row(!o.null && o.err == 0 && (o.v == 0 || o.v == 1) && o.ms < (double)fx_slack_ms(500),
-      "acquire(owner 2, wait 1 ms) right after", "0 or 1, at once", "%s after %.0f ms", show(&o, buf, sizeof buf),
-      o.ms);
+  /* The wait bounds the try in flight too: no answer within it is a
+   * timeout (under valgrind the try can outlast 1 ms). */
+  row(!o.null && ((o.err == 0 && (o.v == 0 || o.v == 1)) || o.err == RELOCK_ETIMEDOUT) &&
+          o.ms < (double)fx_slack_ms(500),
+      "acquire(owner 2, wait 1 ms) right after", "0 or 1 (or RELOCK_ETIMEDOUT), at once", "%s after %.0f ms",
+      show(&o, buf, sizeof buf), o.ms);
   must(relock_lock_force_release_async(l));
 
   stage("huge waits");
@@ -2086,12 +2095,15 @@ static void test_not_redis(void **state) {
   fx_t *fx = *state;
   table("a server that is not Redis (a TCP listener saying the wrong things; the client runs in a child)");
   static const char binary[] = "\x00\x01\x02\xff\xfe\r\n\x7f garbage \x80\x81";
+  /* Where every request is answered with garbage, a request can also time
+   * out waiting behind the reconnects that the garbage causes (an earlier
+   * failed acquisition's undo goes first): RELOCK_ETIMEDOUT. */
   static const fake_case_t cases[] = {
       {"HTTP error page on accept", S("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"), 0, NULL, 0, 0,
        {RELOCK_ECONNLOST, RELOCK_EPROTO, 0}},
       {"binary garbage on accept", binary, sizeof binary - 1, 0, NULL, 0, 0, {RELOCK_ECONNLOST, RELOCK_EPROTO, 0}},
       {"binary garbage for every request", NULL, 0, 0, binary, sizeof binary - 1, 0,
-       {RELOCK_ECONNLOST, RELOCK_EPROTO, 0}},
+       {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
       {"accept, then close at once", NULL, 0, 1, NULL, 0, 0,
        {RELOCK_ECONNLOST, RELOCK_ECONNREFUSED, RELOCK_ETIMEDOUT, 0}},
       {"\"-ERR max number of clients reached\" on accept, then close", S("-ERR max number of clients reached\r\n"), 1,
@@ -2106,11 +2118,11 @@ static void test_not_redis(void **state) {
        {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
       {"a 10^12-byte string announced, never sent", NULL, 0, 0, S("$1000000000000\r\n"), 0,
        {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
-      {"a negative bulk length", NULL, 0, 0, S("$-5\r\n"), 0, {RELOCK_ECONNLOST, RELOCK_EPROTO, 0}},
+      {"a negative bulk length", NULL, 0, 0, S("$-5\r\n"), 0, {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
       {"arrays nested 20 deep", NULL, 0, 0,
        S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
          "*1\r\n*1\r\n:1\r\n"),
-       0, {RELOCK_ECONNLOST, RELOCK_EPROTO, 0}},
+       0, {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
   };
   /* RELOCK_ESERVER: the fake answered the SUBSCRIBE with an error reply */
   const int sub_codes[] = {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, RELOCK_ECONNREFUSED, RELOCK_ESERVER, 0};

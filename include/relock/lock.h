@@ -98,6 +98,28 @@ typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, 
 /* Sets (or, with NULL, clears) the callback for holds taken through lock. */
 RELOCK_EXTERN void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
 
+/* -- is it still mine? ------------------------------------------------------*/
+
+/* After a stall longer than the lease (a GC-like pause, SIGSTOP, swapping, a
+ * VM frozen), code can run before the loss is known. Check before an
+ * irreversible side effect; storage that can check a fencing token should
+ * be given one instead (docs/SAFETY.md).
+ *
+ * How long owner's hold is known to be valid from now, in milliseconds,
+ * without any network: from the send time of its last confirmed
+ * acquisition or renewal, plus the lease, less a drift margin (1% + 2 ms),
+ * on the monotonic clock. 0: it must be taken as lost now. Negative: an
+ * error - RELOCK_ENOTOWNER when this client has no such hold (never taken,
+ * released, or a fixed lease that ran out), RELOCK_ELOST when it was found
+ * lost, RELOCK_EINVAL for a NULL lock. */
+RELOCK_EXTERN int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner);
+
+/* Asks Redis now. The future succeeds with a boolean: 1 if owner's hold is
+ * still there (a watchdog hold is renewed on the way, so its validity
+ * starts again), 0 if not (a watchdog hold is then declared lost, and the
+ * lost callback runs). NULL on invalid arguments or out of memory. */
+RELOCK_EXTERN relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner);
+
 /* -- blocking --------------------------------------------------------------*/
 
 /* The owner id of the calling thread, used by the blocking calls. */
@@ -118,6 +140,8 @@ RELOCK_EXTERN int relock_lock_force_unlock(relock_lock_t *lock, int *was_locked)
 RELOCK_EXTERN int relock_lock_is_locked(relock_lock_t *lock, int *locked);
 RELOCK_EXTERN int relock_lock_is_held_by_thread(relock_lock_t *lock, int *held);
 RELOCK_EXTERN int relock_lock_hold_count(relock_lock_t *lock, int64_t *count);
+/* relock_lock_validate_async for the calling thread; *held (may be NULL). */
+RELOCK_EXTERN int relock_lock_validate(relock_lock_t *lock, int *held);
 
 #ifdef __cplusplus
 }
