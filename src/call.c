@@ -38,23 +38,35 @@ static void call_free(call_t *call) {
 /* Failures that a later attempt may not meet: the connection, and the
  * server saying "not now" (loading its data after a restart, a script
  * running too long, a failover) rather than "no". */
-static int transient(relock_future_t *attempt) {
-  static const char *const not_now[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN "};
-  int err = relock_future_error(attempt);
-  if (err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT)
-    return 1;
-  if (err != RELOCK_ESERVER)
-    return 0;
-  const char *msg = relock_future_message(attempt);
-  for (size_t i = 0; i < sizeof not_now / sizeof not_now[0]; i++)
-    if (strncmp(msg, not_now[i], strlen(not_now[i])) == 0)
+static int not_now(const char *msg) {
+  static const char *const prefixes[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN "};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
       return 1;
   return 0;
 }
 
-/* The reply of an attempt completes the caller's future directly. */
+static int transient(relock_future_t *attempt) {
+  int err = relock_future_error(attempt);
+  if (err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT)
+    return 1;
+  return err == RELOCK_ESERVER && not_now(relock_future_message(attempt));
+}
+
+/* The server's "not now" (it did not run the command): the attempt fails
+ * with it, so that on_attempt_done retries it while it may. */
+static int not_now_reply(const redisReply *reply) {
+  return reply->type == REDIS_REPLY_ERROR && not_now(reply->str);
+}
+
+/* The reply of an attempt completes the caller's future directly, unless
+ * it is a "not now" to retry. */
 static void on_attempt_reply(relock_future_t *attempt, redisReply *reply, void *arg) {
   call_t *call = arg;
+  if (call->retry_safe && not_now_reply(reply)) {
+    relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    return;
+  }
   call->on_reply(call->out, reply, call->arg);
   relock__future_succeed(attempt); /* tells on_attempt_done it is over */
 }

@@ -71,7 +71,7 @@ static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
   stop_renewing(r, hold);
   hold->lost = 1;
   r->lost++;
-  relock__timer_start(&r->client->wheel, &hold->expiry, RELOCK__LOST_KEPT_MS);
+  relock__timer_start(&r->client->wheel, &hold->expiry, r->lost_kept_ms);
 }
 
 /* A fixed lease has run out, or a lost hold has been remembered long
@@ -470,6 +470,7 @@ int relock__renewal_init(relock__renewal_t *r, relock_client_t *client) {
     return RELOCK_ENOMEM;
   r->client = client;
   r->watchdog_ms = client->settings.watchdog_timeout_ms;
+  r->lost_kept_ms = RELOCK__LOST_KEPT_MS;
   relock__list_init(&r->renewing);
   relock__timer_init(&r->cycle, on_cycle, r);
   relock__timer_init(&r->check, on_check, r);

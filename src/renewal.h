@@ -69,6 +69,7 @@ typedef struct relock__renewal {
   relock__timer_t cycle;      /* every third of the watchdog timeout */
   relock__timer_t check;      /* an early deadline check when renewals fail */
   int64_t watchdog_ms;
+  int64_t lost_kept_ms;       /* RELOCK__LOST_KEPT_MS (tests shorten it) */
   int closing;
   /* statistics, for tests and benchmarks */
   uint64_t cycles;
