@@ -27,6 +27,7 @@
  * most. */
 #include <config.h>
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ typedef struct acquire {
   unsigned try_once : 1;
   unsigned woken : 1;       /* an unlock came while the try was in flight */
   unsigned answered : 1;    /* Redis answered a try of this operation */
+  unsigned abandoned : 1;   /* over: a try in flight is given back */
   int64_t wait_ms;
   char latch_id[33];        /* this try's request id */
 } acquire_t;
@@ -305,10 +307,10 @@ static void finish(acquire_t *op) {
   free(op);
 }
 
-/* The caller's future is complete (cancelled, past its deadline, client
- * closed): ends op. A try in flight is cancelled; its callback gives back
- * what it may have taken and finishes op. */
+/* Ends op. A try in flight is cancelled; its callback gives back what it
+ * may have taken and finishes op. */
 static void abandon(acquire_t *op) {
+  op->abandoned = 1;
   if (op->attempt == NULL) {
     finish(op);
     return;
@@ -317,6 +319,26 @@ static void abandon(acquire_t *op) {
   relock__timer_stop(&op->deadline);
   leave_queue(op);
   relock_future_cancel(op->attempt);
+}
+
+/* Ends op, then completes its future: with value when err is 0, else with
+ * err and the message. Completing comes last because the caller's callback
+ * may do anything, close the client included; op is gone by then. */
+__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int value, const char *fmt, ...) {
+  char msg[512] = "";
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+  }
+  relock_future_t *out = relock_future_retain(op->out);
+  abandon(op);
+  if (err == 0)
+    relock__future_succeed_bool(out, value);
+  else
+    relock__future_fail(out, err, "%s", msg);
+  relock_future_release(out);
 }
 
 static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
@@ -364,11 +386,10 @@ static void on_acquired(acquire_t *op) {
   if (took_ms >= valid_ms) {
     undo(op);
     if (op->try_once) {
-      relock__future_fail(op->out, RELOCK_ETIMEDOUT,
-                          "lock %s: the answer came %lld ms after the try, past its %lld ms lease less the drift "
-                          "margin; the hold was given back",
-                          op->lock->name, (long long)took_ms, (long long)op->lease_ms);
-      finish(op);
+      end(op, RELOCK_ETIMEDOUT, 0,
+          "lock %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
+          "was given back",
+          op->lock->name, (long long)took_ms, (long long)op->lease_ms);
     } else {
       relock__request_id(c, op->latch_id);
       try_acquire(op);
@@ -377,12 +398,11 @@ static void on_acquired(acquire_t *op) {
   }
   if (relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns) != 0) {
     undo(op); /* a hold nobody would renew or track */
-    relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory tracking lock %s", op->lock->name);
+    end(op, RELOCK_ENOMEM, 0, "out of memory tracking lock %s", op->lock->name);
   } else {
     drop_latch(op);
-    relock__future_succeed_bool(op->out, 1);
+    end(op, 0, 1, NULL);
   }
-  finish(op);
 }
 
 static void on_try_done(relock_future_t *f, void *arg) {
@@ -396,30 +416,26 @@ static void on_try_done(relock_future_t *f, void *arg) {
   if (err == 0)
     op->answered = 1;
 
-  if (relock_future_is_done(op->out)) { /* abandoned */
+  if (op->abandoned || relock_future_is_done(op->out)) {
     if (may_hold)
       undo(op);
     finish(op);
   } else if (err != 0) {
     if (may_hold)
       undo(op);
-    relock__future_fail(op->out, err, "%s", relock_future_message(f));
-    finish(op);
+    end(op, err, 0, "%s", relock_future_message(f));
   } else if (answer == ACQUIRED) {
     on_acquired(op);
   } else if (op->try_once) {
-    relock__future_succeed_bool(op->out, 0);
-    finish(op);
+    end(op, 0, 0, NULL);
   } else if (op->q == NULL) {
     int confirmed = join_queue(op);
-    if (confirmed < 0) {
-      relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory waiting for lock %s", op->lock->name);
-      finish(op);
-    } else if (confirmed) {
+    if (confirmed < 0)
+      end(op, RELOCK_ENOMEM, 0, "out of memory waiting for lock %s", op->lock->name);
+    else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
-    } else {
+    else
       wait_for(op, SUBSCRIBING, answer);
-    }
   } else if (op->woken) {
     try_acquire(op);
   } else {
@@ -456,8 +472,7 @@ static void try_acquire(acquire_t *op) {
     free(latch);
   }
   if (f == NULL) {
-    relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory acquiring lock %s", lock->name);
-    finish(op);
+    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring lock %s", lock->name);
     return;
   }
   op->attempt = f;
@@ -468,8 +483,7 @@ static void on_timer(relock__timer_t *t, int status, void *arg) {
   (void)t;
   acquire_t *op = arg;
   if (status != 0) {
-    relock__future_fail(op->out, RELOCK_ECLOSED, "client closed");
-    abandon(op);
+    end(op, RELOCK_ECLOSED, 0, "client closed");
     return;
   }
   try_acquire(op);
@@ -479,13 +493,12 @@ static void on_deadline(relock__timer_t *t, int status, void *arg) {
   (void)t;
   acquire_t *op = arg;
   if (status != 0)
-    relock__future_fail(op->out, RELOCK_ECLOSED, "client closed");
+    end(op, RELOCK_ECLOSED, 0, "client closed");
   else if (!op->answered) /* Redis is out of reach (or too slow): say so */
-    relock__future_fail(op->out, RELOCK_ETIMEDOUT, "lock %s: Redis did not answer within the %lld ms wait",
-                        op->lock->name, (long long)op->wait_ms);
+    end(op, RELOCK_ETIMEDOUT, 0, "lock %s: Redis did not answer within the %lld ms wait", op->lock->name,
+        (long long)op->wait_ms);
   else
-    relock__future_succeed_bool(op->out, 0); /* not acquired in time */
-  abandon(op);
+    end(op, 0, 0, NULL); /* not acquired in time */
 }
 
 static void on_cancel(relock_future_t *out, void *arg) {

@@ -114,6 +114,16 @@ int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t
   if (r->closing)
     return RELOCK_ECLOSED;
   relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold != NULL && !hold->lost && hold->deadline_ns <= relock__now_ns()) {
+    /* Past its validity the earlier hold may have expired before this
+     * acquisition ran, which then started a count of its own: counting on
+     * from the old one would let an inner release free the lock under the
+     * outer holder. The old hold is lost; the new one starts afresh. */
+    declare_lost(r, hold, RELOCK_ETIMEDOUT);
+    if (r->closing)
+      return RELOCK_ECLOSED;
+    hold = relock__renewal_find(r, lock, owner);
+  }
   if (hold != NULL && hold->lost) { /* a fresh hold after a lost one */
     forget(r, hold);
     hold = NULL;
