@@ -45,6 +45,7 @@
  *
  * Configurations (cpp symbols, e.g. spin -DN=3 -DOLD -a lock.pml)
  *   N             number of clients, 2 (default) or 3
+ *   LEASE, MARGIN, RETRIES, HMAX, CMAX, FMAX   the bounds below
  *   OLD           OLD_LATCH + OLD_CLIENT: today's code
  *   OLD_LATCH     today's lua/lock_acquire.lua: an existing latch answers
  *                 "acquired" without looking at the hash
@@ -53,6 +54,10 @@
  *                 report carries no deadline (a fixed lease is not tracked
  *                 at all), so the caller counts its lease from the report:
  *                 validity = arrival + LEASE - MARGIN.
+ *   OLD_REENTRY   today's relock__renewal_acquired() in src/renewal.c: a
+ *                 new hold is counted onto an existing hold whose deadline
+ *                 has passed but that the watchdog has not yet declared
+ *                 lost (the new rule first drops such a hold: it is lost)
  *   STAMP_RETRY   the client takes a retry's send time as the acquire's send
  *                 time (today's code keeps the first attempt's, sent_ns in
  *                 try_acquire(); this shows what the server rule protects)
@@ -61,14 +66,16 @@
  *                 (expected to fail: the known limit of force release)
  *
  * The property (checked by the monitor process at every state)
- *   valid(i)  = client i believes it holds (holds[i] > 0) and now < vu[i],
- *               its local validity deadline (send time of its last successful
- *               acquire/renew + LEASE - MARGIN). A belief counts only until
+ *   valid(i)  = client i believes it holds (holds[i] > 0) and its local
+ *               validity deadline (send time of its last successful
+ *               acquire/renew + LEASE - MARGIN) has not passed: vleft[i],
+ *               the ticks left until it, is > 0. A belief counts only until
  *               its deadline: after it, the client must not use the lock.
  *   SAFE      = for every client i with valid(i) and not revoked(i):
  *                 its field exists in Redis (holder == i), and
  *                 no other client j != i has valid(j) and not revoked(j).
- *   revoked(i): an admin force-released the lock while i's field held it.
+ *   revoked(i): an admin force-released the lock while i's field held it
+ *               (until client i has no belief and nothing in flight).
  *   Force release cannot be made safe by the protocol: the holder learns of
  *   it only through its next renewal (answer 0) or its deadline, so its
  *   belief, although valid by its own clock, may overlap a new holder's
@@ -89,14 +96,25 @@
 #define OLD_CLIENT
 #endif
 
+#ifndef LEASE
 #define LEASE     3   /* ticks: the lease (ARGV lease ms / watchdog timeout) */
+#endif
+#ifndef MARGIN
 #define MARGIN    1   /* ticks: the drift margin taken off local deadlines */
+#endif
 #define VALIDITY  (LEASE - MARGIN) /* ticks a success is valid from its send */
-#define LATCH_TTL 6   /* ticks: relock__latch_ttl_ms(), longer than the lease */
+#ifndef RETRIES
 #define RETRIES   1   /* call.c: retries of a request after a timeout */
+#endif
+#ifndef HMAX
 #define HMAX      2   /* most holds (reentrancy) a client takes */
+#endif
+#ifndef CMAX
 #define CMAX      3   /* most holds counted in Redis (see above) */
+#endif
+#ifndef FMAX
 #define FMAX      1   /* force releases per run */
+#endif
 
 /* client operations (st[i]) */
 #define IDLE 0
@@ -123,9 +141,11 @@ byte kttl;            /* ticks until the key expires (PEXPIRE lease) */
 /* Latches, keyed by request id. A client has at most one request id in use
  * (a new operation takes a new id, and the old id's latch is never asked
  * again, so it is dropped from the state when its operation ends): one slot
- * each, holding the ticks until it expires, 0 = none. */
-byte alatch[N];       /* relock_lock_latch:{name}:<request-id> (SET PX) */
-byte rlatch[N];       /* redisson_unlock_latch:{name}:<request-id> */
+ * each. A latch is set for relock__latch_ttl_ms(), computed to outlive every
+ * retry of its request, and longer than the lease: so here it lives as long
+ * as its operation (it never expires under a retry) and outlives the key. */
+bool alatch[N];       /* relock_lock_latch:{name}:<request-id> (SET PX) */
+bool rlatch[N];       /* redisson_unlock_latch:{name}:<request-id> */
 byte rlans[N];        /* the release answer that latch stores */
 
 /* -- the network -----------------------------------------------------------*/
@@ -171,9 +191,16 @@ inline send(i, op) {
   st[i] = op; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
 }
 
+/* Nothing in flight and no belief: nothing from before a force release is
+ * left to answer this client. */
+inline forget_revoked(i) {
+  if :: st[i] == IDLE && holds[i] == 0 -> revoked[i] = 0 :: else fi
+}
+
 /* The operation is over: forget what only it needed. */
 inline done(i) {
-  st[i] = IDLE; age[i] = 0; tries[i] = 0; alatch[i] = 0; rlatch[i] = 0; rlans[i] = 0
+  st[i] = IDLE; age[i] = 0; tries[i] = 0; alatch[i] = 0; rlatch[i] = 0; rlans[i] = 0;
+  forget_revoked(i)
 }
 
 /* ==========================================================================
@@ -184,18 +211,18 @@ inline done(i) {
 inline acquire_script(i) {
 #ifdef OLD_LATCH
   if
-  :: alatch[i] != 0 -> rep[i] = R_ACQUIRED  /* "if exists(latch) return nil" */
+  :: alatch[i] -> rep[i] = R_ACQUIRED  /* "if exists(latch) return nil" */
   :: else ->
 #else
   if
-  :: alatch[i] != 0 && holder == i + 1 ->   /* a retry that still holds:     */
+  :: alatch[i] && holder == i + 1 ->   /* a retry that still holds:     */
      kttl = LEASE; rep[i] = R_ACQUIRED      /* re-extend, answer "acquired" */
   :: else ->                                /* otherwise decide afresh       */
 #endif
      if
      :: holder == 0 || holder == i + 1 ->   /* hincrby, pexpire, set latch px */
         holder = i + 1; cnt++; kttl = LEASE;
-        alatch[i] = LATCH_TTL; rep[i] = R_ACQUIRED
+        alatch[i] = 1; rep[i] = R_ACQUIRED
      :: else -> rep[i] = R_PTTL              /* held by another: its PTTL     */
      fi
   fi
@@ -213,7 +240,7 @@ inline renew_script(i) {
 inline release_script(i) {
   if
 #ifndef NO_UNLOCK_LATCH
-  :: rlatch[i] != 0 -> rep[i] = rlans[i]    /* a retry: the first answer     */
+  :: rlatch[i] -> rep[i] = rlans[i]    /* a retry: the first answer     */
 #endif
   :: else ->
      if
@@ -224,7 +251,7 @@ inline release_script(i) {
         :: cnt > 0 -> kttl = LEASE; rep[i] = R_REMAINS
         :: else -> holder = 0; kttl = 0; rep[i] = R_FREED  /* del, publish */
         fi;
-        rlatch[i] = LATCH_TTL; rlans[i] = rep[i]
+        rlatch[i] = 1; rlans[i] = rep[i]
      fi
   fi
 }
@@ -253,13 +280,11 @@ end:
 }
 
 /* ==========================================================================
- * The clock: a tick passes; keys, latches and beliefs age.
+ * The clock: a tick passes; the key, beliefs and requests age.
  * ========================================================================*/
 inline age_client(i) {
-  if :: alatch[i] > 0 -> alatch[i]-- :: else fi;
-  if :: rlatch[i] > 0 -> rlatch[i]--; if :: rlatch[i] == 0 -> rlans[i] = 0 :: else fi :: else fi;
   if :: vleft[i] > 0 -> vleft[i]-- :: else fi;
-  if :: st[i] != IDLE && age[i] < VALIDITY -> age[i]++ :: else fi
+  if :: (st[i] == ACQ || st[i] == REN) && age[i] < VALIDITY -> age[i]++ :: else fi
 }
 
 active proctype clock() {
@@ -298,12 +323,8 @@ active [N] proctype client() {
   byte i = _pid - 3;   /* redis, clock and admin are pids 0..2 */
 end:
   do
-  /* relock_lock_acquire_async() -> try_acquire(): first or reentrant hold.
-   * A fresh operation (no holds) starts clean: nothing from before a force
-   * release can answer it. */
-  :: atomic { st[i] == IDLE && holds[i] < HMAX ->
-       if :: holds[i] == 0 -> revoked[i] = 0 :: else fi;
-       send(i, ACQ) }
+  /* relock_lock_acquire_async() -> try_acquire(): first or reentrant hold. */
+  :: atomic { st[i] == IDLE && holds[i] < HMAX -> send(i, ACQ) }
 
   /* renewal.c on_cycle() -> send_batch(): a watchdog renewal while held. */
   :: atomic { st[i] == IDLE && holds[i] > 0 && vleft[i] > 0 -> send(i, REN) }
@@ -316,7 +337,7 @@ end:
 
   /* renewal.c check_deadlines(): the local deadline has passed without a
    * renewal: the lock is lost (ETIMEDOUT), with no network needed. */
-  :: atomic { holds[i] > 0 && vleft[i] == 0 -> holds[i] = 0 }
+  :: atomic { holds[i] > 0 && vleft[i] == 0 -> holds[i] = 0; forget_revoked(i) }
 
   /* lock_acquire.c on_try_done(): the answer is nil, "acquired". */
   :: atomic { st[i] == ACQ && rep[i] == R_ACQUIRED -> rep[i] = R_NONE;
