@@ -91,6 +91,10 @@ struct relock__conn {
   int hs_next;
   int hs_count;
 
+  int ping_pending;        /* health check (not implemented yet) */
+  uint64_t pings;          /* PINGs sent, for tests and statistics */
+  uint64_t dead;           /* connections presumed dead, for the same */
+
   int unexpected_reply;    /* the server sent a reply nobody asked for */
   int last_err;            /* why the last attempt failed (0: none) */
   char last_msg[160];
