@@ -381,13 +381,6 @@ static void *fake_main(void *arg) {
       continue;
     if (pfds[0].revents)
       break;
-    if ((pfds[1].revents & POLLIN) && np < MAXP) {
-      int fd = accept(f->lfd, NULL, NULL);
-      if (fd >= 0) {
-        peers[np] = (peer_t){.fd = fd, .index = f->connections++};
-        np++;
-      }
-    }
     for (int i = 0; i < np; i++) {
       if (!pfds[2 + i].revents)
         continue;
@@ -408,6 +401,13 @@ static void *fake_main(void *arg) {
         answer(f, p, argv, argc);
         memmove(p->buf, p->buf + used, p->len - used);
         p->len -= used;
+      }
+    }
+    if ((pfds[1].revents & POLLIN) && np < MAXP) {
+      int fd = accept(f->lfd, NULL, NULL);
+      if (fd >= 0) {
+        peers[np] = (peer_t){.fd = fd, .index = f->connections++};
+        np++;
       }
     }
   }
@@ -480,21 +480,21 @@ static int bad_case_child(const bad_case_t *bc, relock_client_t *a) {
     f = relock__pubsub_subscribe(&a->pubsub, &l, "chan", 4, 0, ignore_message, NULL);
   }
   CHILD_CHECK(f != NULL);
-  int r = relock_future_wait(f, 5000);
+  int r = relock_future_wait(f, fx_slack_ms(5000));
   fprintf(stderr, "# %s: pending request: %s: %s\n", bc->name, relock_err_name(r), relock_future_message(f));
   CHILD_CHECK(r == bc->want_err);
   int was_confirmed = !command && l.confirmed;
   gaps = 0;
   relock_future_release(f);
   /* the connection drops with a protocol error (reconnects are slow here) */
-  CHILD_CHECK(fx_run_until(loop, conn_down, c, 3000));
+  CHILD_CHECK(fx_run_until(loop, conn_down, c, 3000)); /* scaled under valgrind */
   fprintf(stderr, "# %s: dropped: %s: %s\n", bc->name, relock_err_name(c->last_err), c->last_msg);
   CHILD_CHECK(c->last_err == RELOCK_EPROTO);
   /* and comes back, working */
   CHILD_CHECK(fx_run_until(loop, conn_back, c, 5000));
   if (command) {
     f = relock_client_command_async(a, 2, (const char *const[]){"GET", "k"}, NULL);
-    CHILD_CHECK(relock_future_wait(f, 5000) == 0);
+    CHILD_CHECK(relock_future_wait(f, fx_slack_ms(5000)) == 0);
     relock_future_release(f);
   } else {
     if (!was_confirmed)
@@ -515,6 +515,7 @@ static int run_bad_case(const bad_case_t *bc) {
     relock_config_t cfg;
     relock_config_init(&cfg);
     cfg.port = f->port;
+    free(f); /* the child's copy: the fake runs in the parent */
     cfg.ping_interval_ms = 0;
     cfg.command_timeout_ms = 3000;
     cfg.reconnect_min_ms = 500; /* time to look at the dropped connection */
