@@ -4,8 +4,11 @@
 # Nothing is installed system-wide: apt runs with private lists and cache.
 #
 #   .ci/hiredis1.sh PREFIX
+#   mkdir build && cd build   # a separate build dir; the source tree unconfigured
 #   PKG_CONFIG_PATH=PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig /path/to/configure
 #   LD_LIBRARY_PATH=PREFIX/usr/lib/x86_64-linux-gnu make check
+# (LD_LIBRARY_PATH at build time too: through it the linker finds
+# libhiredis.so.1.1.0, needed by librelock.so, when linking the tests.)
 #
 # Idempotent: a prefix that already holds the library is left as it is.
 set -eu

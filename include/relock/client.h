@@ -48,8 +48,11 @@ typedef struct relock_config {
    * presumed dead (a silent peer: dropped route, frozen host), its pending
    * commands fail with RELOCK_ECONNLOST and it is replaced, so a held lock
    * keeps being renewed. TCP keepalive (and TCP_USER_TIMEOUT) on every TCP
-   * connection is set from it too. 0 disables the PING (keepalive stays, at
-   * its slowest setting). Redisson's pingConnectionInterval. */
+   * connection is set from it too (idle = this interval, probes every third
+   * of the command timeout, 3 probes; user timeout = interval + command
+   * timeout). 0 disables the PING; keepalive stays, derived from the
+   * command timeout instead. Redisson's pingConnectionInterval. (A later
+   * version replaces this struct with an extensible options API.) */
   int64_t ping_interval_ms;
 
   void *owned_; /* private: storage of strings parsed by relock_config_from_url */
