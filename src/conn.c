@@ -752,6 +752,13 @@ static void on_health_timer(relock__timer_t *t, int status, void *arg) {
     health_arm(c, s->command_timeout_ms - quiet);
     return;
   }
+  char byte;
+  if (recv(c->ac->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    /* The answer is there, unread: this process, not the peer, was stalled
+     * (the loop blocked, the host suspended). */
+    health_arm(c, s->command_timeout_ms);
+    return;
+  }
   c->dead++;
   drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
            (long long)s->command_timeout_ms, s->address);
