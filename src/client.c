@@ -139,7 +139,7 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_config_t *
     goto fail_renewal;
   if ((r = relock__pubsub_init(&c->pubsub, c->loop, &c->wheel, &c->settings, &c->rng, on_pubsub_closed, c)) != 0)
     goto fail_pubsub;
-  relock__conn_hooks_t hooks = {NULL, NULL, on_cmd_closed, c};
+  relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = c};
   relock__conn_init(&c->cmd, c->loop, &c->wheel, &c->settings, "command", &hooks, &c->rng);
   relock__conn_start(&c->cmd);
   relock__error_set(err, 0, NULL);

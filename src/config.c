@@ -106,6 +106,7 @@ void relock_config_init(relock_config_t *config) {
       .reconnect_max_ms = 10000,
       .client_id = NULL,
       .watchdog_timeout_ms = 30000,
+      .ping_interval_ms = 1000,
       .owned_ = NULL,
   };
 }
@@ -593,7 +594,8 @@ static int validate_timing(const relock_config_t *c, relock_error_t *err) {
                    {"retry_interval_ms", offsetof(relock_config_t, retry_interval_ms)},
                    {"reconnect_min_ms", offsetof(relock_config_t, reconnect_min_ms)},
                    {"reconnect_max_ms", offsetof(relock_config_t, reconnect_max_ms)},
-                   {"watchdog_timeout_ms", offsetof(relock_config_t, watchdog_timeout_ms)}};
+                   {"watchdog_timeout_ms", offsetof(relock_config_t, watchdog_timeout_ms)},
+                   {"ping_interval_ms", offsetof(relock_config_t, ping_interval_ms)}};
   for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
     int64_t v;
     memcpy(&v, (const char *)c + durations[i].offset, sizeof v);
@@ -618,6 +620,8 @@ static int validate_timing(const relock_config_t *c, relock_error_t *err) {
   if (c->watchdog_timeout_ms < 3)
     return invalid(err, "watchdog_timeout_ms must be >= 3: the lease is renewed every third of it (got %" PRId64 ")",
                    c->watchdog_timeout_ms);
+  if (c->ping_interval_ms < 0)
+    return invalid(err, "ping_interval_ms must be >= 0, 0 for no PING (got %" PRId64 ")", c->ping_interval_ms);
   return RELOCK_OK;
 }
 

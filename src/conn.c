@@ -1,11 +1,17 @@
 /* One Redis connection and its requests (conn.h). */
 #include <config.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -22,6 +28,8 @@ enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME };
 
 static void connect_now(relock__conn_t *c);
 static void drop_context(relock__conn_t *c);
+static void health_start(relock__conn_t *c);
+static void raw_start(relock__conn_t *c);
 
 /* -- requests ---------------------------------------------------------------*/
 
@@ -198,6 +206,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     else if (c->unexpected_reply)
       request_fail(req, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?",
                    c->settings->address);
+    else if (ac->c.err == REDIS_ERR_PROTOCOL)
+      request_fail(req, RELOCK_EPROTO, "protocol error from %s with the command in flight: %s",
+                   c->settings->address, why);
     else
       request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s",
                    c->settings->address, why);
@@ -324,6 +335,12 @@ static void context_gone(relock__conn_t *c) {
   relock__conn_state_t was = c->state;
   c->ac = NULL;
   relock__timer_stop(&c->connect_timer);
+  relock__timer_stop(&c->health_timer);
+  c->ping_pending = 0;
+  if (c->reader != NULL) {
+    redisReaderFree(c->reader);
+    c->reader = NULL;
+  }
   if (c->closing) {
     c->state = RELOCK__CONN_CLOSED;
     if (c->hooks.on_closed)
@@ -343,6 +360,10 @@ static void ready(relock__conn_t *c) {
   c->last_err = 0;
   c->last_msg[0] = '\0';
   c->connects++;
+  if (c->hooks.on_push != NULL)
+    raw_start(c);
+  if (c->state == RELOCK__CONN_READY)
+    health_start(c);
   while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY) {
     relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
     relock__list_remove(&req->link);
@@ -428,6 +449,8 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
    * SUBSCRIBE, "max number of clients"): that is the server's word. */
   if (c->unexpected_reply)
     record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
+  else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
+    record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);
   else if (status != REDIS_OK && c->last_err == 0)
     record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s",
                  cac->errstr[0] ? cac->errstr : "connection lost");
@@ -471,63 +494,310 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
 }
 
 /* -- replies nobody asked for ------------------------------------------------
- * hiredis 0.14 aborts the process (an assertion) when a reply arrives that no
- * command waits for on a connection that is not subscribed, or a malformed
- * pub/sub message on one that is: a server that is not Redis can send either.
- * Our reader functions refuse such a reply while it is parsed, so the reader
- * fails and the connection drops instead. (hiredis 1.x handles these itself,
- * and its reader functions differ: the guard is for 0.14's layout.) */
-#ifndef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE
+ * hiredis (0.14 and 1.x alike) aborts the process (an assertion) when a
+ * reply arrives that no command waits for on a connection it does not
+ * believe subscribed: a server that is not Redis, or one that answers twice,
+ * can send one. Our reader functions see every reply as it starts being
+ * parsed, and refuse such a reply there, so the reader fails and the
+ * connection drops (RELOCK_EPROTO) instead. They also note that something
+ * arrived, for the health check. (No connection here is ever subscribed or
+ * monitoring in hiredis's eyes: the subscriber reads its socket itself.) */
 static redisReplyObjectFunctions guarded_fns;
 static redisReplyObjectFunctions *hiredis_fns;
 
-static int unexpected(const redisReadTask *task, long long elements) {
+static int unexpected(const redisReadTask *task) {
   relock__conn_t *c = task->privdata;
   redisAsyncContext *ac = c != NULL ? c->ac : NULL;
-  if (ac == NULL || ac->replies.head != NULL || (ac->c.flags & REDIS_MONITORING))
-    return 0; /* a command waits for this reply */
-  int bad;
-  if (!(ac->c.flags & REDIS_SUBSCRIBED))
-    /* hiredis itself drops a connection on an unasked-for error reply */
-    bad = task->parent == NULL && task->type != REDIS_REPLY_ERROR;
-  else if (task->parent == NULL)
-    bad = task->type == REDIS_REPLY_ARRAY && elements < 3; /* [kind, channel, payload...] */
-  else
-    /* kind and channel are strings; an unsubscribe's count is an integer */
-    bad = task->parent->parent == NULL &&
-          ((task->idx < 2 && task->type != REDIS_REPLY_STRING) ||
-           (task->idx == 2 && task->type != REDIS_REPLY_STRING && task->type != REDIS_REPLY_INTEGER));
-  if (bad)
-    c->unexpected_reply = 1;
-  return bad;
+  if (task->parent != NULL || ac == NULL)
+    return 0;
+  c->last_rx = ev_now(c->loop);
+  /* hiredis itself drops a connection on an unasked-for error reply (a
+   * refused connection: "max number of clients reached"). */
+  if (ac->replies.head != NULL || task->type == REDIS_REPLY_ERROR)
+    return 0;
+  c->unexpected_reply = 1;
+  return 1;
 }
 
 static void *guard_string(const redisReadTask *t, char *s, size_t len) {
-  return unexpected(t, 0) ? NULL : hiredis_fns->createString(t, s, len);
+  return unexpected(t) ? NULL : hiredis_fns->createString(t, s, len);
 }
+#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE /* hiredis >= 1.0 */
+static void *guard_array(const redisReadTask *t, size_t n) {
+  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
+}
+static void *guard_double(const redisReadTask *t, double v, char *s, size_t len) {
+  return unexpected(t) ? NULL : hiredis_fns->createDouble(t, v, s, len);
+}
+static void *guard_bool(const redisReadTask *t, int v) {
+  return unexpected(t) ? NULL : hiredis_fns->createBool(t, v);
+}
+#else
 static void *guard_array(const redisReadTask *t, int n) {
-  return unexpected(t, n) ? NULL : hiredis_fns->createArray(t, n); /* t->elements is not set yet */
+  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
 }
+#endif
 static void *guard_integer(const redisReadTask *t, long long v) {
-  return unexpected(t, 0) ? NULL : hiredis_fns->createInteger(t, v);
+  return unexpected(t) ? NULL : hiredis_fns->createInteger(t, v);
 }
-static void *guard_nil(const redisReadTask *t) { return unexpected(t, 0) ? NULL : hiredis_fns->createNil(t); }
+static void *guard_nil(const redisReadTask *t) { return unexpected(t) ? NULL : hiredis_fns->createNil(t); }
 
 static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
   if (hiredis_fns == NULL) {
     hiredis_fns = ac->c.reader->fn;
-    guarded_fns = (redisReplyObjectFunctions){guard_string, guard_array, guard_integer, guard_nil,
-                                              hiredis_fns->freeObject};
+    guarded_fns = *hiredis_fns;
+    guarded_fns.createString = guard_string;
+    guarded_fns.createArray = guard_array;
+    guarded_fns.createInteger = guard_integer;
+    guarded_fns.createNil = guard_nil;
+#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE
+    guarded_fns.createDouble = guard_double;
+    guarded_fns.createBool = guard_bool;
+#endif
   }
   ac->c.reader->fn = &guarded_fns;
   ac->c.reader->privdata = c;
 }
-#else
-static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
-  (void)c;
-  (void)ac;
+
+/* -- the raw (subscriber) connection ------------------------------------------
+ * Once ready, it reads its socket itself into a reader of its own, so that
+ * no reply ever reaches hiredis's callback bookkeeping. hiredis still
+ * writes, and still owns the socket. */
+
+static void fail_inflight(relock__conn_t *c, int err, const char *msg) {
+  while (!relock__list_empty(&c->inflight)) {
+    relock__request_t *req = relock__container_of(c->inflight.next, relock__request_t, link);
+    request_fail(req, err, "%s", msg);
+  }
 }
+
+/* Drops a ready connection for a reason of our own (recorded as the last
+ * error): what was in flight fails with it, and it reconnects. */
+static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) {
+  c->last_err = err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
+  va_end(ap);
+  fail_inflight(c, err, c->last_msg);
+  drop_context(c);
+}
+
+static void ping_answered(relock__conn_t *c);
+
+static int is_pong(const redisReply *r) {
+  if (r->type == REDIS_REPLY_STATUS)
+    return r->len == 4 && strncasecmp(r->str, "PONG", 4) == 0;
+  /* RESP2, subscribed: ["pong", ""] */
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+         r->element[0]->len == 4 && strncasecmp(r->element[0]->str, "pong", 4) == 0 &&
+         r->element[1]->type == REDIS_REPLY_STRING;
+}
+
+/* One reply on a raw connection; 0, or -1 once the connection was dropped. */
+static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
+  if (reply->type == REDIS_REPLY_ERROR) {
+    /* A refused SUBSCRIBE (ACL), "max number of clients": the server's word. */
+    drop_for(c, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    return -1;
+  }
+  if (c->ping_pending && is_pong(reply)) {
+    ping_answered(c);
+    return 0;
+  }
+  const char *why = c->hooks.on_push(c, reply, c->hooks.arg);
+  if (c->ac != ac)
+    return -1; /* the hook closed it */
+  if (why != NULL) {
+    drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address, c->role,
+             why);
+    return -1;
+  }
+  return 0;
+}
+
+static void raw_read(void *arg) {
+  relock__conn_t *c = arg;
+  redisAsyncContext *ac = c->ac;
+  char buf[16 * 1024];
+  ssize_t n = read(ac->c.fd, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0) {
+    drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address,
+             n == 0 ? "server closed the connection" : strerror(errno));
+    return;
+  }
+  c->last_rx = ev_now(c->loop);
+  if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+    drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->settings->address);
+    return;
+  }
+  for (;;) {
+    void *reply = NULL;
+    if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
+      drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address,
+               c->role, c->reader->errstr);
+      return;
+    }
+    if (reply == NULL)
+      return;
+    int r = raw_reply(c, ac, reply);
+    freeReplyObject(reply);
+    if (r != 0)
+      return;
+  }
+}
+
+static void raw_start(relock__conn_t *c) {
+  c->reader = redisReaderCreate();
+  if (c->reader == NULL) {
+    drop_for(c, RELOCK_ENOMEM, "out of memory connecting");
+    return;
+  }
+  relock__ev_set_reader(c->ac, raw_read, c);
+}
+
+int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens) {
+  redisAsyncContext *ac = c->ac;
+  if (c->state != RELOCK__CONN_READY || c->reader == NULL || (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
+    return -1;
+  size_t len = relock__resp_size(argc, lens);
+  char *cmd = malloc(len + 1);
+  if (cmd == NULL)
+    return -1;
+  relock__resp_write(cmd, argc, argv, lens);
+  int r = redisAppendFormattedCommand(&ac->c, cmd, len);
+  free(cmd);
+  if (r != REDIS_OK)
+    return -1;
+  if (ac->ev.addWrite != NULL)
+    ac->ev.addWrite(ac->ev.data);
+  return 0;
+}
+
+/* -- health check ------------------------------------------------------------
+ * A connection on which nothing has arrived for ping_interval_ms is sent a
+ * PING; if then nothing at all arrives within the command timeout, the peer
+ * is presumed dead (a black hole: the kernel would retransmit for many
+ * minutes) and the connection is replaced. Replies of any kind count as
+ * signs of life, so a busy connection is never pinged. */
+
+static int64_t ms_since(relock__conn_t *c, ev_tstamp t) {
+  ev_tstamp d = ev_now(c->loop) - t;
+  return d <= 0 ? 0 : (int64_t)(d * 1000.0);
+}
+
+static void health_arm(relock__conn_t *c, int64_t ms) {
+  relock__timer_start(c->wheel, &c->health_timer, ms > 0 ? ms : 1);
+}
+
+static void health_start(relock__conn_t *c) {
+  c->last_rx = ev_now(c->loop);
+  c->ping_pending = 0;
+  if (c->settings->ping_interval_ms > 0)
+    health_arm(c, c->settings->ping_interval_ms);
+}
+
+static void ping_answered(relock__conn_t *c) {
+  c->ping_pending = 0;
+  health_arm(c, c->settings->ping_interval_ms);
+}
+
+static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  relock__conn_t *c = privdata;
+  if (r == NULL || ac != c->ac || c->state != RELOCK__CONN_READY)
+    return; /* the context is going away */
+  ping_answered(c);
+}
+
+static void send_ping(relock__conn_t *c) {
+  static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+  int r;
+  if (c->reader != NULL) {
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4};
+    r = relock__conn_write_raw(c, 1, argv, lens);
+  } else {
+    r = redisAsyncFormattedCommand(c->ac, on_ping_reply, c, ping, sizeof ping - 1) == REDIS_OK ? 0 : -1;
+  }
+  if (r != 0) {
+    health_arm(c, c->settings->ping_interval_ms); /* try again later */
+    return;
+  }
+  c->pings++;
+  c->ping_pending = 1;
+  c->ping_sent = ev_now(c->loop);
+  health_arm(c, c->settings->command_timeout_ms);
+}
+
+static void on_health_timer(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__conn_t *c = arg;
+  const relock__settings_t *s = c->settings;
+  if (status != 0 || c->state != RELOCK__CONN_READY || c->ac == NULL || c->closing)
+    return;
+  int64_t quiet = ms_since(c, c->last_rx);
+  if (!c->ping_pending) {
+    if (quiet >= s->ping_interval_ms)
+      send_ping(c);
+    else
+      health_arm(c, s->ping_interval_ms - quiet);
+    return;
+  }
+  if (c->last_rx >= c->ping_sent && quiet < s->command_timeout_ms) {
+    /* Replies still arrive, the PING's is queued behind them: alive. */
+    health_arm(c, s->command_timeout_ms - quiet);
+    return;
+  }
+  char byte;
+  if (recv(c->ac->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    /* The answer is there, unread: this process, not the peer, was stalled
+     * (the loop blocked, the host suspended). */
+    health_arm(c, s->command_timeout_ms);
+    return;
+  }
+  c->dead++;
+  drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
+           (long long)s->command_timeout_ms, s->address);
+}
+
+/* TCP keepalive with short settings, so that the kernel too gives up on a
+ * silent peer, and TCP_USER_TIMEOUT so that unacknowledged data does not
+ * wait for the ~15 minutes of retransmissions: both derived from the ping
+ * interval (the command timeout when the PING is off). Best effort. */
+static int keepalive_s(int64_t ms) {
+  int64_t s = (ms + 999) / 1000;
+  return s < 1 ? 1 : s > 32767 ? 32767 : (int)s;
+}
+
+static void set_keepalive(relock__conn_t *c, int fd) {
+  const relock__settings_t *s = c->settings;
+  if (s->unix_path != NULL)
+    return;
+  int64_t base = s->ping_interval_ms > 0 ? s->ping_interval_ms : s->command_timeout_ms;
+  int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+#ifdef TCP_KEEPIDLE
+  int idle = keepalive_s(base);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
 #endif
+#ifdef TCP_KEEPINTVL
+  int intvl = keepalive_s(s->command_timeout_ms / 3);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+#endif
+#ifdef TCP_KEEPCNT
+  int cnt = 3;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+#endif
+#ifdef TCP_USER_TIMEOUT
+  int64_t ut = base + s->command_timeout_ms;
+  unsigned int user_timeout = ut > (int64_t)UINT_MAX ? UINT_MAX : (unsigned int)ut;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+#endif
+}
 
 static void connect_now(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
@@ -548,6 +818,7 @@ static void connect_now(relock__conn_t *c) {
   /* A program that forks and execs (the relock tool does) must not hand its
    * Redis connections to the child. */
   fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
+  set_keepalive(c, ac->c.fd);
   if (relock__ev_attach(ac, c->loop) != 0) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     redisAsyncFree(ac);
@@ -578,6 +849,7 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   relock__list_init(&c->inflight);
   relock__timer_init(&c->connect_timer, on_connect_timeout, c);
   relock__timer_init(&c->reconnect_timer, on_reconnect_timer, c);
+  relock__timer_init(&c->health_timer, on_health_timer, c);
   ev_timer_init(&c->deferred_free, on_deferred_free, 0.0, 0.0);
   c->deferred_free.data = c;
 }
@@ -593,6 +865,7 @@ void relock__conn_close(relock__conn_t *c) {
   c->closing = 1;
   relock__timer_stop(&c->reconnect_timer);
   relock__timer_stop(&c->connect_timer);
+  relock__timer_stop(&c->health_timer);
   fail_waiting(c, RELOCK_ECLOSED, NULL);
   while (!relock__list_empty(&c->inflight)) {
     relock__request_t *req = relock__container_of(c->inflight.next, relock__request_t, link);

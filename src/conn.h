@@ -46,11 +46,19 @@ struct relock__request {
   char cmd[];              /* RESP */
 };
 
-/* What the owner of a connection hears about it. Any hook may be NULL. */
+/* What the owner of a connection hears about it. Any hook may be NULL.
+ *
+ * on_push makes a raw connection (the subscriber's): once ready, it reads
+ * its socket itself, hands every reply (PING answers excepted) to on_push,
+ * and sends only with relock__conn_write_raw, so hiredis's own pub/sub
+ * bookkeeping, which asserts on what it does not expect, never runs.
+ * on_push returns NULL, or why the reply breaks the protocol: then the
+ * connection drops with RELOCK_EPROTO and reconnects. */
 typedef struct relock__conn_hooks {
   void (*on_ready)(relock__conn_t *c, void *arg);  /* handshake done */
   void (*on_down)(relock__conn_t *c, void *arg);   /* a ready connection dropped */
   void (*on_closed)(relock__conn_t *c, void *arg); /* fully down after close */
+  const char *(*on_push)(relock__conn_t *c, const redisReply *reply, void *arg);
   void *arg;
 } relock__conn_hooks_t;
 
@@ -91,6 +99,18 @@ struct relock__conn {
   int hs_next;
   int hs_count;
 
+  /* Health check: a PING after ping_interval_ms without a reply, and the
+   * connection presumed dead when nothing arrives within the command
+   * timeout after it. One wheel timer does both. */
+  relock__timer_t health_timer;
+  ev_tstamp last_rx;       /* loop time a reply last started arriving */
+  ev_tstamp ping_sent;
+  int ping_pending;
+  uint64_t pings;          /* PINGs sent, for tests and statistics */
+  uint64_t dead;           /* connections presumed dead, for the same */
+
+  redisReader *reader;     /* a raw connection's, once ready */
+
   int unexpected_reply;    /* the server sent a reply nobody asked for */
   int last_err;            /* why the last attempt failed (0: none) */
   char last_msg[160];
@@ -125,6 +145,11 @@ void relock__request_discard(relock__request_t *req);
 /* Sends req (or queues it until the connection is ready), bounded by
  * timeout_ms. Never fails directly: every outcome completes req->future. */
 void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms);
+
+/* Appends a command to a ready raw connection's output (no reply is
+ * awaited: answers reach hooks.on_push). 0, or -1 if the connection is not
+ * ready or memory ran out. */
+int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens);
 
 /* The default reply handler: the future succeeds with a copy of the reply
  * tree, or fails with RELOCK_ESERVER and the server's text for an error. */

@@ -22,6 +22,8 @@ typedef struct ev_adapter {
   redisAsyncContext *ac;
   ev_io rev;
   ev_io wev;
+  void (*read_fn)(void *arg); /* instead of hiredis's read handler */
+  void *read_arg;
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -59,7 +61,10 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
   ev_adapter_t *a = w->data;
-  redisAsyncHandleRead(a->ac);
+  if (a->read_fn != NULL)
+    a->read_fn(a->read_arg); /* may free the context, and a with it */
+  else
+    redisAsyncHandleRead(a->ac);
 }
 
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
@@ -95,6 +100,14 @@ static void cleanup(void *privdata) {
   ev_io_stop(a->loop, &a->wev);
   a->ac->ev.data = NULL;
   free(a);
+}
+
+void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *arg) {
+  ev_adapter_t *a = ac->ev.data;
+  if (a != NULL) {
+    a->read_fn = fn;
+    a->read_arg = arg;
+  }
 }
 
 int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop) {

@@ -11,4 +11,9 @@
  * it frees the context, which stops the watchers and frees the adapter. */
 int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop);
 
+/* From now on, readability of the context's socket calls fn(arg) instead
+ * of hiredis's read handler (hiredis still writes, and still starts and
+ * stops the read watcher); fn NULL gives it back to hiredis. */
+void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *arg);
+
 #endif /* RELOCK_EV_ADAPTER_H */

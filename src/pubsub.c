@@ -93,15 +93,13 @@ static void walk(relock__channel_t *ch, void (*visit)(relock__listener_t *l, voi
 
 /* -- talking to Redis -------------------------------------------------------*/
 
-static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata);
-
 static void send_command(relock__channel_t *ch, int subscribe) {
   relock__pubsub_t *ps = ch->ps;
   const char *cmd = subscribe ? (ch->sharded ? "SSUBSCRIBE" : "SUBSCRIBE")
                               : (ch->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE");
   const char *argv[2] = {cmd, ch->name};
   size_t lens[2] = {strlen(cmd), ch->len};
-  if (redisAsyncCommandArgv(ps->conn.ac, on_pubsub_reply, ps, 2, argv, lens) != REDIS_OK)
+  if (relock__conn_write_raw(&ps->conn, 2, argv, lens) != 0)
     return; /* the context is going away; the reconnect resubscribes */
   ch->sent_subscribed = subscribe;
   ch->replies_due++;
@@ -171,28 +169,37 @@ static int is_kind(const redisReply *r, const char *kind) {
   return r->type == REDIS_REPLY_STRING && strcasecmp(r->str, kind) == 0;
 }
 
-static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata) {
-  (void)ac;
-  relock__pubsub_t *ps = privdata;
-  redisReply *reply = r;
-  if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
-      reply->element[1]->type != REDIS_REPLY_STRING)
-    return; /* NULL: the context is going away (conn hooks handle it) */
+static int is_string(const redisReply *r) { return r->type == REDIS_REPLY_STRING; }
+
+/* Every reply the subscriber connection reads (PING answers aside): a
+ * message, or the confirmation of a command we sent. Anything else, or a
+ * confirmation or message for a channel we never subscribed, is a protocol
+ * error (the connection is replaced): returns why. */
+static const char *on_push(relock__conn_t *c, const redisReply *reply, void *arg) {
+  (void)c;
+  relock__pubsub_t *ps = arg;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 || !is_string(reply->element[0]) ||
+      !is_string(reply->element[1]))
+    return "a reply that is not a pub/sub message or confirmation";
   const redisReply *kind = reply->element[0];
   relock__channel_t *ch = find(ps, reply->element[1]->str, reply->element[1]->len);
-  if (ch == NULL)
-    return;
   if (is_kind(kind, "message") || is_kind(kind, "smessage")) {
+    if (!is_string(reply->element[2]))
+      return "a message whose payload is not a string";
+    if (ch == NULL || (is_kind(kind, "smessage") != (ch->sharded != 0)))
+      return "a message for a channel not subscribed";
     message_t m = {reply->element[2]->str, reply->element[2]->len};
-    if (reply->element[2]->type == REDIS_REPLY_STRING)
-      walk(ch, deliver, &m);
-    return;
+    walk(ch, deliver, &m);
+    return NULL;
   }
   int subscribed = is_kind(kind, "subscribe") || is_kind(kind, "ssubscribe");
   if (!subscribed && !is_kind(kind, "unsubscribe") && !is_kind(kind, "sunsubscribe"))
-    return;
-  if (ch->replies_due > 0)
-    ch->replies_due--;
+    return "an unknown pub/sub message kind";
+  if (reply->element[2]->type != REDIS_REPLY_INTEGER)
+    return "a subscription count that is not an integer";
+  if (ch == NULL || ch->replies_due == 0)
+    return "a confirmation of a command not sent";
+  ch->replies_due--;
   /* Only the answer to the last command sent tells Redis's real state. */
   ch->confirmed = ch->replies_due == 0 && ch->sent_subscribed;
   if (ch->confirmed) {
@@ -204,6 +211,7 @@ static void on_pubsub_reply(redisAsyncContext *ac, void *r, void *privdata) {
   } else {
     maybe_free(ch);
   }
+  return NULL;
 }
 
 /* -- connection events ------------------------------------------------------*/
@@ -230,8 +238,8 @@ static void channel_down(relock__channel_t *ch) {
 
 static void refuse(relock__listener_t *l, void *ctx) {
   relock__conn_t *c = ctx;
-  settle_confirm(l, RELOCK_ESERVER, "subscription to %.*s refused: %s", (int)l->channel->len, l->channel->name,
-                 c->last_msg);
+  settle_confirm(l, c->last_err, "subscription to %.*s %s: %s", (int)l->channel->len, l->channel->name,
+                 c->last_err == RELOCK_ESERVER ? "refused" : "not confirmed", c->last_msg);
 }
 
 /* Fails every pending confirmation. Their callbacks may subscribe and
@@ -262,7 +270,7 @@ static void on_down(relock__conn_t *c, void *arg) {
   /* The server refused (a SUBSCRIBE denied by ACL, say): waiting for the
    * confirmation would only end in a timeout. Listeners stay, and are
    * subscribed again after the reconnect. */
-  if (c->last_err == RELOCK_ESERVER)
+  if (c->last_err == RELOCK_ESERVER || c->last_err == RELOCK_EPROTO)
     refuse_pending(arg);
 }
 
@@ -289,7 +297,7 @@ int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__whee
   ps->timeout_ms = settings->command_timeout_ms;
   ps->on_closed = on_closed;
   ps->closed_arg = closed_arg;
-  relock__conn_hooks_t hooks = {on_ready, on_down, on_conn_closed, ps};
+  relock__conn_hooks_t hooks = {on_ready, on_down, on_conn_closed, on_push, ps};
   relock__conn_init(&ps->conn, loop, wheel, settings, "subscriber", &hooks, rng);
   return 0;
 }

@@ -62,6 +62,7 @@ int relock__settings_init(relock__settings_t *s, const relock_config_t *config, 
   s->reconnect_min_ms = config->reconnect_min_ms;
   s->reconnect_max_ms = config->reconnect_max_ms;
   s->watchdog_timeout_ms = config->watchdog_timeout_ms;
+  s->ping_interval_ms = config->ping_interval_ms;
 
   if (config->client_id != NULL) {
     snprintf(s->client_id, sizeof s->client_id, "%s", config->client_id);

@@ -23,6 +23,7 @@ typedef struct relock__settings {
   int64_t reconnect_max_ms;
   char client_id[65];
   int64_t watchdog_timeout_ms;
+  int64_t ping_interval_ms; /* 0: no PING */
   char address[300]; /* "host:port" or the socket path, for messages */
 } relock__settings_t;
 

@@ -59,6 +59,7 @@ typedef struct {
   int cfd, ufd;   /* client side, upstream side (-1: none) */
   int connecting; /* the upstream connect() is in progress */
   int held;       /* accepted under blackhole_accept: never forwarded */
+  int frozen;     /* black-holed by blackhole_current: never serviced again */
   int fate;       /* ALIVE, or how to close it */
   dir_t up;       /* client -> upstream */
   dir_t down;     /* upstream -> client */
@@ -67,7 +68,7 @@ typedef struct {
 typedef struct {
   int stall, refuse, blackhole, hang, stop;
   int64_t delay_ms;
-  unsigned cuts, resets; /* one more per request */
+  unsigned cuts, resets, freezes; /* one more per request */
 } want_t;
 
 struct relock_test_proxy {
@@ -403,6 +404,8 @@ static int apply_requests(relock_test_proxy_t *p) {
   if (!p->cur.hang) accept_pending(p);
   if (want.cuts != p->cur.cuts) close_all(p, CLOSE_FIN);
   if (want.resets != p->cur.resets) close_all(p, CLOSE_RST);
+  if (want.freezes != p->cur.freezes)
+    for (size_t i = 0; i < p->npairs; i++) p->pairs[i]->frozen = 1;
   int hang = p->cur.hang;
   p->cur = want;
   p->cur.delay_ms = want.delay_ms < 0 ? 0 : want.delay_ms > MAX_DELAY_MS ? MAX_DELAY_MS : want.delay_ms;
@@ -444,7 +447,7 @@ static void post_locked(relock_test_proxy_t *p) {
 /* What to poll a pair's sockets for; both 0 leaves them out of the poll. */
 static void pair_events(const relock_test_proxy_t *p, pair_t *pair, uint64_t now, short *cev, short *uev) {
   *cev = *uev = 0;
-  if (p->cur.stall) return;
+  if (p->cur.stall || pair->frozen) return;
   if (pair->held) {
     *cev = POLLRDHUP; /* only to see the client go */
     return;
@@ -460,6 +463,7 @@ static void pair_events(const relock_test_proxy_t *p, pair_t *pair, uint64_t now
 }
 
 static void pair_service(const relock_test_proxy_t *p, pair_t *pair, short crev, short urev, uint64_t now) {
+  if (pair->frozen) return;
   if (pair->held) {
     if (crev) pair->fate = CLOSE_FIN;
     return;
@@ -493,6 +497,7 @@ static int poll_timeout(const relock_test_proxy_t *p, uint64_t now) {
   if (p->cur.stall) return -1;
   uint64_t next = 0;
   for (size_t i = 0; i < p->npairs; i++) {
+    if (p->pairs[i]->frozen) continue;
     uint64_t a = dir_next_due(&p->pairs[i]->up, now);
     uint64_t b = dir_next_due(&p->pairs[i]->down, now);
     if (a && (!next || a < next)) next = a;
@@ -649,6 +654,13 @@ void relock_test_proxy_reset(relock_test_proxy_t *p) {
 void relock_test_proxy_stall(relock_test_proxy_t *p, int on) {
   pthread_mutex_lock(&p->mu);
   p->want.stall = on != 0;
+  post_locked(p);
+  pthread_mutex_unlock(&p->mu);
+}
+
+void relock_test_proxy_blackhole_current(relock_test_proxy_t *p) {
+  pthread_mutex_lock(&p->mu);
+  p->want.freezes++;
   post_locked(p);
   pthread_mutex_unlock(&p->mu);
 }

@@ -48,6 +48,14 @@ void relock_test_proxy_reset(relock_test_proxy_t *p);
  * upstream meanwhile. */
 void relock_test_proxy_stall(relock_test_proxy_t *p, int on);
 
+/* Makes every current connection a black hole for good, as stall does, but
+ * only those: connections accepted afterwards are forwarded as usual (a
+ * client that reconnects gets through, as after a route change). The
+ * proxy no longer looks at the old ones, not even to see a side close:
+ * they stay open (and counted by relock_test_proxy_connections) until
+ * cut, reset or stop. */
+void relock_test_proxy_blackhole_current(relock_test_proxy_t *p);
+
 /* Holds every chunk the proxy reads for ms milliseconds before passing it on
  * (0 = none, the default): a latency in each direction, so a request/reply
  * round trip takes at least 2 * ms more. Applies to chunks read after the

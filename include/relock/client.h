@@ -43,6 +43,17 @@ typedef struct relock_config {
   int64_t reconnect_max_ms;     /* 10000: cap of the reconnect delay */
   const char *client_id;        /* NULL: a random RFC 4122 version-4 UUID */
   int64_t watchdog_timeout_ms;  /* 30000: lease of a lock held without a fixed lease */
+  /* 1000: health check. A connection that has received nothing for this
+   * long is sent a PING; no answer within command_timeout_ms and it is
+   * presumed dead (a silent peer: dropped route, frozen host), its pending
+   * commands fail with RELOCK_ECONNLOST and it is replaced, so a held lock
+   * keeps being renewed. TCP keepalive (and TCP_USER_TIMEOUT) on every TCP
+   * connection is set from it too (idle = this interval, probes every third
+   * of the command timeout, 3 probes; user timeout = interval + command
+   * timeout). 0 disables the PING; keepalive stays, derived from the
+   * command timeout instead. Redisson's pingConnectionInterval. (A later
+   * version replaces this struct with an extensible options API.) */
+  int64_t ping_interval_ms;
 
   void *owned_; /* private: storage of strings parsed by relock_config_from_url */
 } relock_config_t;
@@ -70,6 +81,7 @@ RELOCK_EXTERN void relock_config_cleanup(relock_config_t *config);
 /* Checks every value: host (or an absolute unix_path), port 1-65535, db >= 0,
  * a username only with a password, timeouts > 0, retries and their interval
  * >= 0, 1 <= reconnect_min_ms <= reconnect_max_ms, watchdog_timeout_ms >= 3,
+ * ping_interval_ms >= 0,
  * a client id of at most 64 bytes without ':', spaces or control characters,
  * a client name Redis accepts. Returns 0 or RELOCK_EINVAL with err naming the
  * value (err may be NULL). */
