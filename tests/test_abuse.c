@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h> /* HIREDIS_MAJOR: which reader the library runs on */
+
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -2091,6 +2093,14 @@ static void not_redis_row(const fake_case_t *fc, const fate_t *f, const char *op
   row(ok, input, expected, "%s", observed);
 }
 
+/* hiredis 0.14 refuses replies nested deeper than 7 levels (a protocol
+ * error); 1.x reads them: a fine, if odd, answer to PING. */
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+#define NESTED_20_IS_A_REPLY 1
+#else
+#define NESTED_20_IS_A_REPLY 0
+#endif
+
 static void test_not_redis(void **state) {
   fx_t *fx = *state;
   table("a server that is not Redis (a TCP listener saying the wrong things; the client runs in a child)");
@@ -2122,7 +2132,7 @@ static void test_not_redis(void **state) {
       {"arrays nested 20 deep", NULL, 0, 0,
        S("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n"
          "*1\r\n*1\r\n:1\r\n"),
-       0, {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
+       NESTED_20_IS_A_REPLY, {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, 0}},
   };
   /* RELOCK_ESERVER: the fake answered the SUBSCRIBE with an error reply */
   const int sub_codes[] = {RELOCK_ECONNLOST, RELOCK_EPROTO, RELOCK_ETIMEDOUT, RELOCK_ECONNREFUSED, RELOCK_ESERVER, 0};

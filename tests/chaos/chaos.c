@@ -10,9 +10,11 @@
  * GET/SET increment of the name's counter in Redis. Faults, every 200-500
  * ms: CLIENT KILL of command or pub/sub connections, DEBUG SLEEP shorter and
  * longer than the command timeout, SIGSTOP/SIGCONT of the server, a full
- * restart (AOF, appendfsync always), a cut or stall of one worker's
- * connections (each worker talks through its own TCP proxy), and kill -9 of
- * a worker inside its critical section (the supervisor starts a new one).
+ * restart (AOF, appendfsync always), a cut, stall or black hole of one
+ * worker's connections (each worker talks through its own TCP proxy; a black
+ * hole swallows its live connections for good, as a dropped route does, and
+ * only the health check's PING notices), and kill -9 of a worker inside its
+ * critical section (the supervisor starts a new one).
  *
  * At the end: a final phase without persistence checks that a restart that
  * loses held locks is reported to every holder. Output is TAP, with the
@@ -43,11 +45,12 @@
 #define MAX_NAMES 8
 
 enum fault {
-  F_KILL_CMD, F_KILL_PUBSUB, F_SLEEP_SHORT, F_SLEEP_LONG, F_STOP, F_RESTART, F_CUT, F_STALL, F_KILL9, F_COUNT
+  F_KILL_CMD, F_KILL_PUBSUB, F_SLEEP_SHORT, F_SLEEP_LONG, F_STOP, F_RESTART, F_CUT, F_STALL, F_BLACKHOLE, F_KILL9,
+  F_COUNT
 };
 static const char *const fault_names[F_COUNT] = {
     "CLIENT KILL (command)", "CLIENT KILL (pubsub)", "DEBUG SLEEP < timeout", "DEBUG SLEEP > timeout",
-    "SIGSTOP/SIGCONT", "restart (AOF)", "proxy cut", "proxy stall", "kill -9 holder"};
+    "SIGSTOP/SIGCONT", "restart (AOF)", "proxy cut", "proxy stall", "proxy black hole", "kill -9 holder"};
 
 /* Shared by the supervisor and the workers (MAP_SHARED). */
 typedef struct worker_slot {
@@ -317,6 +320,7 @@ static void inject(enum fault f, uint64_t *seed) {
     msleep(300 + (long)(rnd(seed) % 700));
     relock_test_proxy_stall(proxies[victim], 0);
     break;
+  case F_BLACKHOLE: relock_test_proxy_blackhole_current(proxies[victim]); break;
   case F_KILL9: {
     int holder = -1;
     for (int i = 0; i < nworkers && holder < 0; i++)
