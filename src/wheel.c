@@ -92,15 +92,17 @@ static uint64_t earliest_due(const relock__wheel_t *w) {
 }
 
 /* Arms the one-shot watcher for the start of tick t. libev measures `after`
- * from its cached loop time, which lags the clock while callbacks run; the
- * lag is added so the watcher does not wake before the tick (and if it does
- * anyway, the callback just arms it again). */
+ * from its cached monotonic time, which lags the clock while callbacks run:
+ * ev_now_update() brings it up to a reading taken after ours, so the watcher
+ * cannot wake before the tick (and if it did, the callback would just arm
+ * it again). Only monotonic readings go into `after`: ev_time() and ev_now()
+ * are wall-clock times, and their difference jumps with every step of the
+ * wall clock (an hour's step armed the watcher an hour out, or made it spin
+ * until libev noticed). */
 static void arm(relock__wheel_t *w, uint64_t t) {
   uint64_t at_ns = w->origin_ns + t * w->tick_ns, now_ns = relock__now_ns();
+  ev_now_update(w->loop);
   double after = at_ns > now_ns ? (double)(at_ns - now_ns) / 1e9 : 0.0;
-  after += ev_time() - ev_now(w->loop);
-  if (after < 0.0)
-    after = 0.0;
   ev_timer_stop(w->loop, &w->watcher);
   ev_timer_set(&w->watcher, after, 0.0);
   ev_timer_start(w->loop, &w->watcher);
