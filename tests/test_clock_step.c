@@ -151,8 +151,8 @@ typedef struct stepper {
 static void arm_stepper(struct ev_loop *loop, stepper_t *s) {
   if (s->next >= s->nsteps)
     return;
-  /* libev's ev_timer is on the monotonic clock (and the step has not
-   * happened yet): a plain relative wait is right. */
+  /* A plain ev_timer: libev keeps those on the monotonic clock. Measured
+   * from a reading taken before ev_now_update(), like the wheel's own. */
   double after = (double)(s->t0 + (uint64_t)(s->steps[s->next].at_ms * MS)) - (double)relock__now_ns();
   ev_now_update(loop);
   ev_timer_set(&s->watcher, after > 0 ? after / 1e9 : 0.0, 0.0);
