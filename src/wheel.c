@@ -92,15 +92,17 @@ static uint64_t earliest_due(const relock__wheel_t *w) {
 }
 
 /* Arms the one-shot watcher for the start of tick t. libev measures `after`
- * from its cached loop time, which lags the clock while callbacks run; the
- * lag is added so the watcher does not wake before the tick (and if it does
- * anyway, the callback just arms it again). */
+ * from its cached monotonic time, which lags the clock while callbacks run:
+ * ev_now_update() brings it up to a reading taken after ours, so the watcher
+ * cannot wake before the tick (and if it did, the callback would just arm
+ * it again). Only monotonic readings go into `after`: ev_time() and ev_now()
+ * are wall-clock times, and their difference jumps with every step of the
+ * wall clock (an hour's step armed the watcher an hour out, or made it spin
+ * until libev noticed). */
 static void arm(relock__wheel_t *w, uint64_t t) {
   uint64_t at_ns = w->origin_ns + t * w->tick_ns, now_ns = relock__now_ns();
+  ev_now_update(w->loop);
   double after = at_ns > now_ns ? (double)(at_ns - now_ns) / 1e9 : 0.0;
-  after += ev_time() - ev_now(w->loop);
-  if (after < 0.0)
-    after = 0.0;
   ev_timer_stop(w->loop, &w->watcher);
   ev_timer_set(&w->watcher, after, 0.0);
   ev_timer_start(w->loop, &w->watcher);
@@ -221,10 +223,6 @@ int relock__wheel_init(relock__wheel_t *wheel, struct ev_loop *loop, int64_t tic
   wheel->watcher.data = wheel;
   wheel->origin_ns = relock__now_ns();
   wheel->tick_ns = (uint64_t)tick_ms * NS_PER_MS;
-  /* The coarse clock only where its lag is within a tick (not for the
-   * millisecond wheels of tests, which then keep exact deadlines). */
-  uint64_t lag = relock__coarse_resolution_ns();
-  wheel->coarse_lag_ns = lag > 0 && lag <= wheel->tick_ns ? lag : 0;
   wheel->current = 0;
   wheel->armed_tick = UINT64_MAX;
   wheel->mask = n - 1;
@@ -275,23 +273,16 @@ void relock__timer_init(relock__timer_t *timer, relock__timer_cb cb, void *arg) 
   timer->arg = arg;
 }
 
-/* Now, for scheduling: never earlier than the precise clock. The coarse
- * clock lags it by at most one kernel tick, so adding that tick keeps every
- * deadline at or after the precise one (costing at most a tick of lateness,
- * within the wheel's own rounding when its tick is larger) and makes a start
- * several times cheaper. Expiry always reads the precise clock. */
-static uint64_t schedule_now_ns(const relock__wheel_t *w) {
-  if (w->coarse_lag_ns > 0)
-    return relock__coarse_now_ns() + w->coarse_lag_ns;
-  return relock__now_ns();
-}
-
 /* The first tick at whose start timeout_ms has passed since now: rounding
  * up is what keeps a timer from firing early. */
 static uint64_t deadline_for(const relock__wheel_t *w, int64_t timeout_ms) {
   if (timeout_ms > MAX_TIMEOUT_MS)
     timeout_ms = MAX_TIMEOUT_MS;
-  uint64_t due_ns = schedule_now_ns(w) - w->origin_ns + (uint64_t)timeout_ms * NS_PER_MS;
+  /* The precise clock, not the coarse one: the coarse clock's lag behind it
+   * is not bounded by its resolution (the tick that advances it can come
+   * late: measured 5.5 ms against a 4 ms resolution on a VM), and a "now"
+   * that lags makes a deadline early. */
+  uint64_t due_ns = relock__now_ns() - w->origin_ns + (uint64_t)timeout_ms * NS_PER_MS;
   uint64_t deadline = (due_ns + w->tick_ns - 1) / w->tick_ns;
   /* A tick already processed will not be looked at again. */
   return deadline > w->current ? deadline : w->current + 1;

@@ -28,7 +28,7 @@ typedef struct relock__wheel relock__wheel_t;
 typedef struct relock__timer relock__timer_t;
 
 /* status: 0 when the timer expired; RELOCK_ECANCELED when the wheel was
- * closed with the timer still pending. Explicit relock__timer_cancel never
+ * closed with the timer still pending. Explicit relock__timer_stop never
  * calls back. */
 typedef void (*relock__timer_cb)(relock__timer_t *timer, int status, void *arg);
 
@@ -45,7 +45,6 @@ struct relock__wheel {
   ev_timer watcher;
   uint64_t origin_ns;       /* monotonic time of tick 0 */
   uint64_t tick_ns;
-  uint64_t coarse_lag_ns;   /* > 0: schedule on the coarse clock plus this */
   uint64_t current;         /* last tick processed */
   uint64_t armed_tick;      /* tick the watcher is armed for (UINT64_MAX: not armed) */
   size_t mask;              /* nslots - 1 */

@@ -74,10 +74,26 @@ static void probe_init(probe_t *p, log_t *log, int index) {
   relock__timer_init(&p->timer, probe_cb, log);
 }
 
+/* The rule behind "never early", checked where it is decided rather than
+ * when the loop happens to wake: the tick a timer is due in does not begin
+ * before its timeout has passed since the start on the precise clock.
+ * started_ns was read before the start, so it is no later than the wheel's
+ * own reading. */
+static void assert_deadline_not_early(const probe_t *p, const relock__wheel_t *wheel) {
+  uint64_t due_ns = wheel->origin_ns + p->timer.deadline * wheel->tick_ns;
+  uint64_t end_ns = p->started_ns + (uint64_t)p->timeout_ms * MS;
+  if (due_ns < end_ns)
+    fail_msg("timer %d (%lld ms) is due in a tick that begins %.3f ms before its timeout ends", p->index,
+             (long long)p->timeout_ms, (double)(end_ns - due_ns) / 1e6);
+}
+
 static int probe_start(probe_t *p, relock__wheel_t *wheel, int64_t timeout_ms) {
   p->timeout_ms = timeout_ms;
   p->started_ns = relock__now_ns();
-  return relock__timer_start(wheel, &p->timer, timeout_ms);
+  int r = relock__timer_start(wheel, &p->timer, timeout_ms);
+  if (r == 0)
+    assert_deadline_not_early(p, wheel);
+  return r;
 }
 
 /* Fired exactly once, with status 0, not before its timeout and not much
@@ -279,6 +295,83 @@ static void test_never_early_small_wheel(void **state) {
 static void test_never_early_coarse_ticks(void **state) {
   (void)state;
   check_never_early(50, 4);
+}
+
+/* Timers started just after a tick began (on a wheel made that instant),
+ * with whole-tick timeouts: each timeout ends a few microseconds into a
+ * tick, so a start that takes "now" from a clock lagging the precise one by
+ * more than that rounds the deadline down a whole tick, and the timer fires
+ * early. Such a lag comes and goes with the kernel's own tick (the coarse
+ * clock lags by more than its resolution at some moments and not at
+ * others), so the batches start at many moments, after the CPU has been
+ * busy for a while (an idle CPU catches its clocks up on waking) and at
+ * varying phases of the kernel's tick. */
+#define PHASE_TICKS 4 /* timeouts of 1 .. PHASE_TICKS ticks */
+
+typedef struct phase_run {
+  relock__wheel_t *wheels; /* one per batch */
+  probe_t *probes;
+  int moments;             /* batches to start */
+  int started;             /* batches started */
+  uint32_t seed;
+  ev_timer starter;
+} phase_run_t;
+
+/* Wakes the starter 1 .. 5 ms from now. */
+static void arm_starter(struct ev_loop *loop, phase_run_t *run) {
+  ev_timer_set(&run->starter, (double)(1000 + next_random(&run->seed) % 4000) / 1e6, 0.0);
+  ev_timer_start(loop, &run->starter);
+}
+
+static void on_starter(struct ev_loop *loop, ev_timer *watcher, int revents) {
+  phase_run_t *run = watcher->data;
+  (void)revents;
+  uint64_t spin_until = relock__now_ns() + (uint64_t)(next_random(&run->seed) % 5000) * 1000;
+  while (relock__now_ns() < spin_until)
+    ;
+  relock__wheel_t *w = &run->wheels[run->started];
+  assert_int_equal(relock__wheel_init(w, loop, RELOCK__WHEEL_DEFAULT_TICK_MS, 8), 0);
+  probe_t *batch = &run->probes[run->started * PHASE_TICKS];
+  for (int k = 0; k < PHASE_TICKS; k++)
+    assert_int_equal(probe_start(&batch[k], w, (k + 1) * RELOCK__WHEEL_DEFAULT_TICK_MS), 0);
+  if (++run->started < run->moments)
+    arm_starter(loop, run);
+}
+
+static void test_never_early_at_tick_start(void **state) {
+  (void)state;
+  const int moments = relock_test_under_valgrind() ? 30 : 200, n = moments * PHASE_TICKS;
+  struct ev_loop *loop = new_loop();
+  phase_run_t run = {.moments = moments, .seed = 4242};
+  run.wheels = calloc((size_t)moments, sizeof *run.wheels);
+  run.probes = calloc((size_t)n, sizeof *run.probes);
+  assert_non_null(run.wheels);
+  assert_non_null(run.probes);
+  log_t log = {0}; /* for all the wheels */
+  for (int i = 0; i < n; i++)
+    probe_init(&run.probes[i], &log, i);
+  ev_timer_init(&run.starter, on_starter, 0.0, 0.0);
+  run.starter.data = &run;
+  arm_starter(loop, &run);
+
+  run_until(loop, &log.fired, n);
+  uint64_t closest = UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    const probe_t *p = &run.probes[i];
+    assert_fired_on_time(p, &run.wheels[i / PHASE_TICKS]);
+    uint64_t late = p->fired_ns - p->started_ns - (uint64_t)(p->timeout_ms * MS);
+    if (late < closest)
+      closest = late;
+  }
+  printf("# %d timers started as their tick began: none early (the closest fired %.3f ms after its timeout)\n", n,
+         (double)closest / 1e6);
+  for (int m = 0; m < moments; m++) {
+    assert_int_equal(relock__wheel_count(&run.wheels[m]), 0);
+    relock__wheel_close(&run.wheels[m]);
+  }
+  free(run.probes);
+  free(run.wheels);
+  ev_loop_destroy(loop);
 }
 
 static void test_huge_timeout(void **state) {
@@ -891,6 +984,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_never_early_default_wheel),
     cmocka_unit_test(test_never_early_small_wheel),
     cmocka_unit_test(test_never_early_coarse_ticks),
+    cmocka_unit_test(test_never_early_at_tick_start),
     cmocka_unit_test(test_huge_timeout),
     cmocka_unit_test(test_deadline_order),
     cmocka_unit_test(test_cancelled_timer_never_fires),
