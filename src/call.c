@@ -9,6 +9,7 @@
 #include "call.h"
 #include "clock.h"
 #include "promise.h"
+#include "random.h"
 #include "router.h"
 
 typedef struct call {
@@ -79,13 +80,7 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
     call_free(call);
   } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->client->closing &&
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
-    int64_t base = call->client->settings.retry_interval_ms;
-    uint64_t x = call->client->rng; /* xorshift64: jitter of up to half the interval */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    call->client->rng = x;
-    int64_t delay = base - base / 2 + (base > 1 ? (int64_t)(x % (uint64_t)(base / 2 + 1)) : 0);
+    int64_t delay = relock__jitter_ms(&call->client->rng, call->client->settings.retry_interval_ms);
     relock__timer_start(&call->client->wheel, &call->backoff, delay);
   } else {
     relock__future_fail(call->out, err, "%s", relock_future_message(attempt));

@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "ev_adapter.h"
 #include "promise.h"
+#include "random.h"
 #include "reply.h"
 #include "resp.h"
 
@@ -306,13 +307,7 @@ static int64_t backoff_ms(relock__conn_t *c) {
     d *= 2;
   if (d > s->reconnect_max_ms)
     d = s->reconnect_max_ms;
-  uint64_t x = *c->rng; /* xorshift64 */
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  *c->rng = x;
-  int64_t half = d / 2;
-  return d - half + (half > 0 ? (int64_t)(x % (uint64_t)(half + 1)) : 0);
+  return relock__jitter_ms(c->rng, d);
 }
 
 static void schedule_reconnect(relock__conn_t *c) {

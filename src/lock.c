@@ -15,6 +15,7 @@
 #include "lock_impl.h"
 #include "lock_ops.h"
 #include "promise.h"
+#include "random.h"
 #include "renewal.h"
 #include "scripts.h"
 
@@ -139,11 +140,7 @@ int64_t relock__latch_ttl_ms(const relock_client_t *c) {
 void relock__request_id(relock_client_t *c, char id[33]) {
   static const char hex[] = "0123456789abcdef";
   for (int half = 0; half < 2; half++) {
-    uint64_t x = c->rng; /* xorshift64 */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    c->rng = x;
+    uint64_t x = relock__random(&c->rng);
     for (int i = 0; i < 16; i++)
       id[half * 16 + i] = hex[(x >> (i * 4)) & 15];
   }

@@ -42,6 +42,7 @@
 #include "lock_ops.h"
 #include "promise.h"
 #include "pubsub.h"
+#include "random.h"
 #include "renewal.h"
 #include "scripts.h"
 
@@ -349,13 +350,7 @@ static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
     op->q->heard = 1;
   if (state == WAITING && !op->q->heard) {
     /* No unlock can be heard: poll, jittered so that waiters spread out. */
-    relock_client_t *c = op->lock->client;
-    uint64_t x = c->rng; /* xorshift64 */
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    c->rng = x;
-    int64_t poll = UNSUBSCRIBED_POLL_MS / 2 + (int64_t)(x % (UNSUBSCRIBED_POLL_MS / 2 + 1));
+    int64_t poll = relock__jitter_ms(&op->lock->client->rng, UNSUBSCRIBED_POLL_MS);
     if (poll < delay)
       delay = poll;
   }
