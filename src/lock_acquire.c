@@ -391,9 +391,10 @@ static void on_acquired(acquire_t *op) {
     }
     return;
   }
-  if (relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns) != 0) {
+  int rc = relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
+  if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
-    end(op, RELOCK_ENOMEM, 0, "out of memory tracking lock %s", op->lock->name);
+    end(op, rc, 0, "%s tracking lock %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed", op->lock->name);
   } else {
     drop_latch(op);
     end(op, 0, 1, NULL);

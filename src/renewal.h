@@ -86,7 +86,9 @@ void relock__renewal_close(relock__renewal_t *r);
 relock__hold_t *relock__renewal_find(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
 
 /* owner acquired lock (one more hold); the acquisition was sent at sent_ns.
- * Returns 0 or RELOCK_ENOMEM (the hold is then not renewed). */
+ * Returns 0, RELOCK_ENOMEM (the hold is then not renewed) or RELOCK_ECLOSED
+ * (the client closed, possibly from the lost callback of an earlier hold
+ * found past its validity, which this one replaces). */
 int relock__renewal_acquired(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner, int watchdog,
                              int64_t lease_ms, uint64_t sent_ns);
 
