@@ -414,13 +414,16 @@ static void on_waiter_acquired(relock_future_t *f, void *arg) {
 /* Every waiter is parked once nothing is in flight on the command
  * connection and each has its wait timer (the holder's TTL) pending: the
  * waiters' client then has exactly one wheel timer per waiter (confirmation
- * timeouts of subscriptions and command timeouts are gone by then). */
+ * timeouts of subscriptions and command timeouts are gone by then), besides
+ * the connections' health checks. */
 static void on_settle_poll(struct ev_loop *loop, ev_timer *t, int revents) {
   (void)revents;
   wt_t *wt = t->data;
   relock_client_t *c = wt->client;
+  /* The subscriber connection opened meanwhile: its health-check timer. */
+  size_t health = relock__timer_pending(&c->pubsub.conn.health_timer) ? 1 : 0;
   if (c->cmd.ninflight == 0 && c->cmd.nwaiting == 0 &&
-      relock__wheel_count(&c->wheel) == wt->timers_before + wt->total &&
+      relock__wheel_count(&c->wheel) == wt->timers_before + wt->total + health &&
       relock__pubsub_channels(&c->pubsub) == wt->names) {
     wt->t_settled = bench_now_ns();
     ev_timer_stop(loop, t);
