@@ -1,6 +1,6 @@
-# Shared by the benchmark scripts: the private redis-server of tests/redis.sh,
+# Shared by the benchmark scripts: the private redis-server of tests/support/redis.sh,
 # and a few number helpers.
-. "$(dirname "$0")/../tests/redis.sh"
+. "$(dirname "$0")/../tests/support/redis.sh"
 
 # ratio A B: A / B with two decimals
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }

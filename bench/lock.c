@@ -39,7 +39,7 @@
 #include <relock/relock.h>
 
 #include "bench.h"
-#include "client_impl.h" /* the waiters' subscriptions and pending timers */
+#include "client/client_impl.h" /* the waiters' subscriptions and pending timers */
 
 static relock_client_t *open_client(const char *host, int port) { return bench_client(NULL, host, port, 0); }
 

@@ -32,7 +32,7 @@
 #include <relock/relock.h>
 
 #include "bench.h"
-#include "client_impl.h"
+#include "client/client_impl.h"
 
 #define WINDOW 4096              /* acquisitions in flight at once */
 #define DEFAULT_CYCLE_S 10.0     /* the default watchdog (30 s) renews every 10 s */

@@ -25,7 +25,7 @@
 
 #include <ev.h>
 
-#include "wheel.h"
+#include "loop/wheel.h"
 
 #define MAX_TIMEOUT_MS 60000
 #define EXPIRE_SPREAD_MS 200

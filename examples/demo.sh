@@ -4,7 +4,7 @@
 # status, a lost lock stopping its command, and the C examples. It stops
 # exactly the server it started. Run from the build directory.
 set -eu
-. "$(dirname "$0")/../tests/redis.sh"
+. "$(dirname "$0")/../tests/support/redis.sh"
 relock=./tools/relock
 start_redis
 export RELOCK_URL="redis://127.0.0.1:$port"

@@ -38,8 +38,8 @@
 
 #include <relock/relock.h>
 
-#include "../proxy.h"
-#include "../redis_server.h"
+#include "support/proxy.h"
+#include "support/redis_server.h"
 
 #define MAX_WORKERS 16
 #define MAX_NAMES 8

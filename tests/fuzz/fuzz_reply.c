@@ -25,7 +25,7 @@
 #include <relock/client.h>
 
 #include "fuzz.h"
-#include "reply.h"
+#include "redis/reply.h"
 
 /* hiredis 0.14 allocates an array's element vector as soon as it reads the
  * count (up to INT_MAX elements, 16 GiB), before the elements arrive: above

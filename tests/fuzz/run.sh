@@ -79,8 +79,8 @@ includes="-I$work -I$srcdir/include -I$srcdir/src -I$srcdir/tools -I$fuzzdir"
 
 build() { # TARGET: the binary $work/fuzz_TARGET
   case $1 in
-    url) set -- "$1" src/config.c ;;
-    reply) set -- "$1" src/reply.c src/future.c src/error.c $hiredis -lev ;;
+    url) set -- "$1" src/config/config.c ;;
+    reply) set -- "$1" src/redis/reply.c src/future/future.c src/base/error.c $hiredis -lev ;;
     cli) set -- "$1" tools/args.c tools/duration.c ;;
   esac
   t=$1

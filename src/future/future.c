@@ -1,0 +1,521 @@
+/* Futures and their write side (promise.h): completion exactly once,
+ * callbacks in order, cancellation, wait, reference counting, combinators. */
+#include <config.h>
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ev.h>
+
+#include <relock/error.h>
+#include <relock/future.h>
+
+#include "future/promise.h"
+
+#define FUTURE_MAGIC 0x46757475u /* "Futu" */
+#define FUTURE_DEAD 0xdeadf00du
+
+typedef struct callback {
+  relock_future_cb fn;
+  void *arg;
+  struct callback *next;
+} callback_t;
+
+struct relock_future {
+  struct ev_loop *loop;
+  int refs;
+  unsigned magic; /* catches use of a released future in debug builds */
+  relock_future_state_t state;
+  int err;
+  char *msg;
+  relock_value_type_t vtype;
+  union {
+    int b;
+    int64_t i;
+    struct {
+      char *s;
+      size_t len;
+    } str;
+    struct {
+      void *p;
+      void (*dtor)(void *);
+    } ptr;
+  } v;
+  relock__cancel_fn cancel_fn;
+  void *cancel_arg;
+  /* Callbacks wait in a FIFO. Most futures get exactly one, so the first
+   * node lives inline and costs no allocation. */
+  callback_t inline_cb;
+  int inline_cb_used;
+  callback_t *head;
+  callback_t *tail;
+  int dispatching;
+};
+
+/* How deep the calling thread is in future callbacks; see wait(). */
+static _Thread_local int callback_depth;
+
+int relock__in_future_callback(void) { return callback_depth > 0; }
+
+int relock__future_would_block(struct ev_loop *loop) { return callback_depth > 0 || ev_depth(loop) > 0; }
+
+static void check(const relock_future_t *f) {
+  (void)f;
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
+  assert(f->refs > 0);
+}
+
+relock_future_t *relock__future_new(struct ev_loop *loop) {
+  relock_future_t *f = calloc(1, sizeof(*f));
+  if (f == NULL)
+    return NULL;
+  f->loop = loop;
+  f->refs = 1;
+  f->magic = FUTURE_MAGIC;
+  f->state = RELOCK_FUTURE_PENDING;
+  f->err = RELOCK_EPENDING;
+  return f;
+}
+
+/* -- ownership --------------------------------------------------------------*/
+
+relock_future_t *relock_future_retain(relock_future_t *f) {
+  if (f == NULL)
+    return NULL;
+  check(f);
+  f->refs++;
+  return f;
+}
+
+static void free_value(relock_future_t *f) {
+  if (f->vtype == RELOCK_VALUE_STRING)
+    free(f->v.str.s);
+  else if (f->vtype == RELOCK_VALUE_PTR && f->v.ptr.dtor != NULL)
+    f->v.ptr.dtor(f->v.ptr.p);
+  f->vtype = RELOCK_VALUE_NONE;
+}
+
+void relock_future_release(relock_future_t *f) {
+  if (f == NULL)
+    return;
+  check(f);
+  if (--f->refs > 0)
+    return;
+  /* Callbacks of a future nobody can complete any more are dropped: the
+   * operation holds a reference for as long as it may complete it. */
+  while (f->head != NULL) {
+    callback_t *cb = f->head;
+    f->head = cb->next;
+    if (cb != &f->inline_cb)
+      free(cb);
+  }
+  free_value(f);
+  free(f->msg);
+  f->magic = FUTURE_DEAD;
+  free(f);
+}
+
+/* -- callbacks --------------------------------------------------------------*/
+
+static void run_callback(relock_future_t *f, relock_future_cb fn, void *arg) {
+  callback_depth++;
+  fn(f, arg);
+  callback_depth--;
+}
+
+/* Runs the queued callbacks in order, including those they add. */
+static void dispatch(relock_future_t *f) {
+  relock_future_retain(f); /* a callback may drop the last outside reference */
+  f->dispatching = 1;
+  while (f->head != NULL) {
+    callback_t *cb = f->head;
+    relock_future_cb fn = cb->fn;
+    void *arg = cb->arg;
+    f->head = cb->next;
+    if (f->head == NULL)
+      f->tail = NULL;
+    if (cb == &f->inline_cb)
+      f->inline_cb_used = 0;
+    else
+      free(cb);
+    run_callback(f, fn, arg);
+  }
+  f->dispatching = 0;
+  relock_future_release(f);
+}
+
+int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
+  if (f == NULL || fn == NULL)
+    return RELOCK_EINVAL;
+  check(f);
+  if (f->state != RELOCK_FUTURE_PENDING && !f->dispatching) {
+    relock_future_retain(f);
+    run_callback(f, fn, arg);
+    relock_future_release(f);
+    return RELOCK_OK;
+  }
+  callback_t *cb;
+  if (!f->inline_cb_used) {
+    cb = &f->inline_cb;
+    f->inline_cb_used = 1;
+  } else if ((cb = malloc(sizeof(*cb))) == NULL) {
+    return RELOCK_ENOMEM;
+  }
+  cb->fn = fn;
+  cb->arg = arg;
+  cb->next = NULL;
+  if (f->tail != NULL)
+    f->tail->next = cb;
+  else
+    f->head = cb;
+  f->tail = cb;
+  return RELOCK_OK;
+}
+
+/* -- completing -------------------------------------------------------------*/
+
+/* Moves a pending future to its final state; the caller has set the value. */
+static void complete(relock_future_t *f, relock_future_state_t state, int err) {
+  f->state = state;
+  f->err = err;
+  f->cancel_fn = NULL;
+  f->cancel_arg = NULL;
+  dispatch(f);
+}
+
+static int pending(relock_future_t *f) {
+  check(f);
+  return f->state == RELOCK_FUTURE_PENDING;
+}
+
+int relock__future_succeed(relock_future_t *f) {
+  if (!pending(f))
+    return 0;
+  complete(f, RELOCK_FUTURE_SUCCEEDED, RELOCK_OK);
+  return 1;
+}
+
+int relock__future_succeed_bool(relock_future_t *f, int value) {
+  if (!pending(f))
+    return 0;
+  f->vtype = RELOCK_VALUE_BOOL;
+  f->v.b = value != 0;
+  complete(f, RELOCK_FUTURE_SUCCEEDED, RELOCK_OK);
+  return 1;
+}
+
+int relock__future_succeed_int(relock_future_t *f, int64_t value) {
+  if (!pending(f))
+    return 0;
+  f->vtype = RELOCK_VALUE_INT;
+  f->v.i = value;
+  complete(f, RELOCK_FUTURE_SUCCEEDED, RELOCK_OK);
+  return 1;
+}
+
+int relock__future_succeed_string(relock_future_t *f, const char *s, size_t len) {
+  if (!pending(f))
+    return 0;
+  char *copy = malloc(len + 1);
+  if (copy == NULL)
+    return relock__future_fail(f, RELOCK_ENOMEM, "out of memory copying a %zu-byte result", len);
+  if (len > 0)
+    memcpy(copy, s, len);
+  copy[len] = '\0';
+  f->vtype = RELOCK_VALUE_STRING;
+  f->v.str.s = copy;
+  f->v.str.len = len;
+  complete(f, RELOCK_FUTURE_SUCCEEDED, RELOCK_OK);
+  return 1;
+}
+
+int relock__future_succeed_ptr(relock_future_t *f, void *ptr, void (*dtor)(void *)) {
+  if (!pending(f))
+    return 0;
+  f->vtype = RELOCK_VALUE_PTR;
+  f->v.ptr.p = ptr;
+  f->v.ptr.dtor = dtor;
+  complete(f, RELOCK_FUTURE_SUCCEEDED, RELOCK_OK);
+  return 1;
+}
+
+int relock__future_vfail(relock_future_t *f, int err, const char *fmt, va_list ap) {
+  if (!pending(f))
+    return 0;
+  assert(err < 0);
+  if (err >= 0)
+    err = RELOCK_EINVAL; /* a failure must carry an error; never report success */
+  if (fmt != NULL) {
+    /* Without memory for the message, relock_strerror still describes it. */
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n >= 0 && (f->msg = malloc((size_t)n + 1)) != NULL)
+      vsnprintf(f->msg, (size_t)n + 1, fmt, ap);
+  }
+  complete(f, RELOCK_FUTURE_FAILED, err);
+  return 1;
+}
+
+int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = relock__future_vfail(f, err, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *arg) {
+  check(f);
+  f->cancel_fn = fn;
+  f->cancel_arg = arg;
+}
+
+int relock_future_cancel(relock_future_t *f) {
+  if (f == NULL || !pending(f))
+    return 0;
+  relock__cancel_fn fn = f->cancel_fn;
+  void *arg = f->cancel_arg;
+  relock_future_retain(f); /* the hook may drop the operation's reference */
+  f->state = RELOCK_FUTURE_CANCELLED;
+  f->err = RELOCK_ECANCELED;
+  f->cancel_fn = NULL;
+  f->cancel_arg = NULL;
+  /* The operation undoes itself before anyone hears of the cancellation, so
+   * a callback already sees it stopped. */
+  if (fn != NULL)
+    fn(f, arg);
+  dispatch(f);
+  relock_future_release(f);
+  return 1;
+}
+
+/* -- reading ----------------------------------------------------------------*/
+
+relock_future_state_t relock_future_state(const relock_future_t *f) {
+  if (f == NULL)
+    return RELOCK_FUTURE_FAILED;
+  check(f);
+  return f->state;
+}
+
+int relock_future_is_done(const relock_future_t *f) {
+  return relock_future_state(f) != RELOCK_FUTURE_PENDING;
+}
+
+int relock_future_error(const relock_future_t *f) {
+  if (f == NULL)
+    return RELOCK_EINVAL;
+  check(f);
+  return f->err;
+}
+
+const char *relock_future_message(const relock_future_t *f) {
+  if (f != NULL && f->msg != NULL)
+    return f->msg;
+  return relock_strerror(relock_future_error(f));
+}
+
+relock_value_type_t relock_future_value_type(const relock_future_t *f) {
+  if (f == NULL)
+    return RELOCK_VALUE_NONE;
+  check(f);
+  return f->vtype;
+}
+
+int relock_future_bool(const relock_future_t *f) {
+  return relock_future_value_type(f) == RELOCK_VALUE_BOOL ? f->v.b : 0;
+}
+
+int64_t relock_future_int(const relock_future_t *f) {
+  return relock_future_value_type(f) == RELOCK_VALUE_INT ? f->v.i : 0;
+}
+
+const char *relock_future_string(const relock_future_t *f, size_t *len) {
+  int is_string = relock_future_value_type(f) == RELOCK_VALUE_STRING;
+  if (len != NULL)
+    *len = is_string ? f->v.str.len : 0;
+  return is_string ? f->v.str.s : NULL;
+}
+
+void *relock_future_ptr(const relock_future_t *f) {
+  return relock_future_value_type(f) == RELOCK_VALUE_PTR ? f->v.ptr.p : NULL;
+}
+
+void (*relock__future_ptr_dtor(const relock_future_t *f))(void *) {
+  return relock_future_value_type(f) == RELOCK_VALUE_PTR ? f->v.ptr.dtor : NULL;
+}
+
+struct ev_loop *relock_future_loop(const relock_future_t *f) {
+  if (f == NULL)
+    return NULL;
+  check(f);
+  return f->loop;
+}
+
+/* -- waiting ----------------------------------------------------------------*/
+
+static void on_wait_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  *(int *)w->data = 1;
+}
+
+int relock_future_wait(relock_future_t *f, int64_t timeout_ms) {
+  if (f == NULL || timeout_ms < RELOCK_INFINITE)
+    return RELOCK_EINVAL;
+  check(f);
+  if (f->state != RELOCK_FUTURE_PENDING)
+    return f->err;
+  struct ev_loop *loop = f->loop;
+  if (loop == NULL)
+    return RELOCK_EPENDING;
+  /* Running the loop from inside one of its callbacks (or a future's) would
+   * re-enter code that is half-way through an event. */
+  if (relock__future_would_block(loop))
+    return RELOCK_EWOULDBLOCK;
+
+  relock_future_retain(f);
+  int timed_out = 0;
+  ev_timer deadline;
+  if (timeout_ms != RELOCK_INFINITE) {
+    ev_timer_init(&deadline, on_wait_deadline, (double)timeout_ms / 1000.0, 0.0);
+    deadline.data = &timed_out;
+    ev_now_update(loop); /* measure the timeout from now, not the last iteration */
+    ev_timer_start(loop, &deadline);
+  }
+  while (f->state == RELOCK_FUTURE_PENDING && !timed_out) {
+    /* ev_run returns 0 when no active watcher is left: then nothing can ever
+     * complete the future, and waiting on would hang forever. */
+    if (!ev_run(loop, EVRUN_ONCE))
+      break;
+  }
+  if (timeout_ms != RELOCK_INFINITE)
+    ev_timer_stop(loop, &deadline);
+  int r = f->state == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
+  relock_future_release(f);
+  return r;
+}
+
+/* -- combinators ------------------------------------------------------------*/
+
+typedef struct combinator combinator_t;
+
+typedef struct combinator_input {
+  combinator_t *c;
+  relock_future_t *future; /* NULL once it has reported */
+  size_t index;
+} combinator_input_t;
+
+struct combinator {
+  relock_future_t *out;
+  int is_all;
+  size_t n;
+  size_t unsettled; /* inputs yet to report, plus guards held while iterating */
+  int first_err;    /* of the first input that did not succeed; 0 while none */
+  char *first_msg;
+  combinator_input_t inputs[];
+};
+
+static void combinator_finish(combinator_t *c) {
+  if (c->first_err == 0 && c->is_all)
+    relock__future_succeed_int(c->out, (int64_t)c->n);
+  else if (c->first_err != 0)
+    relock__future_fail(c->out, c->first_err, c->first_msg ? "%s" : NULL, c->first_msg);
+  relock_future_release(c->out);
+  free(c->first_msg);
+  free(c);
+}
+
+static void combinator_unref(combinator_t *c) {
+  if (--c->unsettled == 0)
+    combinator_finish(c);
+}
+
+static void on_input_done(relock_future_t *f, void *arg) {
+  combinator_input_t *in = arg;
+  combinator_t *c = in->c;
+  in->future = NULL;
+  if (relock_future_state(f) == RELOCK_FUTURE_SUCCEEDED) {
+    if (!c->is_all)
+      relock__future_succeed_int(c->out, (int64_t)in->index);
+  } else if (c->first_err == 0) {
+    c->first_err = relock_future_error(f);
+    c->first_msg = strdup(relock_future_message(f)); /* NULL: strerror serves */
+  }
+  relock_future_release(f);
+  combinator_unref(c);
+}
+
+static void on_combinator_cancel(relock_future_t *out, void *arg) {
+  (void)out;
+  combinator_t *c = arg;
+  c->unsettled++; /* an input's report may otherwise free c mid-loop */
+  for (size_t i = 0; i < c->n; i++)
+    if (c->inputs[i].future != NULL)
+      relock_future_cancel(c->inputs[i].future);
+  combinator_unref(c);
+}
+
+static relock_future_t *combine(relock_future_t *const *futures, size_t n, int is_all, int *err) {
+  int dummy;
+  if (err == NULL)
+    err = &dummy;
+  *err = RELOCK_EINVAL;
+  if (futures == NULL || n == 0 || futures[0] == NULL)
+    return NULL;
+  struct ev_loop *loop = relock_future_loop(futures[0]);
+  for (size_t i = 0; i < n; i++)
+    if (futures[i] == NULL || relock_future_loop(futures[i]) != loop)
+      return NULL;
+
+  *err = RELOCK_ENOMEM;
+  combinator_t *c = calloc(1, sizeof(*c) + n * sizeof(c->inputs[0]));
+  if (c == NULL)
+    return NULL;
+  relock_future_t *out = relock__future_new(loop);
+  if (out == NULL) {
+    free(c);
+    return NULL;
+  }
+  c->out = relock_future_retain(out); /* c's own reference, until it finishes */
+  c->is_all = is_all;
+  c->n = n;
+  c->unsettled = n + 1; /* the guard keeps c alive while registering */
+  relock__future_set_cancel(out, on_combinator_cancel, c);
+
+  size_t i;
+  for (i = 0; i < n; i++) {
+    c->inputs[i] = (combinator_input_t){c, relock_future_retain(futures[i]), i};
+    if (relock_future_on_done(futures[i], on_input_done, &c->inputs[i]) != RELOCK_OK)
+      break;
+  }
+  if (i < n) {
+    /* Out of memory part-way: the inputs already registered will still
+     * report to c; the rest never will. */
+    relock__future_fail(out, RELOCK_ENOMEM, "out of memory combining %zu futures", n);
+    for (size_t j = i; j < n; j++) {
+      relock_future_release(c->inputs[j].future);
+      c->inputs[j].future = NULL;
+    }
+    c->unsettled -= n - i;
+    combinator_unref(c);
+    relock_future_release(out);
+    return NULL;
+  }
+  combinator_unref(c);
+  *err = RELOCK_OK;
+  return out;
+}
+
+relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, int *err) {
+  return combine(futures, n, 1, err);
+}
+
+relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, int *err) {
+  return combine(futures, n, 0, err);
+}

@@ -1,0 +1,536 @@
+/* Acquiring a lock, and waiting for a held one (DESIGN.md §4).
+ *
+ * 1. Try. Acquired: done (a watchdog hold is registered for renewal).
+ * 2. Held by someone else: join the lock's wait queue, which subscribes to
+ *    its unlock channel (one subscription per name, shared by every local
+ *    waiter), and only once the subscription is confirmed try again, so that
+ *    an unlock published between the first try and the subscription is
+ *    never missed.
+ * 3. Wait for an unlock message or for min(the holder's remaining TTL, the
+ *    time left), whichever comes first; try again. An unlock message ("0")
+ *    wakes one local waiter; a read-unlock ("1") or a gap in the subscription
+ *    wakes them all.
+ * 4. Deadline (it bounds the whole operation, the try in flight included):
+ *    the future succeeds with 0 (not acquired). Cancel: it completes
+ *    cancelled. Either way a try in flight is abandoned and whatever it may
+ *    have taken is given back.
+ * 5. The last waiter leaving a queue unsubscribes it.
+ *
+ * Safety (docs/SAFETY.md): "acquired" is reported only for an answer that
+ * came back before the hold could have expired (send time + lease - drift
+ * margin). A late answer, a lost one (error, timeout) and an abandoned try
+ * are unknown outcomes: the acquisition's latch tells Redis which hold to
+ * give back (lua/lock_acquire_undo.lua), so nothing is left held unseen and
+ * the local hold count never drifts from Redis's. While the unlock channel
+ * is not confirmed, waiters poll every ~100 ms instead of trusting the
+ * holder's TTL, so an unlock published meanwhile delays them that long at
+ * most. */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include <relock/error.h>
+
+#include "redis/call.h"
+#include "base/clock.h"
+#include "objects/lock_impl.h"
+#include "objects/lock_ops.h"
+#include "future/promise.h"
+#include "redis/pubsub.h"
+#include "base/random.h"
+#include "watchdog/renewal.h"
+#include "redis/scripts.h"
+
+#define ACQUIRED INT64_MIN /* the try's answer when the lock is ours */
+#define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
+#define UNSUBSCRIBED_POLL_MS 100 /* re-check cadence while no unlock can be heard */
+
+typedef struct waitq waitq_t;
+
+typedef enum { TRYING, SUBSCRIBING, WAITING } acquire_state_t;
+
+typedef struct acquire {
+  relock__link_t qlink;     /* in q->idle or q->trying */
+  waitq_t *q;
+  relock_lock_t *lock;
+  relock_future_t *out;     /* the caller's future (a reference) */
+  relock_future_t *attempt; /* the try in flight */
+  relock__timer_t timer;    /* the holder's TTL, or the poll cadence */
+  relock__timer_t deadline; /* the end of a bounded wait */
+  uint64_t owner;
+  int64_t lease_ms;
+  uint64_t deadline_ns;     /* UINT64_MAX: wait forever (or try once) */
+  uint64_t sent_ns;         /* when the try in flight was first sent */
+  acquire_state_t state;
+  unsigned watchdog : 1;
+  unsigned try_once : 1;
+  unsigned woken : 1;       /* an unlock came while the try was in flight */
+  unsigned answered : 1;    /* Redis answered a try of this operation */
+  unsigned abandoned : 1;   /* over: a try in flight is given back */
+  int64_t wait_ms;
+  char latch_id[33];        /* this try's request id */
+} acquire_t;
+
+struct waitq {
+  relock__hnode_t node;     /* in client->waitqs, by lock name */
+  relock_client_t *client;
+  relock_lock_t *lock;      /* for its name and channel (a reference) */
+  relock__listener_t listener;
+  relock_future_t *confirm;
+  relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
+  relock__link_t trying;    /* waiters with a try in flight */
+  size_t nwaiters;
+  int guards;               /* walks in progress: don't free yet */
+  int dying;
+  int heard;                /* the channel is confirmed: unlocks are heard */
+};
+
+static void try_acquire(acquire_t *op);
+
+/* -- wait queues ------------------------------------------------------------*/
+
+static uint64_t name_hash(const relock_lock_t *lock) {
+  return relock__hash_bytes(RELOCK__HASH_SEED, lock->name, lock->len);
+}
+
+static waitq_t *find_queue(relock_client_t *c, const relock_lock_t *lock) {
+  uint64_t h = name_hash(lock);
+  relock__hnode_t *n;
+  for (RELOCK__HTAB_EACH(&c->waitqs, h, n)) {
+    waitq_t *q = relock__container_of(n, waitq_t, node);
+    if (n->hash == h && q->lock->len == lock->len && memcmp(q->lock->name, lock->name, lock->len) == 0)
+      return q;
+  }
+  return NULL;
+}
+
+static void queue_maybe_free(waitq_t *q) {
+  if (q->nwaiters > 0 || q->guards > 0 || q->dying)
+    return;
+  /* Unsubscribing cancels a pending confirmation, whose callback runs right
+   * here: dying tells it the queue is on its way out. */
+  q->dying = 1;
+  relock__htab_remove(&q->client->waitqs, &q->node);
+  relock_future_t *confirm = q->confirm;
+  q->confirm = NULL;
+  relock__pubsub_unsubscribe(&q->listener);
+  relock_future_release(confirm);
+  relock__lock_release(q->lock);
+  free(q);
+}
+
+static void leave_queue(acquire_t *op) {
+  waitq_t *q = op->q;
+  if (q == NULL)
+    return;
+  op->q = NULL;
+  relock__list_remove(&op->qlink);
+  q->nwaiters--;
+  queue_maybe_free(q);
+}
+
+/* Sets op's state, and its place in its queue: a waiter going idle goes to
+ * the back, so the one idle longest is woken first. */
+static void set_state(acquire_t *op, acquire_state_t state) {
+  op->state = state;
+  if (op->q == NULL)
+    return;
+  relock__list_remove(&op->qlink);
+  relock__list_push_back(state == TRYING ? &op->q->trying : &op->q->idle, &op->qlink);
+}
+
+static void try_now(acquire_t *op) {
+  relock__timer_stop(&op->timer);
+  try_acquire(op);
+}
+
+/* Wakes the waiter idle longest (O(1)), or all of them. A waiter whose try
+ * is in flight may have been answered before the unlock: it tries again at
+ * once when its answer comes (for "one", only when no idle waiter took the
+ * wake-up). Trying moves a waiter out of the batch; a callback finishing
+ * one meanwhile unlinks it from there, so the walk never meets a freed one. */
+static void wake(waitq_t *q, int all) {
+  if (!all) {
+    if (!relock__list_empty(&q->idle))
+      try_now(relock__container_of(q->idle.next, acquire_t, qlink));
+    else if (!relock__list_empty(&q->trying))
+      relock__container_of(q->trying.next, acquire_t, qlink)->woken = 1;
+    return;
+  }
+  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
+    relock__container_of(l, acquire_t, qlink)->woken = 1;
+  relock__link_t batch;
+  relock__list_init(&batch);
+  while (!relock__list_empty(&q->idle)) {
+    relock__link_t *l = q->idle.next;
+    relock__list_remove(l);
+    relock__list_push_back(&batch, l);
+  }
+  q->guards++;
+  while (!relock__list_empty(&batch))
+    try_now(relock__container_of(batch.next, acquire_t, qlink));
+  q->guards--;
+  queue_maybe_free(q);
+}
+
+static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
+  (void)l;
+  waitq_t *q = arg;
+  if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
+    q->heard = 1;
+    wake(q, 1);
+  } else if (len == 1 && payload[0] == '1') {
+    wake(q, 1); /* a read-unlock: everyone re-checks */
+  } else if (len == 1 && payload[0] == '0') {
+    wake(q, 0);
+  }
+}
+
+static void on_confirm(relock_future_t *f, void *arg) {
+  waitq_t *q = arg;
+  if (q->dying)
+    return;
+  q->heard = relock_future_error(f) == 0;
+  if (q->confirm == f) {
+    q->confirm = NULL;
+    relock_future_release(f);
+  }
+  /* Subscribed (or not: then the waiters poll until it is) - the waiters
+   * that were waiting for it try again. */
+  wake(q, 1);
+}
+
+/* Puts op (trying) in its lock's queue; returns 1 if the subscription is
+ * confirmed already, 0 if op must wait for it, -1 when out of memory. */
+static int join_queue(acquire_t *op) {
+  relock_client_t *c = op->lock->client;
+  waitq_t *q = find_queue(c, op->lock);
+  int confirmed = 1;
+  if (q == NULL) {
+    if ((q = calloc(1, sizeof(*q))) == NULL)
+      return -1;
+    q->client = c;
+    q->lock = relock__lock_retain(op->lock);
+    relock__list_init(&q->idle);
+    relock__list_init(&q->trying);
+    relock__htab_insert(&c->waitqs, &q->node, name_hash(op->lock));
+    relock_future_t *f = relock__pubsub_subscribe(&c->pubsub, &q->listener, q->lock->channel,
+                                                  q->lock->channel_len, 0, on_message, q);
+    if (f == NULL) {
+      relock__htab_remove(&c->waitqs, &q->node);
+      relock__lock_release(q->lock);
+      free(q);
+      return -1;
+    }
+    if (!relock_future_is_done(f)) {
+      q->confirm = f;
+      confirmed = 0;
+      relock_future_on_done(f, on_confirm, q); /* inline slot: cannot fail */
+    } else {
+      q->heard = relock_future_error(f) == 0;
+      relock_future_release(f);
+    }
+  } else if (q->confirm != NULL) {
+    confirmed = 0;
+  }
+  op->q = q;
+  relock__list_push_back(&q->trying, &op->qlink);
+  q->nwaiters++;
+  return confirmed;
+}
+
+/* -- giving back ------------------------------------------------------------*/
+
+static void on_fire_and_forget(relock_future_t *f, void *arg) {
+  (void)arg;
+  relock_future_release(f);
+}
+
+/* The latch of op's current try (a malloc'ed string), NULL when out of memory. */
+static char *latch_name(const acquire_t *op, size_t *len) {
+  char suffix[40];
+  snprintf(suffix, sizeof suffix, ":%s", op->latch_id);
+  return relock__lock_derived_name(op->lock, "relock_lock_latch", suffix, len);
+}
+
+/* Gives back the hold op's try took, if it took one: the latch says so in
+ * Redis. Sent after the try on the same connection, so it runs after it. */
+static void undo(acquire_t *op) {
+  relock_lock_t *lock = op->lock;
+  char field[RELOCK__FIELD_MAX];
+  size_t latch_len, field_len = relock__lock_field(lock, op->owner, field);
+  char *latch = latch_name(op, &latch_len);
+  if (latch == NULL)
+    return; /* out of memory: the hold ends with its lease */
+  const char *argv[] = {lock->name, lock->channel, latch, field, "0", "PUBLISH"};
+  const size_t lens[] = {lock->len, lock->channel_len, latch_len, field_len, 1, 7};
+  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO],
+                              .nkeys = 3,
+                              .argc = 6,
+                              .argv = argv,
+                              .lens = lens,
+                              .retry_safe = 1}; /* deleting the latch makes a repeat harmless */
+  relock_future_t *f = relock__call(lock->client, &spec);
+  free(latch);
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
+}
+
+/* The answer came back in time: the latch is not needed any more (it would
+ * otherwise stay in Redis for the whole retry window). */
+static void drop_latch(acquire_t *op) {
+  size_t len;
+  char *latch = latch_name(op, &len);
+  if (latch == NULL)
+    return; /* it expires by itself */
+  const char *argv[] = {"DEL", latch};
+  const size_t lens[] = {3, len};
+  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = 1};
+  relock_future_t *f = relock__call(op->lock->client, &spec);
+  free(latch);
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
+}
+
+/* -- the operation ----------------------------------------------------------*/
+
+static void finish(acquire_t *op) {
+  relock__timer_stop(&op->timer);
+  relock__timer_stop(&op->deadline);
+  leave_queue(op);
+  relock_future_release(op->out);
+  relock__lock_release(op->lock);
+  free(op);
+}
+
+/* Ends op. A try in flight is cancelled; its callback gives back what it
+ * may have taken and finishes op. */
+static void abandon(acquire_t *op) {
+  op->abandoned = 1;
+  if (op->attempt == NULL) {
+    finish(op);
+    return;
+  }
+  relock__timer_stop(&op->timer);
+  relock__timer_stop(&op->deadline);
+  leave_queue(op);
+  relock_future_cancel(op->attempt);
+}
+
+/* Ends op, then completes its future: with value when err is 0, else with
+ * err and the message. Completing comes last because the caller's callback
+ * may do anything, close the client included; op is gone by then. */
+__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int value, const char *fmt, ...) {
+  char msg[512] = "";
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+  }
+  relock_future_t *out = relock_future_retain(op->out);
+  abandon(op);
+  if (err == 0)
+    relock__future_succeed_bool(out, value);
+  else
+    relock__future_fail(out, err, "%s", msg);
+  relock_future_release(out);
+}
+
+static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
+  int64_t delay = ttl_ms >= 0 ? ttl_ms : NO_TTL_POLL_MS;
+  /* Confirmed late (after its confirmation had timed out): from now on
+   * unlocks are heard, and the try that led here saw any before. */
+  if (op->q->listener.confirmed)
+    op->q->heard = 1;
+  if (state == WAITING && !op->q->heard) {
+    /* No unlock can be heard: poll, jittered so that waiters spread out. */
+    int64_t poll = relock__jitter_ms(&op->lock->client->rng, UNSUBSCRIBED_POLL_MS);
+    if (poll < delay)
+      delay = poll;
+  }
+  set_state(op, state);
+  relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
+}
+
+static void on_try_reply(relock_future_t *f, redisReply *reply, void *arg) {
+  (void)arg;
+  if (reply->type == REDIS_REPLY_NIL)
+    relock__future_succeed_int(f, ACQUIRED);
+  else if (reply->type == REDIS_REPLY_INTEGER)
+    relock__future_succeed_int(f, reply->integer);
+  else if (reply->type == REDIS_REPLY_ERROR)
+    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+  else
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", reply->type);
+}
+
+/* A try answered "acquired". Reported only if the answer came while the
+ * hold is surely valid; a late one is given back and tried afresh (or, for
+ * a single try, reported as a timeout). */
+static void on_acquired(acquire_t *op) {
+  relock_client_t *c = op->lock->client;
+  int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
+  uint64_t now = relock__now_ns();
+  int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
+  if (took_ms >= valid_ms) {
+    undo(op);
+    if (op->try_once) {
+      end(op, RELOCK_ETIMEDOUT, 0,
+          "lock %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
+          "was given back",
+          op->lock->name, (long long)took_ms, (long long)op->lease_ms);
+    } else {
+      relock__request_id(c, op->latch_id);
+      try_acquire(op);
+    }
+    return;
+  }
+  int rc = relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
+  if (rc != 0) {
+    undo(op); /* a hold nobody would renew or track */
+    end(op, rc, 0, "%s tracking lock %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed", op->lock->name);
+  } else {
+    drop_latch(op);
+    end(op, 0, 1, NULL);
+  }
+}
+
+static void on_try_done(relock_future_t *f, void *arg) {
+  acquire_t *op = arg;
+  op->attempt = NULL;
+  int err = relock_future_error(f);
+  int64_t answer = err == 0 ? relock_future_int(f) : 0;
+  /* A server error means the script did not run; any other error leaves
+   * the outcome unknown. */
+  int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
+  if (err == 0)
+    op->answered = 1;
+
+  if (op->abandoned || relock_future_is_done(op->out)) {
+    if (may_hold)
+      undo(op);
+    finish(op);
+  } else if (err != 0) {
+    if (may_hold)
+      undo(op);
+    end(op, err, 0, "%s", relock_future_message(f));
+  } else if (answer == ACQUIRED) {
+    on_acquired(op);
+  } else if (op->try_once) {
+    end(op, 0, 0, NULL);
+  } else if (op->q == NULL) {
+    int confirmed = join_queue(op);
+    if (confirmed < 0)
+      end(op, RELOCK_ENOMEM, 0, "out of memory waiting for lock %s", op->lock->name);
+    else if (confirmed)
+      try_acquire(op); /* subscribed: now no unlock can be missed */
+    else
+      wait_for(op, SUBSCRIBING, answer);
+  } else if (op->woken) {
+    try_acquire(op);
+  } else {
+    wait_for(op, WAITING, answer);
+  }
+  relock_future_release(f);
+}
+
+static void try_acquire(acquire_t *op) {
+  relock_lock_t *lock = op->lock;
+  relock_client_t *c = lock->client;
+  char field[RELOCK__FIELD_MAX], lease[24], ttl[24];
+  size_t latch_len;
+  char *latch = latch_name(op, &latch_len);
+  relock_future_t *f = NULL;
+  if (latch != NULL) {
+    const char *argv[] = {lock->name, latch, lease, field, ttl};
+    const size_t lens[] = {lock->len, latch_len, (size_t)snprintf(lease, sizeof lease, "%lld", (long long)op->lease_ms),
+                           relock__lock_field(lock, op->owner, field),
+                           (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(c))};
+    relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE],
+                                .nkeys = 2,
+                                .argc = 5,
+                                .argv = argv,
+                                .lens = lens,
+                                .on_reply = on_try_reply,
+                                .retry_safe = 1, /* the latch makes a repeat harmless */
+                                /* a bounded wait bounds the retries too */
+                                .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns};
+    set_state(op, TRYING);
+    op->woken = 0;
+    op->sent_ns = relock__now_ns();
+    f = relock__call(c, &spec);
+    free(latch);
+  }
+  if (f == NULL) {
+    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring lock %s", lock->name);
+    return;
+  }
+  op->attempt = f;
+  relock_future_on_done(f, on_try_done, op);
+}
+
+static void on_timer(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  acquire_t *op = arg;
+  if (status != 0) {
+    end(op, RELOCK_ECLOSED, 0, "client closed");
+    return;
+  }
+  try_acquire(op);
+}
+
+static void on_deadline(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  acquire_t *op = arg;
+  if (status != 0)
+    end(op, RELOCK_ECLOSED, 0, "client closed");
+  else if (!op->answered) /* Redis is out of reach (or too slow): say so */
+    end(op, RELOCK_ETIMEDOUT, 0, "lock %s: Redis did not answer within the %lld ms wait", op->lock->name,
+        (long long)op->wait_ms);
+  else
+    end(op, 0, 0, NULL); /* not acquired in time */
+}
+
+static void on_cancel(relock_future_t *out, void *arg) {
+  (void)out;
+  abandon(arg);
+}
+
+relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
+  if (lock == NULL || wait_ms < RELOCK_INFINITE || (lease_ms != RELOCK_INFINITE && lease_ms <= 0) ||
+      lease_ms > RELOCK_MAX_LEASE_MS)
+    return NULL;
+  if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
+    wait_ms = RELOCK_INFINITE;
+  relock_client_t *c = lock->client;
+  acquire_t *op = calloc(1, sizeof(*op));
+  relock_future_t *out = relock__future_new(c->loop);
+  if (op == NULL || out == NULL) {
+    free(op);
+    relock_future_release(out);
+    return NULL;
+  }
+  op->lock = relock__lock_retain(lock);
+  op->out = relock_future_retain(out);
+  op->owner = owner;
+  op->watchdog = lease_ms == RELOCK_INFINITE;
+  op->lease_ms = op->watchdog ? c->settings.watchdog_timeout_ms : lease_ms;
+  op->try_once = wait_ms == 0;
+  op->wait_ms = wait_ms;
+  op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;
+  relock__list_init(&op->qlink);
+  relock__timer_init(&op->timer, on_timer, op);
+  relock__timer_init(&op->deadline, on_deadline, op);
+  relock__request_id(c, op->latch_id);
+  relock__future_set_cancel(out, on_cancel, op);
+  if (wait_ms > 0)
+    relock__timer_start(&c->wheel, &op->deadline, wait_ms);
+  try_acquire(op);
+  return out;
+}

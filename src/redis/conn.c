@@ -1,0 +1,874 @@
+/* One Redis connection and its requests (conn.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include <relock/error.h>
+
+#include "redis/conn.h"
+#include "redis/ev_adapter.h"
+#include "future/promise.h"
+#include "base/random.h"
+#include "redis/reply.h"
+#include "base/resp.h"
+
+enum { REQ_WAITING = 0, REQ_SENT, REQ_DONE };
+enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME };
+
+static void connect_now(relock__conn_t *c);
+static void drop_context(relock__conn_t *c);
+static void health_start(relock__conn_t *c);
+static void raw_start(relock__conn_t *c);
+
+/* -- requests ---------------------------------------------------------------*/
+
+relock__request_t *relock__request_new(relock_future_t *future, size_t len) {
+  /* hiredis peeks one byte past a command's end: keep a NUL there. */
+  relock__request_t *req = malloc(sizeof(*req) + len + 1);
+  if (req == NULL)
+    return NULL;
+  memset(req, 0, sizeof(*req));
+  req->cmd[len] = '\0';
+  relock__list_init(&req->link);
+  req->future = future;
+  req->on_reply = relock__reply_to_future;
+  req->len = len;
+  return req;
+}
+
+relock__request_t *relock__request_argv(relock_future_t *future, int argc, const char *const *argv,
+                                        const size_t *lens) {
+  relock__request_t *req = relock__request_new(future, relock__resp_size(argc, lens));
+  if (req != NULL)
+    relock__resp_write(req->cmd, argc, argv, lens);
+  return req;
+}
+
+relock__request_t *relock__request_script(relock_future_t *future, const relock__script_t *script, int nkeys,
+                                          int argc, const char *const *argv, const size_t *lens) {
+  enum { MAX_ARGS = 256 };
+  if (argc < 0 || argc > MAX_ARGS - 3 || nkeys > argc)
+    return NULL;
+  const char *all[MAX_ARGS];
+  size_t all_lens[MAX_ARGS];
+  char numkeys[16];
+  all[0] = "EVALSHA";
+  all_lens[0] = 7;
+  all[1] = script->sha;
+  all_lens[1] = 40;
+  all_lens[2] = (size_t)snprintf(numkeys, sizeof numkeys, "%d", nkeys);
+  all[2] = numkeys;
+  for (int i = 0; i < argc; i++) {
+    all[3 + i] = argv[i];
+    all_lens[3 + i] = lens[i];
+  }
+  relock__request_t *req = relock__request_argv(future, argc + 3, all, all_lens);
+  if (req != NULL)
+    req->script = script;
+  return req;
+}
+
+static void request_free(relock__request_t *req) {
+  free(req->eval_cmd);
+  free(req);
+}
+
+void relock__request_discard(relock__request_t *req) {
+  relock_future_release(req->future);
+  request_free(req);
+}
+
+/* The request's future has completed (or been cancelled): let go of it, and
+ * of the request itself unless hiredis still owes it a callback. */
+static void request_done(relock__request_t *req) {
+  relock__conn_t *c = req->conn;
+  if (req->state == REQ_WAITING)
+    c->nwaiting--;
+  else if (req->state == REQ_SENT)
+    c->ninflight--;
+  relock__list_remove(&req->link);
+  relock__timer_stop(&req->timer);
+  req->state = REQ_DONE;
+  relock_future_t *f = req->future;
+  req->future = NULL;
+  if (!req->in_hiredis)
+    request_free(req);
+  relock_future_release(f);
+}
+
+static void request_fail(relock__request_t *req, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void request_fail(relock__request_t *req, int err, const char *fmt, ...) {
+  relock_future_t *f = relock_future_retain(req->future);
+  request_done(req);
+  va_list ap;
+  va_start(ap, fmt);
+  relock__future_vfail(f, err, fmt, ap);
+  va_end(ap);
+  relock_future_release(f);
+}
+
+static void on_request_cancel(relock_future_t *f, void *arg) {
+  (void)f;
+  request_done(arg);
+}
+
+static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__request_t *req = arg;
+  relock__conn_t *c = req->conn;
+  if (status != 0) {
+    request_fail(req, RELOCK_ECLOSED, "client closed");
+  } else if (req->state == REQ_SENT) {
+    request_fail(req, RELOCK_ETIMEDOUT, "no reply from %s within the command timeout", c->settings->address);
+  } else if (c->last_err != 0) {
+    request_fail(req, c->last_err, "not sent: no connection to %s: %s", c->settings->address, c->last_msg);
+  } else {
+    request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->settings->address);
+  }
+}
+
+static int is_noscript(const redisReply *reply) {
+  return reply->type == REDIS_REPLY_ERROR && reply->len >= 8 && strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+static int hand_to_hiredis(relock__conn_t *c, relock__request_t *req, const char *cmd, size_t len) {
+  if (redisAsyncFormattedCommand(c->ac, on_reply, req, cmd, len) != REDIS_OK)
+    return -1;
+  req->in_hiredis = 1;
+  return 0;
+}
+
+/* The script is not in the server's cache (restarted, or SCRIPT FLUSH): send
+ * it whole with EVAL, which also caches it. Everything after EVALSHA's SHA
+ * argument stays as it was. */
+static int resend_as_eval(relock__conn_t *c, relock__request_t *req) {
+  const relock__script_t *s = req->script;
+  if (req->eval_cmd == NULL) {
+    /* The command is "*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n<rest>", as built
+     * by relock__request_script. */
+    static const char evalsha[] = "$7\r\nEVALSHA\r\n$40\r\n";
+    const char *nl = memchr(req->cmd, '\n', req->len);
+    size_t head = nl != NULL ? (size_t)(nl - req->cmd) + 1 : 0;
+    size_t skip = head + sizeof evalsha - 1 + 40 + 2;
+    if (head == 0 || skip > req->len || memcmp(req->cmd + head + sizeof evalsha - 1, s->sha, 40) != 0)
+      return -1;
+    char eval_head[48];
+    int n = snprintf(eval_head, sizeof eval_head, "$4\r\nEVAL\r\n$%zu\r\n", s->len);
+    size_t len = head + (size_t)n + s->len + 2 + (req->len - skip);
+    char *eval = malloc(len + 1); /* + the NUL hiredis peeks at */
+    if (eval == NULL)
+      return -1;
+    char *p = eval;
+    memcpy(p, req->cmd, head);
+    p += head;
+    memcpy(p, eval_head, (size_t)n);
+    p += n;
+    memcpy(p, s->body, s->len);
+    p += s->len;
+    memcpy(p, "\r\n", 2);
+    p += 2;
+    memcpy(p, req->cmd + skip, req->len - skip);
+    eval[len] = '\0';
+    req->eval_cmd = eval;
+    req->len = len; /* the EVALSHA form is not sent again */
+  }
+  return hand_to_hiredis(c, req, req->eval_cmd, req->len);
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  relock__request_t *req = privdata;
+  redisReply *reply = r;
+  req->in_hiredis = 0;
+  if (req->state == REQ_DONE) { /* timed out, cancelled or closed earlier */
+    request_free(req);
+    return;
+  }
+  relock__conn_t *c = req->conn;
+  if (reply == NULL) {
+    const char *why = ac->errstr[0] ? ac->errstr : "connection closed";
+    if (c->closing)
+      request_fail(req, RELOCK_ECLOSED, "client closed");
+    else if (c->unexpected_reply)
+      request_fail(req, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?",
+                   c->settings->address);
+    else if (ac->c.err == REDIS_ERR_PROTOCOL)
+      request_fail(req, RELOCK_EPROTO, "protocol error from %s with the command in flight: %s",
+                   c->settings->address, why);
+    else
+      request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s",
+                   c->settings->address, why);
+    return;
+  }
+  if (req->script != NULL && is_noscript(reply)) {
+    if (resend_as_eval(c, req) == 0)
+      return;
+    request_fail(req, RELOCK_ENOMEM, "cannot re-send script %s after NOSCRIPT", req->script->name);
+    return;
+  }
+  relock_future_t *f = relock_future_retain(req->future);
+  relock__reply_fn fn = req->on_reply;
+  void *arg = req->arg;
+  request_done(req); /* frees req: hiredis is done with it */
+  fn(f, reply, arg);
+  relock_future_release(f);
+}
+
+static void submit(relock__conn_t *c, relock__request_t *req) {
+  if (hand_to_hiredis(c, req, req->cmd, req->len) != 0) {
+    request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->settings->address);
+    return;
+  }
+  req->state = REQ_SENT;
+  c->ninflight++;
+  relock__list_push_back(&c->inflight, &req->link);
+}
+
+void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms) {
+  req->conn = c;
+  relock__timer_init(&req->timer, on_request_timeout, req);
+  req->state = REQ_WAITING;
+  c->nwaiting++;
+  relock__list_push_back(&c->waiting, &req->link);
+  if (c->closing) {
+    request_fail(req, RELOCK_ECLOSED, "client closed");
+    return;
+  }
+  relock__timer_start(c->wheel, &req->timer, timeout_ms);
+  relock__future_set_cancel(req->future, on_request_cancel, req);
+  if (c->state == RELOCK__CONN_READY && c->nwaiting == 1) {
+    relock__list_remove(&req->link);
+    c->nwaiting--;
+    submit(c, req);
+  } else {
+    relock__conn_start(c);
+  }
+}
+
+void relock__reply_to_future(relock_future_t *f, redisReply *reply, void *arg) {
+  (void)arg;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    return;
+  }
+  relock_reply_t *copy = relock__reply_copy(reply);
+  if (copy == NULL) {
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory copying a reply");
+    return;
+  }
+  if (!relock__future_succeed_ptr(f, copy, relock__reply_free))
+    relock__reply_free(copy);
+}
+
+/* -- the connection ---------------------------------------------------------*/
+
+static void fail_waiting(relock__conn_t *c, int err, const char *why) {
+  while (!relock__list_empty(&c->waiting)) {
+    relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
+    if (err == RELOCK_ECLOSED)
+      request_fail(req, err, "client closed");
+    else
+      request_fail(req, err, "not sent: no connection to %s: %s", c->settings->address, why);
+  }
+}
+
+static void record_error(relock__conn_t *c, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void record_error(relock__conn_t *c, int err, const char *fmt, ...) {
+  c->last_err = err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
+  va_end(ap);
+}
+
+/* Jittered exponential back-off: half the delay is fixed, half random, so
+ * clients that lost the same server don't come back in lockstep. */
+static int64_t backoff_ms(relock__conn_t *c) {
+  const relock__settings_t *s = c->settings;
+  int64_t d = s->reconnect_min_ms;
+  for (unsigned i = 0; i < c->attempts && d < s->reconnect_max_ms; i++)
+    d *= 2;
+  if (d > s->reconnect_max_ms)
+    d = s->reconnect_max_ms;
+  return relock__jitter_ms(c->rng, d);
+}
+
+static void schedule_reconnect(relock__conn_t *c) {
+  if (c->closing)
+    return;
+  int64_t delay = backoff_ms(c);
+  c->attempts++;
+  relock__timer_start(c->wheel, &c->reconnect_timer, delay);
+}
+
+static void on_reconnect_timer(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__conn_t *c = arg;
+  if (status == 0 && c->state == RELOCK__CONN_IDLE && !c->closing)
+    connect_now(c);
+}
+
+/* The context is gone (hiredis freed it). */
+static void context_gone(relock__conn_t *c) {
+  relock__conn_state_t was = c->state;
+  c->ac = NULL;
+  relock__timer_stop(&c->connect_timer);
+  relock__timer_stop(&c->health_timer);
+  c->ping_pending = 0;
+  if (c->reader != NULL) {
+    redisReaderFree(c->reader);
+    c->reader = NULL;
+  }
+  if (c->closing) {
+    c->state = RELOCK__CONN_CLOSED;
+    if (c->hooks.on_closed)
+      c->hooks.on_closed(c, c->hooks.arg);
+    return;
+  }
+  c->state = RELOCK__CONN_IDLE;
+  if (was == RELOCK__CONN_READY && c->hooks.on_down)
+    c->hooks.on_down(c, c->hooks.arg);
+  schedule_reconnect(c);
+}
+
+static void ready(relock__conn_t *c) {
+  relock__timer_stop(&c->connect_timer);
+  c->state = RELOCK__CONN_READY;
+  c->attempts = 0;
+  c->last_err = 0;
+  c->last_msg[0] = '\0';
+  c->connects++;
+  if (c->hooks.on_push != NULL)
+    raw_start(c);
+  if (c->state == RELOCK__CONN_READY)
+    health_start(c);
+  while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY) {
+    relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
+    relock__list_remove(&req->link);
+    c->nwaiting--;
+    submit(c, req);
+  }
+  if (c->state == RELOCK__CONN_READY && c->hooks.on_ready)
+    c->hooks.on_ready(c, c->hooks.arg);
+}
+
+static int auth_error(const redisReply *reply) {
+  static const char *const prefixes[] = {"WRONGPASS", "NOAUTH", "ERR invalid password",
+                                         "ERR AUTH", "ERR Client sent AUTH", "NOPERM"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncasecmp(reply->str, prefixes[i], strlen(prefixes[i])) == 0)
+      return 1;
+  return 0;
+}
+
+static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  (void)ac;
+  relock__conn_t *c = privdata;
+  redisReply *reply = r;
+  if (reply == NULL || c->state != RELOCK__CONN_HANDSHAKE)
+    return; /* the context is going away; context_gone deals with it */
+  int step = c->hs_steps[c->hs_next++];
+  if (reply->type == REDIS_REPLY_ERROR) {
+    const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
+    int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : RELOCK_ESERVER;
+    record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
+    /* Retrying won't fix a wrong password or database: tell the waiting
+     * requests now rather than at their timeout. Reconnecting continues. */
+    fail_waiting(c, err, c->last_msg);
+    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    drop_context(c);
+    return;
+  }
+  if (c->hs_next == c->hs_count)
+    ready(c);
+}
+
+static void start_handshake(relock__conn_t *c) {
+  const relock__settings_t *s = c->settings;
+  c->state = RELOCK__CONN_HANDSHAKE;
+  c->hs_next = c->hs_count = 0;
+  if (s->password != NULL) {
+    if (s->username != NULL)
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s %s", s->username, s->password);
+    else
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s", s->password);
+    c->hs_steps[c->hs_count++] = HS_AUTH;
+  }
+  if (s->db != 0) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "SELECT %d", s->db);
+    c->hs_steps[c->hs_count++] = HS_SELECT;
+  }
+  if (s->client_name != NULL) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", s->client_name);
+    c->hs_steps[c->hs_count++] = HS_SETNAME;
+  }
+  if (c->hs_count == 0)
+    ready(c);
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+  relock__conn_t *c = cac->data;
+  if (status != REDIS_OK) {
+    /* hiredis frees the context right after this returns. */
+    record_error(c, RELOCK_ECONNREFUSED, "%s", cac->errstr[0] ? cac->errstr : "connect failed");
+    context_gone(c);
+    return;
+  }
+  c->in_on_connect = 1;
+  start_handshake(c);
+  c->in_on_connect = 0;
+  if (c->free_deferred)
+    ev_timer_start(c->loop, &c->deferred_free);
+}
+
+static void on_disconnect(const redisAsyncContext *cac, int status) {
+  relock__conn_t *c = cac->data;
+  /* hiredis drops a connection on an error reply nobody asked for (a refused
+   * SUBSCRIBE, "max number of clients"): that is the server's word. */
+  if (c->unexpected_reply)
+    record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
+  else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
+    record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);
+  else if (status != REDIS_OK && c->last_err == 0)
+    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s",
+                 cac->errstr[0] ? cac->errstr : "connection lost");
+  context_gone(c);
+}
+
+static void on_deferred_free(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  relock__conn_t *c = w->data;
+  c->free_deferred = 0;
+  drop_context(c);
+}
+
+/* Frees the context, which fails whatever hiredis still holds. */
+static void drop_context(relock__conn_t *c) {
+  redisAsyncContext *ac = c->ac;
+  if (ac == NULL)
+    return;
+  if (c->in_on_connect) { /* hiredis 0.14 would use the context after we return */
+    c->free_deferred = 1;
+    return;
+  }
+  int connected = (ac->c.flags & REDIS_CONNECTED) != 0;
+  redisAsyncFree(ac);
+  /* A connected context reports through on_disconnect (now, or when the
+   * hiredis callback we are inside returns); one that never connected is
+   * freed silently. */
+  if (!connected)
+    context_gone(c);
+}
+
+static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__conn_t *c = arg;
+  if (status != 0 || c->ac == NULL)
+    return;
+  record_error(c, RELOCK_ETIMEDOUT, "no connection within %lld ms",
+               (long long)c->settings->connect_timeout_ms);
+  drop_context(c);
+}
+
+/* -- replies nobody asked for ------------------------------------------------
+ * hiredis (0.14 and 1.x alike) aborts the process (an assertion) when a
+ * reply arrives that no command waits for on a connection it does not
+ * believe subscribed: a server that is not Redis, or one that answers twice,
+ * can send one. Our reader functions see every reply as it starts being
+ * parsed, and refuse such a reply there, so the reader fails and the
+ * connection drops (RELOCK_EPROTO) instead. They also note that something
+ * arrived, for the health check. (No connection here is ever subscribed or
+ * monitoring in hiredis's eyes: the subscriber reads its socket itself.) */
+static redisReplyObjectFunctions guarded_fns;
+static redisReplyObjectFunctions *hiredis_fns;
+
+static int unexpected(const redisReadTask *task) {
+  relock__conn_t *c = task->privdata;
+  redisAsyncContext *ac = c != NULL ? c->ac : NULL;
+  if (task->parent != NULL || ac == NULL)
+    return 0;
+  c->last_rx = ev_now(c->loop);
+  /* hiredis itself drops a connection on an unasked-for error reply (a
+   * refused connection: "max number of clients reached"). */
+  if (ac->replies.head != NULL || task->type == REDIS_REPLY_ERROR)
+    return 0;
+  c->unexpected_reply = 1;
+  return 1;
+}
+
+static void *guard_string(const redisReadTask *t, char *s, size_t len) {
+  return unexpected(t) ? NULL : hiredis_fns->createString(t, s, len);
+}
+#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE /* hiredis >= 1.0 */
+static void *guard_array(const redisReadTask *t, size_t n) {
+  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
+}
+static void *guard_double(const redisReadTask *t, double v, char *s, size_t len) {
+  return unexpected(t) ? NULL : hiredis_fns->createDouble(t, v, s, len);
+}
+static void *guard_bool(const redisReadTask *t, int v) {
+  return unexpected(t) ? NULL : hiredis_fns->createBool(t, v);
+}
+#else
+static void *guard_array(const redisReadTask *t, int n) {
+  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
+}
+#endif
+static void *guard_integer(const redisReadTask *t, long long v) {
+  return unexpected(t) ? NULL : hiredis_fns->createInteger(t, v);
+}
+static void *guard_nil(const redisReadTask *t) { return unexpected(t) ? NULL : hiredis_fns->createNil(t); }
+
+static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
+  if (hiredis_fns == NULL) {
+    hiredis_fns = ac->c.reader->fn;
+    guarded_fns = *hiredis_fns;
+    guarded_fns.createString = guard_string;
+    guarded_fns.createArray = guard_array;
+    guarded_fns.createInteger = guard_integer;
+    guarded_fns.createNil = guard_nil;
+#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE
+    guarded_fns.createDouble = guard_double;
+    guarded_fns.createBool = guard_bool;
+#endif
+  }
+  ac->c.reader->fn = &guarded_fns;
+  ac->c.reader->privdata = c;
+}
+
+/* -- the raw (subscriber) connection ------------------------------------------
+ * Once ready, it reads its socket itself into a reader of its own, so that
+ * no reply ever reaches hiredis's callback bookkeeping. hiredis still
+ * writes, and still owns the socket. */
+
+static void fail_inflight(relock__conn_t *c, int err, const char *msg) {
+  while (!relock__list_empty(&c->inflight)) {
+    relock__request_t *req = relock__container_of(c->inflight.next, relock__request_t, link);
+    request_fail(req, err, "%s", msg);
+  }
+}
+
+/* Drops a ready connection for a reason of our own (recorded as the last
+ * error): what was in flight fails with it, and it reconnects. */
+static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) {
+  c->last_err = err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
+  va_end(ap);
+  fail_inflight(c, err, c->last_msg);
+  drop_context(c);
+}
+
+static void ping_answered(relock__conn_t *c);
+
+static int is_pong(const redisReply *r) {
+  if (r->type == REDIS_REPLY_STATUS)
+    return r->len == 4 && strncasecmp(r->str, "PONG", 4) == 0;
+  /* RESP2, subscribed: ["pong", ""] */
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+         r->element[0]->len == 4 && strncasecmp(r->element[0]->str, "pong", 4) == 0 &&
+         r->element[1]->type == REDIS_REPLY_STRING;
+}
+
+/* One reply on a raw connection; 0, or -1 once the connection was dropped. */
+static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
+  if (reply->type == REDIS_REPLY_ERROR) {
+    /* A refused SUBSCRIBE (ACL), "max number of clients": the server's word. */
+    drop_for(c, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    return -1;
+  }
+  if (c->ping_pending && is_pong(reply)) {
+    ping_answered(c);
+    return 0;
+  }
+  const char *why = c->hooks.on_push(c, reply, c->hooks.arg);
+  if (c->ac != ac)
+    return -1; /* the hook closed it */
+  if (why != NULL) {
+    drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address, c->role,
+             why);
+    return -1;
+  }
+  return 0;
+}
+
+static void raw_read(void *arg) {
+  relock__conn_t *c = arg;
+  redisAsyncContext *ac = c->ac;
+  char buf[16 * 1024];
+  ssize_t n = read(ac->c.fd, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0) {
+    drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address,
+             n == 0 ? "server closed the connection" : strerror(errno));
+    return;
+  }
+  c->last_rx = ev_now(c->loop);
+  if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+    drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->settings->address);
+    return;
+  }
+  for (;;) {
+    void *reply = NULL;
+    if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
+      drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address,
+               c->role, c->reader->errstr);
+      return;
+    }
+    if (reply == NULL)
+      return;
+    int r = raw_reply(c, ac, reply);
+    freeReplyObject(reply);
+    if (r != 0)
+      return;
+  }
+}
+
+static void raw_start(relock__conn_t *c) {
+  c->reader = redisReaderCreate();
+  if (c->reader == NULL) {
+    drop_for(c, RELOCK_ENOMEM, "out of memory connecting");
+    return;
+  }
+  relock__ev_set_reader(c->ac, raw_read, c);
+}
+
+int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens) {
+  redisAsyncContext *ac = c->ac;
+  if (c->state != RELOCK__CONN_READY || c->reader == NULL || (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
+    return -1;
+  size_t len = relock__resp_size(argc, lens);
+  char *cmd = malloc(len + 1);
+  if (cmd == NULL)
+    return -1;
+  relock__resp_write(cmd, argc, argv, lens);
+  int r = redisAppendFormattedCommand(&ac->c, cmd, len);
+  free(cmd);
+  if (r != REDIS_OK)
+    return -1;
+  if (ac->ev.addWrite != NULL)
+    ac->ev.addWrite(ac->ev.data);
+  return 0;
+}
+
+/* -- health check ------------------------------------------------------------
+ * A connection on which nothing has arrived for ping_interval_ms is sent a
+ * PING; if then nothing at all arrives within the command timeout, the peer
+ * is presumed dead (a black hole: the kernel would retransmit for many
+ * minutes) and the connection is replaced. Replies of any kind count as
+ * signs of life, so a busy connection is never pinged. */
+
+static int64_t ms_since(relock__conn_t *c, ev_tstamp t) {
+  ev_tstamp d = ev_now(c->loop) - t;
+  return d <= 0 ? 0 : (int64_t)(d * 1000.0);
+}
+
+static void health_arm(relock__conn_t *c, int64_t ms) {
+  relock__timer_start(c->wheel, &c->health_timer, ms > 0 ? ms : 1);
+}
+
+static void health_start(relock__conn_t *c) {
+  c->last_rx = ev_now(c->loop);
+  c->ping_pending = 0;
+  if (c->settings->ping_interval_ms > 0)
+    health_arm(c, c->settings->ping_interval_ms);
+}
+
+static void ping_answered(relock__conn_t *c) {
+  c->ping_pending = 0;
+  health_arm(c, c->settings->ping_interval_ms);
+}
+
+static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
+  relock__conn_t *c = privdata;
+  if (r == NULL || ac != c->ac || c->state != RELOCK__CONN_READY)
+    return; /* the context is going away */
+  ping_answered(c);
+}
+
+static void send_ping(relock__conn_t *c) {
+  static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+  int r;
+  if (c->reader != NULL) {
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4};
+    r = relock__conn_write_raw(c, 1, argv, lens);
+  } else {
+    r = redisAsyncFormattedCommand(c->ac, on_ping_reply, c, ping, sizeof ping - 1) == REDIS_OK ? 0 : -1;
+  }
+  if (r != 0) {
+    health_arm(c, c->settings->ping_interval_ms); /* try again later */
+    return;
+  }
+  c->pings++;
+  c->ping_pending = 1;
+  c->ping_sent = ev_now(c->loop);
+  health_arm(c, c->settings->command_timeout_ms);
+}
+
+static void on_health_timer(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__conn_t *c = arg;
+  const relock__settings_t *s = c->settings;
+  if (status != 0 || c->state != RELOCK__CONN_READY || c->ac == NULL || c->closing)
+    return;
+  int64_t quiet = ms_since(c, c->last_rx);
+  if (!c->ping_pending) {
+    if (quiet >= s->ping_interval_ms)
+      send_ping(c);
+    else
+      health_arm(c, s->ping_interval_ms - quiet);
+    return;
+  }
+  if (c->last_rx >= c->ping_sent && quiet < s->command_timeout_ms) {
+    /* Replies still arrive, the PING's is queued behind them: alive. */
+    health_arm(c, s->command_timeout_ms - quiet);
+    return;
+  }
+  char byte;
+  if (recv(c->ac->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    /* The answer is there, unread: this process, not the peer, was stalled
+     * (the loop blocked, the host suspended). */
+    health_arm(c, s->command_timeout_ms);
+    return;
+  }
+  c->dead++;
+  drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
+           (long long)s->command_timeout_ms, s->address);
+}
+
+/* TCP keepalive with short settings, so that the kernel too gives up on a
+ * silent peer, and TCP_USER_TIMEOUT so that unacknowledged data does not
+ * wait for the ~15 minutes of retransmissions: both derived from the ping
+ * interval (the command timeout when the PING is off). Best effort. */
+static int keepalive_s(int64_t ms) {
+  int64_t s = (ms + 999) / 1000;
+  return s < 1 ? 1 : s > 32767 ? 32767 : (int)s;
+}
+
+static void set_keepalive(relock__conn_t *c, int fd) {
+  const relock__settings_t *s = c->settings;
+  if (s->unix_path != NULL)
+    return;
+  int64_t base = s->ping_interval_ms > 0 ? s->ping_interval_ms : s->command_timeout_ms;
+  int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+#ifdef TCP_KEEPIDLE
+  int idle = keepalive_s(base);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+#endif
+#ifdef TCP_KEEPINTVL
+  int intvl = keepalive_s(s->command_timeout_ms / 3);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+#endif
+#ifdef TCP_KEEPCNT
+  int cnt = 3;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+#endif
+#ifdef TCP_USER_TIMEOUT
+  int64_t ut = base + s->command_timeout_ms;
+  unsigned int user_timeout = ut > (int64_t)UINT_MAX ? UINT_MAX : (unsigned int)ut;
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+#endif
+}
+
+static void connect_now(relock__conn_t *c) {
+  const relock__settings_t *s = c->settings;
+  redisAsyncContext *ac =
+      s->unix_path != NULL ? redisAsyncConnectUnix(s->unix_path) : redisAsyncConnect(s->host, s->port);
+  if (ac == NULL) {
+    record_error(c, RELOCK_ENOMEM, "out of memory connecting");
+    schedule_reconnect(c);
+    return;
+  }
+  if (ac->err) {
+    record_error(c, RELOCK_ECONNREFUSED, "%s", ac->errstr);
+    redisAsyncFree(ac);
+    schedule_reconnect(c);
+    return;
+  }
+  ac->data = c;
+  /* A program that forks and execs (the relock tool does) must not hand its
+   * Redis connections to the child. */
+  fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
+  set_keepalive(c, ac->c.fd);
+  if (relock__ev_attach(ac, c->loop) != 0) {
+    record_error(c, RELOCK_ENOMEM, "out of memory connecting");
+    redisAsyncFree(ac);
+    schedule_reconnect(c);
+    return;
+  }
+  c->ac = ac;
+  c->unexpected_reply = 0;
+  guard_replies(c, ac);
+  c->state = RELOCK__CONN_CONNECTING;
+  relock__timer_start(c->wheel, &c->connect_timer, s->connect_timeout_ms);
+  redisAsyncSetDisconnectCallback(ac, on_disconnect);
+  redisAsyncSetConnectCallback(ac, on_connect); /* arms the write watcher */
+}
+
+void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t *wheel,
+                       const relock__settings_t *settings, const char *role, const relock__conn_hooks_t *hooks,
+                       uint64_t *rng) {
+  memset(c, 0, sizeof(*c));
+  c->loop = loop;
+  c->wheel = wheel;
+  c->settings = settings;
+  c->role = role;
+  if (hooks != NULL)
+    c->hooks = *hooks;
+  c->rng = rng;
+  relock__list_init(&c->waiting);
+  relock__list_init(&c->inflight);
+  relock__timer_init(&c->connect_timer, on_connect_timeout, c);
+  relock__timer_init(&c->reconnect_timer, on_reconnect_timer, c);
+  relock__timer_init(&c->health_timer, on_health_timer, c);
+  ev_timer_init(&c->deferred_free, on_deferred_free, 0.0, 0.0);
+  c->deferred_free.data = c;
+}
+
+void relock__conn_start(relock__conn_t *c) {
+  if (c->state == RELOCK__CONN_IDLE && !c->closing && !relock__timer_pending(&c->reconnect_timer))
+    connect_now(c);
+}
+
+void relock__conn_close(relock__conn_t *c) {
+  if (c->closing)
+    return;
+  c->closing = 1;
+  relock__timer_stop(&c->reconnect_timer);
+  relock__timer_stop(&c->connect_timer);
+  relock__timer_stop(&c->health_timer);
+  fail_waiting(c, RELOCK_ECLOSED, NULL);
+  while (!relock__list_empty(&c->inflight)) {
+    relock__request_t *req = relock__container_of(c->inflight.next, relock__request_t, link);
+    request_fail(req, RELOCK_ECLOSED, "client closed");
+  }
+  if (c->ac == NULL) {
+    context_gone(c);
+  } else if (!c->free_deferred) {
+    drop_context(c); /* inside on_connect this defers; the deferred free ends it */
+  }
+}

@@ -1,0 +1,158 @@
+/* One Redis connection: a hiredis async context on the loop, the handshake
+ * (AUTH, SELECT, CLIENT SETNAME), reconnection with jittered exponential
+ * back-off, and requests with per-request timeouts on the wheel.
+ *
+ * A request is sent at most once (a script that meets NOSCRIPT is re-sent as
+ * EVAL: it did not run). Requests issued while the connection is down wait
+ * for it within their timeout; requests in flight when it drops fail with
+ * RELOCK_ECONNLOST. A request whose future completed early (timeout, cancel,
+ * close) stays allocated until hiredis hands back its callback. */
+#ifndef RELOCK_CONN_H
+#define RELOCK_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <hiredis/async.h>
+
+#include <relock/future.h>
+
+#include "base/list.h"
+#include "redis/scripts.h"
+#include "config/settings.h"
+#include "loop/wheel.h"
+
+typedef struct relock__conn relock__conn_t;
+typedef struct relock__request relock__request_t;
+
+/* Completes future from a reply (never NULL; for a script, never NOSCRIPT);
+ * arg is the request's. The default, relock__reply_to_future, copies the
+ * reply tree. */
+typedef void (*relock__reply_fn)(relock_future_t *future, redisReply *reply, void *arg);
+
+struct relock__request {
+  relock__link_t link;     /* in conn->waiting or conn->inflight */
+  relock__conn_t *conn;
+  relock_future_t *future; /* the request's own reference */
+  relock__reply_fn on_reply;
+  void *arg;               /* for on_reply */
+  relock__timer_t timer;
+  const relock__script_t *script; /* for the NOSCRIPT fallback */
+  char *eval_cmd;          /* the EVAL form, once NOSCRIPT was met */
+  unsigned char state;
+  unsigned char in_hiredis; /* hiredis holds a callback for it */
+  size_t len;
+  char cmd[];              /* RESP */
+};
+
+/* What the owner of a connection hears about it. Any hook may be NULL.
+ *
+ * on_push makes a raw connection (the subscriber's): once ready, it reads
+ * its socket itself, hands every reply (PING answers excepted) to on_push,
+ * and sends only with relock__conn_write_raw, so hiredis's own pub/sub
+ * bookkeeping, which asserts on what it does not expect, never runs.
+ * on_push returns NULL, or why the reply breaks the protocol: then the
+ * connection drops with RELOCK_EPROTO and reconnects. */
+typedef struct relock__conn_hooks {
+  void (*on_ready)(relock__conn_t *c, void *arg);  /* handshake done */
+  void (*on_down)(relock__conn_t *c, void *arg);   /* a ready connection dropped */
+  void (*on_closed)(relock__conn_t *c, void *arg); /* fully down after close */
+  const char *(*on_push)(relock__conn_t *c, const redisReply *reply, void *arg);
+  void *arg;
+} relock__conn_hooks_t;
+
+typedef enum relock__conn_state {
+  RELOCK__CONN_IDLE = 0,   /* no context (maybe waiting to reconnect) */
+  RELOCK__CONN_CONNECTING, /* TCP/unix connect in progress */
+  RELOCK__CONN_HANDSHAKE,  /* connected, AUTH/SELECT/SETNAME in flight */
+  RELOCK__CONN_READY,
+  RELOCK__CONN_CLOSED
+} relock__conn_state_t;
+
+struct relock__conn {
+  struct ev_loop *loop;
+  relock__wheel_t *wheel;
+  const relock__settings_t *settings;
+  const char *role;        /* "command" or "subscriber", for messages */
+  relock__conn_hooks_t hooks;
+  uint64_t *rng;           /* the client's, for back-off jitter */
+
+  redisAsyncContext *ac;
+  relock__conn_state_t state;
+  int closing;
+  int in_on_connect;       /* freeing the context now would be a use-after-free */
+  int free_deferred;
+  ev_timer deferred_free;
+
+  relock__link_t waiting;  /* requests not yet handed to hiredis, in order */
+  relock__link_t inflight; /* requests handed to hiredis, in order */
+  size_t nwaiting;
+  size_t ninflight;
+
+  relock__timer_t connect_timer;
+  relock__timer_t reconnect_timer;
+  unsigned attempts;       /* failed attempts since the last ready */
+  uint64_t connects;       /* successful handshakes, for tests and statistics */
+
+  int hs_steps[3];         /* handshake replies still expected, in order */
+  int hs_next;
+  int hs_count;
+
+  /* Health check: a PING after ping_interval_ms without a reply, and the
+   * connection presumed dead when nothing arrives within the command
+   * timeout after it. One wheel timer does both. */
+  relock__timer_t health_timer;
+  ev_tstamp last_rx;       /* loop time a reply last started arriving */
+  ev_tstamp ping_sent;
+  int ping_pending;
+  uint64_t pings;          /* PINGs sent, for tests and statistics */
+  uint64_t dead;           /* connections presumed dead, for the same */
+
+  redisReader *reader;     /* a raw connection's, once ready */
+
+  int unexpected_reply;    /* the server sent a reply nobody asked for */
+  int last_err;            /* why the last attempt failed (0: none) */
+  char last_msg[160];
+};
+
+void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t *wheel,
+                       const relock__settings_t *settings, const char *role, const relock__conn_hooks_t *hooks,
+                       uint64_t *rng);
+
+/* Starts connecting if idle and not waiting to reconnect. */
+void relock__conn_start(relock__conn_t *c);
+
+/* Fails everything pending with RELOCK_ECLOSED and drops the connection;
+ * hooks.on_closed runs once it is fully down (possibly from inside this call). */
+void relock__conn_close(relock__conn_t *c);
+
+/* A request with room for a command of len bytes (to be written into
+ * req->cmd), completing future (whose reference it takes over). */
+relock__request_t *relock__request_new(relock_future_t *future, size_t len);
+
+/* A request for the command argv (lens[i] bytes each), or for running
+ * script by EVALSHA with the first nkeys of argv as KEYS and the rest as ARGV
+ * (at most 253 in all). NULL when out of memory. */
+relock__request_t *relock__request_argv(relock_future_t *future, int argc, const char *const *argv,
+                                        const size_t *lens);
+relock__request_t *relock__request_script(relock_future_t *future, const relock__script_t *script, int nkeys,
+                                          int argc, const char *const *argv, const size_t *lens);
+
+/* Frees a request that was never sent (it releases its future). */
+void relock__request_discard(relock__request_t *req);
+
+/* Sends req (or queues it until the connection is ready), bounded by
+ * timeout_ms. Never fails directly: every outcome completes req->future. */
+void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms);
+
+/* Appends a command to a ready raw connection's output (no reply is
+ * awaited: answers reach hooks.on_push). 0, or -1 if the connection is not
+ * ready or memory ran out. */
+int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens);
+
+/* The default reply handler: the future succeeds with a copy of the reply
+ * tree, or fails with RELOCK_ESERVER and the server's text for an error. */
+void relock__reply_to_future(relock_future_t *future, redisReply *reply, void *arg);
+
+#endif /* RELOCK_CONN_H */

@@ -1,0 +1,130 @@
+/* The libev hooks of a hiredis async context, and SIGPIPE safety.
+ *
+ * hiredis writes with write(2), which raises SIGPIPE when the peer has gone;
+ * its default action kills the process. A library must neither install
+ * handlers nor change the process's signal dispositions, so each write runs
+ * with SIGPIPE blocked on the calling thread, and a SIGPIPE the write raised
+ * is consumed before the mask is restored. A program that already ignores
+ * SIGPIPE skips all of this. */
+#include <config.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <relock/error.h>
+
+#include "redis/ev_adapter.h"
+
+typedef struct ev_adapter {
+  struct ev_loop *loop;
+  redisAsyncContext *ac;
+  ev_io rev;
+  ev_io wev;
+  void (*read_fn)(void *arg); /* instead of hiredis's read handler */
+  void *read_arg;
+} ev_adapter_t;
+
+static int sigpipe_ignored(void) {
+  struct sigaction sa;
+  return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+static void write_without_sigpipe(redisAsyncContext *ac) {
+  if (sigpipe_ignored()) {
+    redisAsyncHandleWrite(ac);
+    return;
+  }
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  /* A SIGPIPE already pending for another reason must not be swallowed. */
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
+
+  redisAsyncHandleWrite(ac);
+
+  if (!was_pending && !sigismember(&old_set, SIGPIPE)) {
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE)) {
+      static const struct timespec zero = {0, 0};
+      while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+        ;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+}
+
+static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  ev_adapter_t *a = w->data;
+  if (a->read_fn != NULL)
+    a->read_fn(a->read_arg); /* may free the context, and a with it */
+  else
+    redisAsyncHandleRead(a->ac);
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  ev_adapter_t *a = w->data;
+  write_without_sigpipe(a->ac);
+}
+
+static void add_read(void *privdata) {
+  ev_adapter_t *a = privdata;
+  ev_io_start(a->loop, &a->rev);
+}
+
+static void del_read(void *privdata) {
+  ev_adapter_t *a = privdata;
+  ev_io_stop(a->loop, &a->rev);
+}
+
+static void add_write(void *privdata) {
+  ev_adapter_t *a = privdata;
+  ev_io_start(a->loop, &a->wev);
+}
+
+static void del_write(void *privdata) {
+  ev_adapter_t *a = privdata;
+  ev_io_stop(a->loop, &a->wev);
+}
+
+static void cleanup(void *privdata) {
+  ev_adapter_t *a = privdata;
+  ev_io_stop(a->loop, &a->rev);
+  ev_io_stop(a->loop, &a->wev);
+  a->ac->ev.data = NULL;
+  free(a);
+}
+
+void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *arg) {
+  ev_adapter_t *a = ac->ev.data;
+  if (a != NULL) {
+    a->read_fn = fn;
+    a->read_arg = arg;
+  }
+}
+
+int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop) {
+  ev_adapter_t *a = calloc(1, sizeof(*a));
+  if (a == NULL)
+    return RELOCK_ENOMEM;
+  a->loop = loop;
+  a->ac = ac;
+  ev_io_init(&a->rev, on_readable, ac->c.fd, EV_READ);
+  ev_io_init(&a->wev, on_writable, ac->c.fd, EV_WRITE);
+  a->rev.data = a;
+  a->wev.data = a;
+  ac->ev.data = a;
+  ac->ev.addRead = add_read;
+  ac->ev.delRead = del_read;
+  ac->ev.addWrite = add_write;
+  ac->ev.delWrite = del_write;
+  ac->ev.cleanup = cleanup;
+  return 0;
+}

@@ -1,0 +1,76 @@
+/* Pub/sub on a dedicated subscriber connection (a RESP2 connection that has
+ * subscribed can run no other command).
+ *
+ * Channels are reference-counted: every listener of a channel shares one
+ * SUBSCRIBE, and the last one to leave sends UNSUBSCRIBE. A subscribe
+ * returns a future that succeeds when Redis confirms. Messages reach every
+ * listener of the channel, in order. After a reconnect every channel with
+ * listeners is subscribed again, and its listeners are told that a gap
+ * happened (messages published meanwhile are lost), so that a lock waiter
+ * re-checks instead of trusting it saw every unlock. */
+#ifndef RELOCK_PUBSUB_H
+#define RELOCK_PUBSUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/future.h>
+
+#include "redis/conn.h"
+#include "base/hashtab.h"
+#include "base/list.h"
+#include "loop/wheel.h"
+
+typedef struct relock__pubsub relock__pubsub_t;
+typedef struct relock__listener relock__listener_t;
+typedef struct relock__channel relock__channel_t;
+
+/* A message (payload, len), or payload NULL for a gap: the subscription was
+ * restored after the connection dropped. */
+typedef void (*relock__message_fn)(relock__listener_t *l, const char *payload, size_t len, void *arg);
+
+/* Embedded in the caller's structure; valid from subscribe to unsubscribe. */
+struct relock__listener {
+  relock__link_t link;       /* in channel->listeners */
+  relock__channel_t *channel;
+  relock__message_fn fn;
+  void *arg;
+  relock_future_t *confirm;  /* until Redis confirms the subscription */
+  relock__timer_t timer;     /* bounds the wait for that confirmation */
+  int confirmed;             /* has been confirmed at least once */
+};
+
+struct relock__pubsub {
+  relock__conn_t conn;
+  relock__htab_t channels;   /* by name */
+  int64_t timeout_ms;        /* for confirmations */
+  relock__link_t orphans;    /* listeners detached by close, to be told */
+  int closing;
+  void (*on_closed)(relock__pubsub_t *ps, void *arg);
+  void *closed_arg;
+};
+
+int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__wheel_t *wheel,
+                        const relock__settings_t *settings, uint64_t *rng,
+                        void (*on_closed)(relock__pubsub_t *ps, void *arg), void *closed_arg);
+
+/* Adds listener l to channel (len bytes) and returns a future that succeeds
+ * once the channel's subscription is confirmed, or fails if it is not within
+ * the command timeout (l stays subscribed and is retried after reconnects).
+ * sharded: SSUBSCRIBE (Redis Cluster; needs a hiredis that speaks RESP3,
+ * so refused with RELOCK_EINVAL for now). NULL when out of memory. */
+relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener_t *l, const char *channel,
+                                          size_t len, int sharded, relock__message_fn fn, void *arg);
+
+/* Removes l (a pending confirmation is cancelled). The last listener of a
+ * channel unsubscribes it. Safe from inside l's own message callback. */
+void relock__pubsub_unsubscribe(relock__listener_t *l);
+
+/* Number of channels with a subscription (wanted or still being undone). */
+static inline size_t relock__pubsub_channels(const relock__pubsub_t *ps) { return ps->channels.count; }
+
+/* Fails pending confirmations with RELOCK_ECLOSED, detaches every listener
+ * and closes the connection; on_closed runs once it is down. */
+void relock__pubsub_close(relock__pubsub_t *ps);
+
+#endif /* RELOCK_PUBSUB_H */

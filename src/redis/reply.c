@@ -1,0 +1,228 @@
+/* Deep copies of hiredis replies into relock_reply_t trees, one allocation
+ * each, and relock_future_reply, which hands one out from a future.
+ *
+ * The copy is made in two passes over the reply with the same walk: the first
+ * only counts nodes, element pointers and string bytes, the second lays them
+ * out in one block: [nodes][element arrays][string bytes]. The walk keeps its
+ * own stack rather than recursing: hiredis 1.x bounds the nesting of a reply
+ * only by its size. */
+#include <config.h>
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include <relock/client.h>
+
+#include "future/promise.h"
+#include "redis/reply.h"
+
+typedef struct layout {
+  int fill; /* 0: count only; 1: write the copy */
+  /* counted in the first pass */
+  size_t nodes;
+  size_t ptrs;
+  size_t bytes;
+  int overflow;
+  /* where the next node, element array and string go, in the second pass */
+  relock_reply_t *node;
+  relock_reply_t **ptr;
+  char *byte;
+} layout_t;
+
+/* An aggregate whose elements are being visited. */
+typedef struct frame {
+  const redisReply *src;
+  relock_reply_t **dst; /* its copy's element array (second pass) */
+  size_t next;          /* the element to visit next */
+} frame_t;
+
+static relock_reply_type_t map_type(const redisReply *r) {
+  switch (r->type) {
+  case REDIS_REPLY_STRING: return RELOCK_REPLY_STRING;
+  case REDIS_REPLY_STATUS: return RELOCK_REPLY_STATUS;
+  case REDIS_REPLY_ERROR: return RELOCK_REPLY_ERROR;
+  case REDIS_REPLY_INTEGER: return RELOCK_REPLY_INTEGER;
+  case REDIS_REPLY_NIL: return RELOCK_REPLY_NIL;
+  case REDIS_REPLY_ARRAY: return RELOCK_REPLY_ARRAY;
+  /* RESP3, hiredis 1.x */
+#ifdef REDIS_REPLY_DOUBLE
+  case REDIS_REPLY_DOUBLE: return RELOCK_REPLY_STRING;
+#endif
+#ifdef REDIS_REPLY_BIGNUM
+  case REDIS_REPLY_BIGNUM: return RELOCK_REPLY_STRING;
+#endif
+#ifdef REDIS_REPLY_VERB
+  case REDIS_REPLY_VERB: return RELOCK_REPLY_STRING;
+#endif
+#ifdef REDIS_REPLY_BOOL
+  case REDIS_REPLY_BOOL: return RELOCK_REPLY_INTEGER;
+#endif
+#ifdef REDIS_REPLY_MAP
+  case REDIS_REPLY_MAP: return RELOCK_REPLY_ARRAY;
+#endif
+#ifdef REDIS_REPLY_SET
+  case REDIS_REPLY_SET: return RELOCK_REPLY_ARRAY;
+#endif
+#ifdef REDIS_REPLY_ATTR
+  case REDIS_REPLY_ATTR: return RELOCK_REPLY_ARRAY;
+#endif
+#ifdef REDIS_REPLY_PUSH
+  case REDIS_REPLY_PUSH: return RELOCK_REPLY_ARRAY;
+#endif
+  default:
+    /* A type newer than this code: keep what it carries. */
+    if (r->element != NULL)
+      return RELOCK_REPLY_ARRAY;
+    return r->str != NULL ? RELOCK_REPLY_STRING : RELOCK_REPLY_NIL;
+  }
+}
+
+static int has_text(relock_reply_type_t t) {
+  return t == RELOCK_REPLY_STRING || t == RELOCK_REPLY_STATUS || t == RELOCK_REPLY_ERROR;
+}
+
+/* The number of elements r's copy will have (NULL counts as a NIL leaf). */
+static size_t children(const redisReply *r) {
+  if (r == NULL || map_type(r) != RELOCK_REPLY_ARRAY || r->element == NULL)
+    return 0;
+  return r->elements;
+}
+
+static void count(size_t *total, size_t n, layout_t *l) {
+  if (*total > SIZE_MAX - n)
+    l->overflow = 1;
+  else
+    *total += n;
+}
+
+/* Counts (first pass) or copies (second pass) one node, not its elements.
+ * In the second pass *elems receives the copy's element array. */
+static relock_reply_t *visit(const redisReply *r, layout_t *l, relock_reply_t ***elems) {
+  relock_reply_type_t type = r != NULL ? map_type(r) : RELOCK_REPLY_NIL;
+  size_t n = children(r);
+  size_t len = has_text(type) && r->str != NULL ? r->len : 0;
+  if (!l->fill) {
+    count(&l->nodes, 1, l);
+    count(&l->ptrs, n, l);
+    if (has_text(type)) {
+      count(&l->bytes, len, l);
+      count(&l->bytes, 1, l); /* its NUL */
+    }
+    return NULL;
+  }
+
+  relock_reply_t *copy = l->node++;
+  *copy = (relock_reply_t){.type = type, .integer = 0, .str = NULL, .len = 0, .element = NULL, .elements = n};
+  if (type == RELOCK_REPLY_INTEGER)
+    copy->integer = r->integer; /* a RESP3 boolean holds 0 or 1 here too */
+  if (has_text(type)) {
+    char *s = l->byte;
+    l->byte += len + 1;
+    if (len > 0)
+      memcpy(s, r->str, len);
+    s[len] = '\0';
+    copy->str = s;
+    copy->len = len;
+  }
+  *elems = NULL;
+  if (n > 0) {
+    *elems = l->ptr;
+    l->ptr += n;
+    copy->element = *elems;
+  }
+  return copy;
+}
+
+/* Visits root and everything under it in pre-order, so the root's copy comes
+ * first in the block. Returns the root's copy (second pass), or NULL with
+ * l->overflow set when the walk's stack could not grow. */
+static relock_reply_t *walk(const redisReply *root, layout_t *l) {
+  frame_t inline_stack[16]; /* hiredis 0.14 nests 7 deep at most */
+  frame_t *stack = inline_stack;
+  size_t cap = sizeof inline_stack / sizeof inline_stack[0];
+  size_t depth = 0;
+  relock_reply_t **elems = NULL;
+
+  relock_reply_t *copy = visit(root, l, &elems);
+  if (children(root) > 0)
+    stack[depth++] = (frame_t){root, elems, 0};
+  while (depth > 0) {
+    frame_t *top = &stack[depth - 1];
+    if (top->next == top->src->elements) {
+      depth--;
+      continue;
+    }
+    const redisReply *child = top->src->element[top->next];
+    relock_reply_t *child_copy = visit(child, l, &elems);
+    if (l->fill)
+      top->dst[top->next] = child_copy;
+    top->next++;
+    if (children(child) == 0)
+      continue;
+    if (depth == cap) {
+      frame_t *grown = cap > SIZE_MAX / 2 / sizeof(*stack) ? NULL : malloc(2 * cap * sizeof(*stack));
+      if (grown == NULL) {
+        l->overflow = 1;
+        copy = NULL;
+        break;
+      }
+      memcpy(grown, stack, depth * sizeof(*stack));
+      if (stack != inline_stack)
+        free(stack);
+      stack = grown;
+      cap *= 2;
+    }
+    stack[depth++] = (frame_t){child, elems, 0};
+  }
+  if (stack != inline_stack)
+    free(stack);
+  return copy;
+}
+
+relock_reply_t *relock__reply_copy(const redisReply *r) {
+  if (r == NULL)
+    return NULL;
+  layout_t l = {0};
+  walk(r, &l);
+  if (l.overflow)
+    return NULL;
+
+  /* [nodes][element arrays][string bytes]: a node's size is a multiple of
+   * its alignment, which is at least a pointer's, so the arrays that follow
+   * are aligned; bytes need none. */
+  _Static_assert(alignof(relock_reply_t) % alignof(relock_reply_t *) == 0, "element arrays follow the nodes");
+  size_t node_bytes, ptr_bytes, total;
+  if (l.nodes > SIZE_MAX / sizeof(relock_reply_t) || l.ptrs > SIZE_MAX / sizeof(relock_reply_t *))
+    return NULL;
+  node_bytes = l.nodes * sizeof(relock_reply_t);
+  ptr_bytes = l.ptrs * sizeof(relock_reply_t *);
+  if (node_bytes > SIZE_MAX - ptr_bytes || node_bytes + ptr_bytes > SIZE_MAX - l.bytes)
+    return NULL;
+  total = node_bytes + ptr_bytes + l.bytes;
+
+  char *block = malloc(total);
+  if (block == NULL)
+    return NULL;
+  l.fill = 1;
+  l.node = (relock_reply_t *)(void *)block;
+  l.ptr = (relock_reply_t **)(void *)(block + node_bytes);
+  l.byte = block + node_bytes + ptr_bytes;
+  relock_reply_t *copy = walk(r, &l);
+  if (copy == NULL) {
+    free(block);
+    return NULL;
+  }
+  return copy; /* == block */
+}
+
+void relock__reply_free(void *reply) { free(reply); }
+
+const relock_reply_t *relock_future_reply(const relock_future_t *future) {
+  if (relock_future_state(future) != RELOCK_FUTURE_SUCCEEDED || relock__future_ptr_dtor(future) != relock__reply_free)
+    return NULL;
+  return relock_future_ptr(future);
+}

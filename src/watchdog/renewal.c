@@ -1,0 +1,504 @@
+/* The watchdog: holds, renewal in batches, lost-lock detection (renewal.h). */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include <relock/error.h>
+
+#include "redis/call.h"
+#include "base/clock.h"
+#include "objects/lock_impl.h"
+#include "future/promise.h"
+#include "watchdog/renewal.h"
+#include "redis/scripts.h"
+
+static void on_cycle(relock__timer_t *t, int status, void *arg);
+static void on_check(relock__timer_t *t, int status, void *arg);
+static void on_expiry(relock__timer_t *t, int status, void *arg);
+
+/* -- holds ------------------------------------------------------------------*/
+
+static uint64_t hold_hash(const relock_lock_t *lock, uint64_t owner) {
+  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, lock->name, lock->len), &owner, sizeof owner);
+}
+
+relock__hold_t *relock__renewal_find(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  if (r->closing) /* the table is gone with the client's close */
+    return NULL;
+  uint64_t h = hold_hash(lock, owner);
+  relock__hnode_t *n;
+  for (RELOCK__HTAB_EACH(&r->holds, h, n)) {
+    relock__hold_t *hold = relock__container_of(n, relock__hold_t, node);
+    if (n->hash == h && hold->owner == owner && hold->lock->len == lock->len &&
+        memcmp(hold->lock->name, lock->name, lock->len) == 0)
+      return hold;
+  }
+  return NULL;
+}
+
+static void hold_unref(relock__hold_t *hold) {
+  if (--hold->refs > 0)
+    return;
+  relock__lock_release(hold->lock);
+  free(hold);
+}
+
+static void stop_renewing(relock__renewal_t *r, relock__hold_t *hold) {
+  if (!hold->watchdog || hold->lost || hold->removed)
+    return;
+  relock__list_remove(&hold->renew_link);
+  if (--r->nrenewing == 0) {
+    relock__timer_stop(&r->cycle);
+    relock__timer_stop(&r->check);
+  }
+}
+
+static void forget(relock__renewal_t *r, relock__hold_t *hold) {
+  stop_renewing(r, hold);
+  relock__timer_stop(&hold->expiry);
+  relock__htab_remove(&r->holds, &hold->node);
+  hold->removed = 1;
+  hold_unref(hold);
+}
+
+/* Marks a hold lost. It stays in the table for a while, to tell a later
+ * release, and is forgotten after that. */
+static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
+  stop_renewing(r, hold);
+  hold->lost = 1;
+  r->lost++;
+  relock__timer_start(&r->client->wheel, &hold->expiry, r->lost_kept_ms);
+}
+
+/* A fixed lease has run out, or a lost hold has been remembered long
+ * enough: the hold is forgotten. */
+static void on_expiry(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__hold_t *hold = arg;
+  if (status != 0) /* the client is closing: renewal_close forgets it */
+    return;
+  forget(&hold->lock->client->renewal, hold);
+}
+
+/* Tells the hold's lock object. Its callback may do anything, closing the
+ * client included: callers hold a reference on the hold and walk no list. */
+static void notify_lost(relock__hold_t *hold, int reason) {
+  char field[RELOCK__FIELD_MAX];
+  relock_lock_t *lock = relock__lock_retain(hold->lock);
+  relock__lock_field(lock, hold->owner, field);
+  if (reason == RELOCK_ELOST)
+    relock__lock_notify_lost(lock, hold->owner, reason,
+                             "lock %s lost: its holder %s is gone from Redis (deleted, or expired)", lock->name,
+                             field);
+  else
+    relock__lock_notify_lost(lock, hold->owner, reason,
+                             "lock %s lost: its lease ran out while Redis could not be reached to renew it "
+                             "(holder %s)",
+                             lock->name, field);
+  relock__lock_release(lock);
+}
+
+static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason) {
+  hold->refs++;
+  mark_lost(r, hold);
+  notify_lost(hold, reason);
+  hold_unref(hold);
+}
+
+int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner, int watchdog,
+                             int64_t lease_ms, uint64_t sent_ns) {
+  if (r->closing)
+    return RELOCK_ECLOSED;
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold != NULL && !hold->lost && hold->deadline_ns <= relock__now_ns()) {
+    /* Past its validity the earlier hold may have expired before this
+     * acquisition ran, which then started a count of its own: counting on
+     * from the old one would let an inner release free the lock under the
+     * outer holder. The old hold is lost; the new one starts afresh. */
+    declare_lost(r, hold, RELOCK_ETIMEDOUT);
+    if (r->closing)
+      return RELOCK_ECLOSED;
+    hold = relock__renewal_find(r, lock, owner);
+  }
+  if (hold != NULL && hold->lost) { /* a fresh hold after a lost one */
+    forget(r, hold);
+    hold = NULL;
+  }
+  if (hold == NULL) {
+    if ((hold = calloc(1, sizeof(*hold))) == NULL)
+      return RELOCK_ENOMEM;
+    hold->lock = relock__lock_retain(lock);
+    hold->owner = owner;
+    hold->refs = 1;
+    relock__list_init(&hold->renew_link);
+    relock__timer_init(&hold->expiry, on_expiry, hold);
+    relock__htab_insert(&r->holds, &hold->node, hold_hash(lock, owner));
+  }
+  hold->count++;
+  /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
+   * one): a renewed hold keeps the watchdog's, a fixed one the longest. */
+  if (watchdog)
+    lease_ms = r->watchdog_ms;
+  if (watchdog || hold->watchdog)
+    hold->lease_ms = r->watchdog_ms;
+  else if (lease_ms > hold->lease_ms)
+    hold->lease_ms = lease_ms;
+  uint64_t deadline = relock__deadline_after(sent_ns, lease_ms - relock__validity_margin_ms(lease_ms));
+  if (deadline > hold->deadline_ns)
+    hold->deadline_ns = deadline;
+  if (watchdog && !hold->watchdog) {
+    hold->watchdog = 1;
+    relock__timer_stop(&hold->expiry);
+    relock__list_push_back(&r->renewing, &hold->renew_link);
+    if (r->nrenewing++ == 0)
+      relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
+  }
+  if (!hold->watchdog) /* forgotten once its lease has surely run out */
+    relock__timer_start(&r->client->wheel, &hold->expiry, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+  return 0;
+}
+
+void relock__renewal_release_started(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold != NULL)
+    hold->releases_in_flight++;
+}
+
+int relock__renewal_release_done(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner,
+                                 relock__release_outcome_t outcome) {
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold == NULL)
+    return 0;
+  hold->releases_in_flight--;
+  int lost = hold->lost;
+  switch (outcome) {
+  case RELOCK__RELEASE_FAILED: /* nothing is known: the deadline decides */
+    if (hold->watchdog && !lost && hold->releases_in_flight == 0 && !r->closing)
+      relock__timer_start(&r->client->wheel, &r->check, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+    break;
+  case RELOCK__RELEASE_REMAINS:
+    if (lost)
+      forget(r, hold);
+    else if (hold->count > 1)
+      hold->count--;
+    break;
+  case RELOCK__RELEASE_FREED:
+    forget(r, hold);
+    break;
+  case RELOCK__RELEASE_NOT_OWNER:
+    /* A watchdog hold Redis no longer has is a loss nobody had seen yet; a
+     * fixed lease simply ran out. */
+    if (!lost && hold->watchdog) {
+      declare_lost(r, hold, RELOCK_ELOST);
+      lost = 1;
+    }
+    forget(r, hold);
+    break;
+  }
+  return lost;
+}
+
+int64_t relock__renewal_lease_for(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  return hold != NULL && hold->lease_ms > 0 ? hold->lease_ms : r->watchdog_ms;
+}
+
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold == NULL)
+    return RELOCK_ENOTOWNER;
+  if (hold->lost)
+    return RELOCK_ELOST;
+  return relock__ms_until(hold->deadline_ns, relock__now_ns());
+}
+
+/* -- renewal ----------------------------------------------------------------*/
+
+typedef struct batch {
+  relock__renewal_t *r;
+  relock_future_t *out;       /* a validation's future, or NULL */
+  uint64_t sent_ns;
+  size_t n;
+  relock__hold_t *holds[RELOCK__RENEW_BATCH];
+} batch_t;
+
+static void on_batch_reply(relock_future_t *f, redisReply *reply, void *arg) {
+  batch_t *b = arg;
+  relock__renewal_t *r = b->r;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    return;
+  }
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != b->n) {
+    relock__future_fail(f, RELOCK_EPROTO, "renewal answered with an unexpected reply");
+    return;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    relock__hold_t *hold = b->holds[i];
+    if (hold->removed || hold->lost)
+      continue;
+    if (reply->element[i]->integer == 1) {
+      uint64_t deadline =
+          relock__deadline_after(b->sent_ns, r->watchdog_ms - relock__validity_margin_ms(r->watchdog_ms));
+      if (deadline > hold->deadline_ns)
+        hold->deadline_ns = deadline;
+      r->renewed++;
+    } else if (hold->releases_in_flight == 0) {
+      declare_lost(r, hold, RELOCK_ELOST);
+    }
+  }
+  relock__future_succeed(f);
+}
+
+static void on_batch_done(relock_future_t *f, void *arg) {
+  batch_t *b = arg;
+  /* A failed batch changes nothing: the next cycle tries again, and the
+   * deadline check catches a hold that cannot be renewed in time. */
+  if (b->out != NULL) {
+    int err = relock_future_error(f);
+    if (err != 0)
+      relock__future_fail(b->out, err, "%s", relock_future_message(f));
+    else
+      relock__future_succeed_bool(b->out, !b->holds[0]->lost && !b->holds[0]->removed);
+    relock_future_release(b->out);
+  }
+  for (size_t i = 0; i < b->n; i++)
+    hold_unref(b->holds[i]);
+  free(b);
+  relock_future_release(f);
+}
+
+static void send_batch(relock__renewal_t *r, batch_t *b) {
+  const char *argv[2 * RELOCK__RENEW_BATCH + 1];
+  size_t lens[2 * RELOCK__RENEW_BATCH + 1];
+  char fields[RELOCK__RENEW_BATCH][RELOCK__FIELD_MAX];
+  char lease[24];
+  size_t n = b->n;
+  for (size_t i = 0; i < n; i++) {
+    relock__hold_t *hold = b->holds[i];
+    argv[i] = hold->lock->name;
+    lens[i] = hold->lock->len;
+    lens[n + 1 + i] = relock__lock_field(hold->lock, hold->owner, fields[i]);
+    argv[n + 1 + i] = fields[i];
+  }
+  lens[n] = (size_t)snprintf(lease, sizeof lease, "%lld", (long long)r->watchdog_ms);
+  argv[n] = lease;
+  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW],
+                              .nkeys = (int)n,
+                              .argc = (int)(2 * n + 1),
+                              .argv = argv,
+                              .lens = lens,
+                              .on_reply = on_batch_reply,
+                              .arg = b,
+                              .retry_safe = 1};
+  b->sent_ns = relock__now_ns();
+  relock_future_t *f = relock__call(r->client, &spec);
+  if (f == NULL) { /* out of memory: the next cycle tries again */
+    for (size_t i = 0; i < n; i++)
+      hold_unref(b->holds[i]);
+    if (b->out != NULL) {
+      relock__future_fail(b->out, RELOCK_ENOMEM, "out of memory renewing a lock");
+      relock_future_release(b->out);
+    }
+    free(b);
+    return;
+  }
+  r->batches++;
+  relock_future_on_done(f, on_batch_done, b);
+}
+
+/* Declares lost every hold whose deadline has passed; returns the earliest
+ * deadline left (UINT64_MAX: none). The lost holds are collected first and
+ * told afterwards, so their callbacks cannot disturb the walk. */
+static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
+  uint64_t earliest = UINT64_MAX;
+  relock__link_t dying;
+  relock__list_init(&dying);
+  relock__link_t *head = &r->renewing;
+  for (relock__link_t *l = head->next, *next; l != head; l = next) {
+    next = l->next;
+    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
+    if (hold->releases_in_flight > 0) {
+      continue; /* its release decides (and re-arms the check if it fails) */
+    } else if (hold->deadline_ns <= now) {
+      hold->refs++;
+      mark_lost(r, hold);
+      relock__list_push_back(&dying, &hold->renew_link);
+    } else if (hold->deadline_ns < earliest) {
+      earliest = hold->deadline_ns;
+    }
+  }
+  while (!relock__list_empty(&dying)) {
+    relock__hold_t *hold = relock__container_of(dying.next, relock__hold_t, renew_link);
+    relock__list_remove(&hold->renew_link);
+    notify_lost(hold, RELOCK_ETIMEDOUT);
+    hold_unref(hold);
+  }
+  return earliest;
+}
+
+/* Arms the deadline check if a deadline comes before the next cycle. */
+static void arm_check(relock__renewal_t *r, uint64_t now, uint64_t earliest) {
+  if (earliest == UINT64_MAX || r->nrenewing == 0)
+    return;
+  int64_t until = relock__ms_until(earliest, now);
+  if (until < r->watchdog_ms / 3)
+    relock__timer_start(&r->client->wheel, &r->check, until + 1);
+}
+
+static void on_check(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__renewal_t *r = arg;
+  if (status != 0)
+    return;
+  uint64_t now = relock__now_ns();
+  arm_check(r, now, check_deadlines(r, now));
+}
+
+static void on_cycle(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__renewal_t *r = arg;
+  if (status != 0 || r->closing)
+    return;
+  r->cycles++;
+  uint64_t now = relock__now_ns();
+  uint64_t earliest = check_deadlines(r, now);
+  /* The callbacks above may have released holds: batch what is left. */
+  batch_t *b = NULL;
+  relock__link_t *head = &r->renewing;
+  for (relock__link_t *l = head->next; l != head; l = l->next) {
+    if (b == NULL) {
+      if ((b = malloc(sizeof(*b))) == NULL)
+        break;
+      b->r = r;
+      b->out = NULL;
+      b->n = 0;
+    }
+    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
+    hold->refs++;
+    b->holds[b->n++] = hold;
+    if (b->n == RELOCK__RENEW_BATCH) {
+      send_batch(r, b);
+      b = NULL;
+    }
+  }
+  if (b != NULL && b->n > 0)
+    send_batch(r, b);
+  else
+    free(b);
+  if (r->nrenewing > 0) {
+    relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
+    arm_check(r, now, earliest);
+  }
+}
+
+/* -- validation -------------------------------------------------------------*/
+
+typedef struct check_fixed {
+  relock__hold_t *hold;
+  relock_future_t *out;
+} check_fixed_t;
+
+static void on_fixed_checked(relock_future_t *f, void *arg) {
+  check_fixed_t *op = arg;
+  relock__hold_t *hold = op->hold;
+  int err = relock_future_error(f);
+  if (err != 0) {
+    relock__future_fail(op->out, err, "%s", relock_future_message(f));
+  } else {
+    int held = relock_future_bool(f) && !hold->removed && !hold->lost;
+    if (!held && !hold->removed && hold->releases_in_flight == 0)
+      forget(&hold->lock->client->renewal, hold); /* its lease ran out early (or it was deleted) */
+    relock__future_succeed_bool(op->out, held);
+  }
+  relock_future_release(op->out);
+  hold_unref(hold);
+  free(op);
+  relock_future_release(f);
+}
+
+static void reply_to_bool(relock_future_t *f, redisReply *reply, void *arg) {
+  (void)arg;
+  if (reply->type == REDIS_REPLY_INTEGER)
+    relock__future_succeed_bool(f, reply->integer != 0);
+  else if (reply->type == REDIS_REPLY_ERROR)
+    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+  else
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to HEXISTS", reply->type);
+}
+
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+  relock_future_t *out = relock__future_new(r->client->loop);
+  if (out == NULL)
+    return NULL;
+  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  if (hold == NULL || hold->lost) { /* nothing valid to check */
+    relock__future_succeed_bool(out, 0);
+    return out;
+  }
+  if (hold->watchdog) { /* a renewal of this hold alone, now */
+    batch_t *b = malloc(sizeof(*b));
+    if (b == NULL) {
+      relock_future_release(out);
+      return NULL;
+    }
+    b->r = r;
+    b->out = relock_future_retain(out);
+    b->n = 1;
+    b->holds[0] = hold;
+    hold->refs++;
+    send_batch(r, b);
+    return out;
+  }
+  /* A fixed lease is not extended by asking: HEXISTS. */
+  check_fixed_t *op = malloc(sizeof(*op));
+  char field[RELOCK__FIELD_MAX];
+  size_t field_len = relock__lock_field(lock, owner, field);
+  const char *argv[] = {"HEXISTS", lock->name, field};
+  const size_t lens[] = {7, lock->len, field_len};
+  relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .on_reply = reply_to_bool, .retry_safe = 1};
+  relock_future_t *f = op != NULL ? relock__call(r->client, &spec) : NULL;
+  if (f == NULL) {
+    free(op);
+    relock_future_release(out);
+    return NULL;
+  }
+  op->hold = hold;
+  op->out = relock_future_retain(out);
+  hold->refs++;
+  relock_future_on_done(f, on_fixed_checked, op);
+  return out;
+}
+
+int relock__renewal_init(relock__renewal_t *r, relock_client_t *client) {
+  memset(r, 0, sizeof(*r));
+  if (relock__htab_init(&r->holds, 64) != 0)
+    return RELOCK_ENOMEM;
+  r->client = client;
+  r->watchdog_ms = client->settings.watchdog_timeout_ms;
+  r->lost_kept_ms = RELOCK__LOST_KEPT_MS;
+  relock__list_init(&r->renewing);
+  relock__timer_init(&r->cycle, on_cycle, r);
+  relock__timer_init(&r->check, on_check, r);
+  return 0;
+}
+
+void relock__renewal_close(relock__renewal_t *r) {
+  if (r->closing)
+    return;
+  r->closing = 1;
+  relock__timer_stop(&r->cycle);
+  relock__timer_stop(&r->check);
+  for (size_t i = 0; i < r->holds.nbuckets; i++) {
+    relock__link_t *head = &r->holds.buckets[i];
+    while (!relock__list_empty(head)) {
+      relock__hnode_t *n = relock__container_of(head->next, relock__hnode_t, link);
+      forget(r, relock__container_of(n, relock__hold_t, node));
+    }
+  }
+  relock__htab_cleanup(&r->holds);
+}

@@ -1,0 +1,123 @@
+/* The watchdog: what this client holds, and the renewal of the locks held
+ * without a fixed lease.
+ *
+ * Every hold (a lock name and an owner) is tracked with its local hold count
+ * and, for a watchdog lease, the local deadline until which the lock is known
+ * to be held: the time the last successful acquisition or renewal was *sent*
+ * plus the lease, never later than Redis's own expiry. Every third of the
+ * watchdog timeout all watchdog holds are renewed, in batches of up to 100
+ * keys per script call; batches are independent and retried on transient
+ * errors. A hold whose renewal answers 0, or whose local deadline passes
+ * without a successful renewal, is lost: its lock object's lost callback is
+ * told, and a later release by that owner reports RELOCK_ELOST (for
+ * RELOCK__LOST_KEPT_MS; then the hold is forgotten). Renewal of a hold stops
+ * the moment its last hold is released. The cycle timer runs only while
+ * something is renewed: an idle client never wakes.
+ *
+ * Every hold, fixed leases included, knows locally until when it is valid:
+ * the send time of its last successful acquisition or renewal plus the lease,
+ * less a drift margin for the server's clock running faster than ours. A
+ * fixed-lease hold is forgotten once that time has passed (Redis lets it
+ * expire; a later release finds nothing to release). */
+#ifndef RELOCK_RENEWAL_H
+#define RELOCK_RENEWAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/future.h>
+
+#include "base/hashtab.h"
+#include "base/list.h"
+#include "loop/wheel.h"
+
+struct relock_client;
+struct relock_lock;
+
+#define RELOCK__RENEW_BATCH 100
+
+/* How long a lost hold is remembered, so that its owner's release reports
+ * RELOCK_ELOST rather than RELOCK_ENOTOWNER. */
+#define RELOCK__LOST_KEPT_MS 60000
+
+/* The part of a lease not trusted: Redis's clock may run faster than ours
+ * (1%, as Redisson's RedLock assumes), plus 2 ms for the rounding of
+ * PEXPIRE and of our clock. */
+static inline int64_t relock__validity_margin_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
+
+typedef struct relock__hold {
+  relock__hnode_t node;       /* in renewal->holds, by name and owner */
+  relock__link_t renew_link;  /* in renewal->renewing while renewed */
+  relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
+  struct relock_lock *lock;   /* whose lost callback to call (a reference) */
+  uint64_t owner;
+  int64_t count;              /* holds taken minus holds released */
+  int64_t lease_ms;           /* what a partial release keeps the lease at */
+  uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
+  int refs;                   /* the table's, plus each batch's in flight */
+  unsigned watchdog : 1;
+  unsigned lost : 1;
+  unsigned removed : 1;       /* out of the table: the batch replies ignore it */
+  int releases_in_flight;     /* a 0 from renew may be our own release */
+} relock__hold_t;
+
+typedef struct relock__renewal {
+  struct relock_client *client;
+  relock__htab_t holds;
+  relock__link_t renewing;
+  size_t nrenewing;
+  relock__timer_t cycle;      /* every third of the watchdog timeout */
+  relock__timer_t check;      /* an early deadline check when renewals fail */
+  int64_t watchdog_ms;
+  int64_t lost_kept_ms;       /* RELOCK__LOST_KEPT_MS (tests shorten it) */
+  int closing;
+  /* statistics, for tests and benchmarks */
+  uint64_t cycles;
+  uint64_t batches;
+  uint64_t renewed;
+  uint64_t lost;
+} relock__renewal_t;
+
+int relock__renewal_init(relock__renewal_t *r, struct relock_client *client);
+
+/* Stops renewing and forgets every hold (without releasing anything). */
+void relock__renewal_close(relock__renewal_t *r);
+
+relock__hold_t *relock__renewal_find(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+/* owner acquired lock (one more hold); the acquisition was sent at sent_ns.
+ * Returns 0, RELOCK_ENOMEM (the hold is then not renewed) or RELOCK_ECLOSED
+ * (the client closed, possibly from the lost callback of an earlier hold
+ * found past its validity, which this one replaces). */
+int relock__renewal_acquired(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner, int watchdog,
+                             int64_t lease_ms, uint64_t sent_ns);
+
+typedef enum relock__release_outcome {
+  RELOCK__RELEASE_FAILED = 0, /* no answer: nothing is known */
+  RELOCK__RELEASE_FREED,      /* the lock is free now */
+  RELOCK__RELEASE_REMAINS,    /* owner still holds it */
+  RELOCK__RELEASE_NOT_OWNER   /* Redis says owner does not hold it */
+} relock__release_outcome_t;
+
+/* A release by owner is about to be sent / has been answered. While one is
+ * in flight a renewal answering 0 is not taken for a loss. release_done
+ * returns 1 if owner's hold had been lost (or is found lost by this answer),
+ * so that the release reports RELOCK_ELOST rather than "not owner". */
+void relock__renewal_release_started(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+int relock__renewal_release_done(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner,
+                                 relock__release_outcome_t outcome);
+
+/* The lease a partial release keeps for owner's remaining holds. */
+int64_t relock__renewal_lease_for(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+/* How long owner's hold of lock is known to be valid from now, in ms (0: it
+ * must be taken as lost now), without asking Redis. RELOCK_ENOTOWNER when
+ * this client has no such hold, RELOCK_ELOST when it was found lost. */
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+/* Asks Redis whether owner still holds lock, renewing a watchdog hold on the
+ * way (its validity starts again; an answer "gone" declares it lost). The
+ * future succeeds with a boolean. NULL when out of memory. */
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+
+#endif /* RELOCK_RENEWAL_H */

@@ -1,0 +1,760 @@
+/* Integration tests of the client core against a real redis-server:
+ * commands and replies, the handshake, timeouts, disconnects and reconnects,
+ * NOSCRIPT, pipelining, closing. Network faults go through tests/support/proxy.c. */
+#include <config.h>
+
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis/call.h"
+#include "support/client_fixture.h"
+#include "future/promise.h"
+#include "support/proxy.h"
+#include "redis/scripts.h"
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_config_t cfg;
+  relock_client_t *client;
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx_config(&fx->cfg, fx->redis, 0);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_client_free(fx->client);
+  relock_test_redis_free(fx->redis);
+  free(fx);
+  return 0;
+}
+
+/* -- commands and replies ---------------------------------------------------*/
+
+static void test_command_replies(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+
+  relock_future_t *f = FX_CMD(fx->client, "SET", "greeting", "hello");
+  const relock_reply_t *r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_STATUS);
+  assert_string_equal(r->str, "OK");
+  relock_future_release(f);
+
+  f = FX_CMD(fx->client, "GET", "greeting");
+  r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_STRING);
+  assert_int_equal(r->len, 5);
+  assert_string_equal(r->str, "hello");
+  relock_future_release(f);
+
+  f = FX_CMD(fx->client, "GET", "missing");
+  assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL);
+  relock_future_release(f);
+
+  f = FX_CMD(fx->client, "RPUSH", "list", "a", "b", "c");
+  r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_INTEGER);
+  assert_int_equal(r->integer, 3);
+  relock_future_release(f);
+
+  f = FX_CMD(fx->client, "LRANGE", "list", "0", "-1");
+  r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_ARRAY);
+  assert_int_equal(r->elements, 3);
+  assert_string_equal(r->element[2]->str, "c");
+  relock_future_release(f);
+
+  /* binary-safe arguments */
+  const char bin[] = {'x', '\0', 'y', '\r', '\n'};
+  const char *argv[] = {"SET", "bin", bin};
+  const size_t lens[] = {3, 3, sizeof bin};
+  f = relock_client_command_async(fx->client, 3, argv, lens);
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  relock_future_release(f);
+  f = FX_CMD(fx->client, "GET", "bin");
+  r = fx_ok(f);
+  assert_int_equal(r->len, sizeof bin);
+  assert_memory_equal(r->str, bin, sizeof bin);
+  relock_future_release(f);
+}
+
+static void test_server_error_is_carried(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "SET", "s", "v"));
+  relock_future_t *f = FX_CMD(fx->client, "HGET", "s", "field");
+  assert_int_equal(relock_future_error(f), RELOCK_ESERVER);
+  assert_non_null(strstr(relock_future_message(f), "WRONGTYPE"));
+  assert_null(relock_future_reply(f));
+  relock_future_release(f);
+
+  f = FX_CMD(fx->client, "NOSUCHCOMMAND");
+  assert_int_equal(relock_future_error(f), RELOCK_ESERVER);
+  assert_non_null(strstr(relock_future_message(f), "unknown command"));
+  relock_future_release(f);
+}
+
+static void test_printf_style_command(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  const char value[] = {'a', '\0', 'b'};
+  relock_future_t *f = relock_client_commandf_async(fx->client, "SET %s %b", "k", value, sizeof value);
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  relock_future_release(f);
+  f = relock_client_commandf_async(fx->client, "STRLEN %s", "k");
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  assert_int_equal(fx_ok(f)->integer, 3);
+  relock_future_release(f);
+  assert_null(relock_client_command_async(NULL, 1, (const char *const[]){"PING"}, NULL));
+  assert_null(relock_client_command_async(fx->client, 0, (const char *const[]){"PING"}, NULL));
+}
+
+/* -- handshake --------------------------------------------------------------*/
+
+static void test_handshake_select_and_name(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.db = 3;
+  fx->cfg.client_name = "relock-test";
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "SET", "in-db-3", "yes"));
+  relock_future_t *f = FX_CMD(fx->client, "CLIENT", "GETNAME");
+  assert_string_equal(fx_ok(f)->str, "relock-test");
+  relock_future_release(f);
+  /* db 0 (the raw helper's) does not have the key */
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "in-db-3", NULL), 0);
+  f = FX_CMD(fx->client, "CLIENT", "INFO");
+  assert_non_null(strstr(fx_ok(f)->str, " db=3 "));
+  relock_future_release(f);
+}
+
+static void test_handshake_password(void **state) {
+  fx_t *fx = *state;
+  char reply[256];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CONFIG", "SET", "requirepass",
+                                         "s3cret", NULL), 0);
+  fx->cfg.password = "s3cret";
+  fx->client = fx_client(&fx->cfg);
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+  relock_client_free(fx->client);
+
+  /* a wrong password fails at once with a clear error that hides the secret */
+  fx->cfg.password = "wrong-secret";
+  fx->client = fx_client(&fx->cfg);
+  uint64_t t0 = relock__now_ns();
+  f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_EAUTH);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(900)); /* before the command timeout */
+  assert_non_null(strstr(relock_future_message(f), "AUTH failed"));
+  assert_null(strstr(relock_future_message(f), "wrong-secret"));
+  relock_future_release(f);
+  relock_test_redis_cmd(fx->redis, NULL, 0, "AUTH", "s3cret", NULL); /* the helper re-auths itself */
+}
+
+static void test_handshake_acl_user(void **state) {
+  fx_t *fx = *state;
+  char reply[256];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "ACL", "SETUSER", "locker", "on",
+                                         ">pw-of-locker", "~*", "&*", "+@all", NULL), 0);
+  assert_string_equal(reply, "+OK\r\n");
+  fx->cfg.username = "locker";
+  fx->cfg.password = "pw-of-locker";
+  fx->client = fx_client(&fx->cfg);
+  relock_future_t *f = FX_CMD(fx->client, "ACL", "WHOAMI");
+  assert_string_equal(fx_ok(f)->str, "locker");
+  relock_future_release(f);
+  relock_client_free(fx->client);
+
+  fx->cfg.password = "not-it";
+  fx->client = fx_client(&fx->cfg);
+  f = FX_CMD(fx->client, "PING");
+  assert_int_equal(relock_future_error(f), RELOCK_EAUTH);
+  assert_null(strstr(relock_future_message(f), "not-it"));
+  relock_future_release(f);
+}
+
+/* -- failures to connect ----------------------------------------------------*/
+
+static int closed_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  bind(fd, (struct sockaddr *)&a, sizeof a);
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  close(fd); /* nobody listens there now */
+  return ntohs(a.sin_port);
+}
+
+static void test_connection_refused_is_clear(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.port = closed_port();
+  fx->cfg.command_timeout_ms = 300;
+  fx->client = fx_client(&fx->cfg);
+  uint64_t t0 = relock__now_ns();
+  relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_wait(f, 10000), RELOCK_ECONNREFUSED);
+  double took = fx_ms_since(t0);
+  assert_true(took >= 299.0);
+  assert_true(took < fx_slack_ms(2000));
+  assert_non_null(strstr(relock_future_message(f), "refused"));
+  relock_future_release(f);
+}
+
+static void test_commands_wait_for_the_connection(void **state) {
+  fx_t *fx = *state;
+  /* issued before the connection is up: queued, not failed */
+  fx->client = fx_client(&fx->cfg);
+  relock_future_t *fs[50];
+  for (int i = 0; i < 50; i++)
+    fs[i] = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "n"}, NULL);
+  assert_int_equal(fx->client->cmd.state != RELOCK__CONN_READY, 1);
+  for (int i = 0; i < 50; i++) {
+    assert_int_equal(relock_future_wait(fs[i], 5000), 0);
+    assert_int_equal(fx_ok(fs[i])->integer, i + 1);
+    relock_future_release(fs[i]);
+  }
+}
+
+/* -- timeouts ---------------------------------------------------------------*/
+
+static void test_timeout_under_debug_sleep(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.command_timeout_ms = 200;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  uint64_t t0 = relock__now_ns();
+  relock_future_t *sleep = relock_client_command_async(fx->client, 3, (const char *const[]){"DEBUG", "SLEEP", "1"},
+                                                       NULL);
+  relock_future_t *get = relock_client_command_async(fx->client, 2, (const char *const[]){"GET", "x"}, NULL);
+  assert_int_equal(relock_future_wait(sleep, 5000), RELOCK_ETIMEDOUT);
+  assert_int_equal(relock_future_wait(get, 5000), RELOCK_ETIMEDOUT);
+  double took = fx_ms_since(t0);
+  assert_true(took >= 199.0);
+  assert_true(took < fx_slack_ms(900)); /* well before the server wakes up */
+  assert_non_null(strstr(relock_future_message(get), "no reply"));
+  relock_future_release(sleep);
+  relock_future_release(get);
+  /* once the server wakes (the raw helper's PING blocks until then), the late
+   * replies are dropped and the connection carries on */
+  assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "PING", NULL), 0);
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+}
+
+static void test_timeout_under_sigstop(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.command_timeout_ms = 200;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  uint64_t t0 = relock__now_ns();
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_int_equal(relock_future_error(f), RELOCK_ETIMEDOUT);
+  assert_true(fx_ms_since(t0) >= 199.0);
+  relock_future_release(f);
+  assert_int_equal(relock_test_redis_resume(fx->redis), 0);
+  f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+}
+
+/* -- disconnects ------------------------------------------------------------*/
+
+typedef struct {
+  int calls;
+  int succeeded;
+  int lost;
+  int other;
+} tally_t;
+
+static void tally(relock_future_t *f, void *arg) {
+  tally_t *t = arg;
+  t->calls++;
+  int err = relock_future_error(f);
+  if (err == 0)
+    t->succeeded++;
+  else if (err == RELOCK_ECONNLOST)
+    t->lost++;
+  else
+    t->other++;
+}
+
+static int all_called(void *arg) {
+  tally_t *t = arg;
+  return t->calls == 1000;
+}
+
+static int conn_ready(void *arg) {
+  relock_client_t *c = arg;
+  return c->cmd.state == RELOCK__CONN_READY;
+}
+
+/* 1,000 INCRs in flight when fault() strikes: each completes exactly once,
+ * and afterwards the client is connected again and works. */
+static void in_flight_fault(fx_t *fx, void (*fault)(fx_t *fx)) {
+  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  uint64_t connects = fx->client->cmd.connects;
+  tally_t t = {0};
+  for (int i = 0; i < 1000; i++) {
+    relock_future_t *f = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "n"}, NULL);
+    relock_future_on_done(f, tally, &t);
+    relock_future_release(f);
+    if (i == 300)
+      ev_run(fx->client->loop, EVRUN_NOWAIT); /* some on the wire, some queued in hiredis */
+  }
+  fault(fx);
+  assert_true(fx_run_until(fx->client->loop, all_called, &t, 10000));
+  assert_int_equal(t.calls, 1000);
+  assert_int_equal(t.succeeded + t.lost, 1000);
+  assert_int_equal(t.other, 0);
+  assert_true(t.lost > 0);
+  assert_true(fx_run_until(fx->client->loop, conn_ready, fx->client, 5000));
+  assert_true(fx->client->cmd.connects > connects);
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+  /* the callbacks ran exactly once: no more arrive later */
+  ev_run(fx->client->loop, EVRUN_NOWAIT);
+  assert_int_equal(t.calls, 1000);
+}
+
+static void kill_clients(fx_t *fx) {
+  char reply[64];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "KILL", "TYPE", "normal", NULL),
+                   0);
+}
+
+static void restart_server(fx_t *fx) { assert_int_equal(relock_test_redis_restart(fx->redis), 0); }
+
+static void test_client_kill_with_commands_in_flight(void **state) { in_flight_fault(*state, kill_clients); }
+
+static void test_restart_with_commands_in_flight(void **state) { in_flight_fault(*state, restart_server); }
+
+static void test_sigpipe_does_not_kill(void **state) {
+  fx_t *fx = *state;
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+  sigaction(SIGPIPE, &dfl, &old);
+  fx->cfg.reconnect_min_ms = 2000; /* keep the dead socket around */
+  fx->cfg.reconnect_max_ms = 2000;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_kill9(fx->redis), 0);
+  /* big writes into a socket whose peer is gone: EPIPE, which raises SIGPIPE */
+  char *big = malloc(1 << 20);
+  memset(big, 'x', 1 << 20);
+  for (int i = 0; i < 5; i++) {
+    const char *argv[] = {"SET", "big", big};
+    const size_t lens[] = {3, 3, 1 << 20};
+    relock_future_t *f = relock_client_command_async(fx->client, 3, argv, lens);
+    relock_future_wait(f, 2000);
+    assert_int_not_equal(relock_future_error(f), 0);
+    relock_future_release(f);
+  }
+  free(big);
+  sigaction(SIGPIPE, &old, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  assert_false(sigismember(&pending, SIGPIPE)); /* consumed, not left behind */
+}
+
+/* -- network faults through the proxy ---------------------------------------*/
+
+static void test_network_cut(void **state) {
+  fx_t *fx = *state;
+  relock_test_proxy_t *proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis),
+                                                       relock_test_redis_port(fx->redis));
+  assert_non_null(proxy);
+  fx->cfg.port = relock_test_proxy_port(proxy);
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  relock_future_t *f = relock_client_command_async(fx->client, 3, (const char *const[]){"DEBUG", "SLEEP", "0.2"},
+                                                   NULL);
+  ev_run(fx->client->loop, EVRUN_NOWAIT);
+  relock_test_proxy_cut(proxy);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ECONNLOST);
+  relock_future_release(f);
+  f = FX_CMD(fx->client, "PING"); /* reconnects through the proxy */
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+  relock_client_free(fx->client);
+  fx->client = NULL;
+  relock_test_proxy_stop(proxy);
+}
+
+static void test_network_stall(void **state) {
+  fx_t *fx = *state;
+  relock_test_proxy_t *proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis),
+                                                       relock_test_redis_port(fx->redis));
+  assert_non_null(proxy);
+  fx->cfg.port = relock_test_proxy_port(proxy);
+  fx->cfg.command_timeout_ms = 200;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  relock_test_proxy_stall(proxy, 1);
+  uint64_t t0 = relock__now_ns();
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_int_equal(relock_future_error(f), RELOCK_ETIMEDOUT);
+  assert_true(fx_ms_since(t0) >= 199.0);
+  relock_future_release(f);
+  relock_test_proxy_stall(proxy, 0);
+  f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+  relock_client_free(fx->client);
+  fx->client = NULL;
+  relock_test_proxy_stop(proxy);
+}
+
+static void test_connect_timeout(void **state) {
+  fx_t *fx = *state;
+  relock_test_proxy_t *proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis),
+                                                       relock_test_redis_port(fx->redis));
+  assert_non_null(proxy);
+  relock_test_proxy_stall(proxy, 1); /* the TCP connect succeeds, the handshake never answers */
+  fx->cfg.port = relock_test_proxy_port(proxy);
+  fx->cfg.client_name = "needs-a-handshake";
+  fx->cfg.connect_timeout_ms = 150;
+  fx->cfg.command_timeout_ms = 600;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ETIMEDOUT);
+  assert_non_null(strstr(relock_future_message(f), "no connection"));
+  relock_future_release(f);
+  relock_client_free(fx->client);
+  fx->client = NULL;
+  relock_test_proxy_stop(proxy);
+}
+
+/* -- scripts ----------------------------------------------------------------*/
+
+static relock_future_t *renew_script(relock_client_t *c) {
+  relock_future_t *f = relock__future_new(c->loop);
+  const char *argv[] = {"no-such-lock", "30000", "nobody:1"};
+  const size_t lens[] = {12, 5, 8};
+  relock__request_t *req =
+      relock__request_script(relock_future_retain(f), &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW], 1, 3, argv, lens);
+  assert_non_null(req);
+  relock__conn_send(&c->cmd, req, 5000);
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  return f;
+}
+
+static void test_noscript_is_transparent(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  const relock__script_t *s = &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW];
+  relock_future_t *f = renew_script(fx->client); /* first run: NOSCRIPT, then EVAL */
+  const relock_reply_t *r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_ARRAY);
+  assert_int_equal(r->elements, 1);
+  assert_int_equal(r->element[0]->integer, 0);
+  relock_future_release(f);
+
+  /* the script is cached under the SHA we embedded */
+  char reply[128];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "SCRIPT", "EXISTS", s->sha, NULL), 0);
+  assert_string_equal(reply, "*1\r\n:1\r\n");
+  long long evalsha_before = 0;
+  f = FX_CMD(fx->client, "INFO", "commandstats");
+  const char *stats = strstr(fx_ok(f)->str, "cmdstat_evalsha:calls=");
+  assert_non_null(stats);
+  evalsha_before = atoll(stats + strlen("cmdstat_evalsha:calls="));
+  relock_future_release(f);
+
+  relock_future_release(renew_script(fx->client)); /* plain EVALSHA now */
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "SCRIPT", "FLUSH", NULL), 0);
+  relock_future_release(renew_script(fx->client)); /* NOSCRIPT again: loaded again */
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "SCRIPT", "EXISTS", s->sha, NULL), 0);
+  assert_string_equal(reply, "*1\r\n:1\r\n");
+  f = FX_CMD(fx->client, "INFO", "commandstats");
+  stats = strstr(fx_ok(f)->str, "cmdstat_evalsha:calls=");
+  assert_int_equal(atoll(stats + strlen("cmdstat_evalsha:calls=")), evalsha_before + 2);
+  relock_future_release(f);
+}
+
+/* -- pipelining -------------------------------------------------------------*/
+
+typedef struct {
+  long long expect;
+  int out_of_order;
+  int done;
+} order_t;
+
+static void check_order(relock_future_t *f, void *arg) {
+  order_t *o = arg;
+  const relock_reply_t *r = relock_future_reply(f);
+  if (r == NULL || r->integer != ++o->expect)
+    o->out_of_order++;
+  o->done++;
+}
+
+static int order_done(void *arg) { return ((order_t *)arg)->done == 10000; }
+
+static void test_pipelining_keeps_order(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  order_t o = {0, 0, 0};
+  for (int i = 0; i < 10000; i++) {
+    relock_future_t *f = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "seq"}, NULL);
+    relock_future_on_done(f, check_order, &o);
+    relock_future_release(f);
+  }
+  assert_true(fx_run_until(fx->client->loop, order_done, &o, 20000));
+  assert_int_equal(o.out_of_order, 0);
+  assert_int_equal(o.expect, 10000);
+}
+
+/* -- retries of calls that are safe to repeat --------------------------------*/
+
+typedef struct {
+  ev_timer timer;
+  relock_test_redis_t *redis;
+} resumer_t;
+
+static void resume_server(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  resumer_t *r = w->data;
+  relock_test_redis_resume(r->redis);
+}
+
+static relock_future_t *get_call(relock_client_t *c, int retry_safe) {
+  const char *argv[] = {"GET", "k"};
+  const size_t lens[] = {3, 1};
+  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = retry_safe};
+  relock_future_t *f = relock__call(c, &spec);
+  assert_non_null(f);
+  return f;
+}
+
+static void retry_through_a_stall(fx_t *fx, int retry_safe) {
+  fx->cfg.command_timeout_ms = 100;
+  fx->cfg.retry_attempts = 4;
+  fx->cfg.retry_interval_ms = 50;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "SET", "k", "v"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  resumer_t r = {.redis = fx->redis};
+  ev_timer_init(&r.timer, resume_server, 0.2, 0.0); /* after the first attempt timed out */
+  r.timer.data = &r;
+  ev_timer_start(fx->client->loop, &r.timer);
+  relock_future_t *f = get_call(fx->client, retry_safe);
+  int err = relock_future_wait(f, 5000);
+  ev_timer_stop(fx->client->loop, &r.timer);
+  relock_test_redis_resume(fx->redis);
+  if (retry_safe) {
+    assert_int_equal(err, 0);
+    assert_string_equal(fx_ok(f)->str, "v");
+  } else {
+    assert_int_equal(err, RELOCK_ETIMEDOUT); /* never sent twice */
+  }
+  relock_future_release(f);
+}
+
+static void test_safe_call_is_retried(void **state) { retry_through_a_stall(*state, 1); }
+
+static void test_unsafe_call_is_not_retried(void **state) { retry_through_a_stall(*state, 0); }
+
+static void test_retries_run_out(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.port = closed_port();
+  fx->cfg.command_timeout_ms = 50;
+  fx->cfg.retry_attempts = 2;
+  fx->cfg.retry_interval_ms = 20;
+  fx->client = fx_client(&fx->cfg);
+  uint64_t t0 = relock__now_ns();
+  relock_future_t *f = get_call(fx->client, 1);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ECONNREFUSED);
+  assert_true(fx_ms_since(t0) >= 3 * 50 + 2 * 10 - 1); /* three attempts, two back-offs */
+  relock_future_release(f);
+}
+
+static void test_cancel_between_retries(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.port = closed_port();
+  fx->cfg.command_timeout_ms = 30;
+  fx->cfg.retry_attempts = 100;
+  fx->cfg.retry_interval_ms = 1000;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_t *f = get_call(fx->client, 1);
+  assert_int_equal(relock_future_wait(f, 200), RELOCK_EPENDING); /* now backing off */
+  assert_int_equal(relock_future_cancel(f), 1);
+  assert_int_equal(relock_future_error(f), RELOCK_ECANCELED);
+  relock_future_release(f);
+  /* and during an attempt */
+  f = get_call(fx->client, 1);
+  assert_int_equal(relock_future_cancel(f), 1);
+  relock_future_release(f);
+}
+
+/* -- closing ----------------------------------------------------------------*/
+
+static void count_close(relock_client_t *c, void *arg) {
+  (void)c;
+  (*(int *)arg)++;
+}
+
+static int positive(void *arg) { return *(int *)arg > 0; }
+
+static void test_close_while_connecting(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  int closed = 0;
+  relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_client_close(fx->client, count_close, &closed), 0);
+  assert_int_equal(closed, 0); /* never from inside close */
+  assert_int_equal(relock_future_error(f), RELOCK_ECLOSED);
+  assert_int_equal(relock_client_close(fx->client, count_close, &closed), RELOCK_ECLOSED);
+  assert_true(fx_run_until(fx->client->loop, positive, &closed, 2000));
+  assert_int_equal(closed, 1);
+  relock_future_release(f);
+  f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_error(f), RELOCK_ECLOSED);
+  relock_future_release(f);
+}
+
+static void test_close_with_commands_pending(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  tally_t t = {0};
+  for (int i = 0; i < 100; i++) {
+    relock_future_t *f = relock_client_command_async(fx->client, 3, (const char *const[]){"DEBUG", "SLEEP", "0"},
+                                                     NULL);
+    relock_future_on_done(f, tally, &t);
+    relock_future_release(f);
+  }
+  ev_run(fx->client->loop, EVRUN_NOWAIT);
+  int closed = 0;
+  relock_client_close(fx->client, count_close, &closed);
+  assert_int_equal(t.calls, 100); /* everything completed, at once */
+  assert_int_equal(t.succeeded + t.other, 100);
+  assert_true(fx_run_until(fx->client->loop, positive, &closed, 2000));
+}
+
+typedef struct {
+  relock_client_t *client;
+  int closed;
+  int rc;
+} closer_t;
+
+static void close_from_callback(relock_future_t *f, void *arg) {
+  (void)f;
+  closer_t *c = arg;
+  c->rc = relock_client_close(c->client, count_close, &c->closed);
+}
+
+static void test_close_from_inside_a_callback(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  closer_t closer = {fx->client, 0, -99};
+  relock_future_t *first = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  relock_future_t *second = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+  relock_future_on_done(first, close_from_callback, &closer);
+  assert_int_equal(relock_future_wait(second, 5000), RELOCK_ECLOSED);
+  assert_int_equal(closer.rc, 0);
+  assert_int_equal(relock_future_error(first), 0);
+  assert_true(fx_run_until(fx->client->loop, positive, &closer.closed, 2000));
+  relock_future_release(first);
+  relock_future_release(second);
+}
+
+static void free_in_close_cb(relock_client_t *c, void *arg) {
+  (*(int *)arg)++;
+  relock_client_free(c);
+}
+
+static void test_free_from_close_callback(void **state) {
+  fx_t *fx = *state;
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(loop, &fx->cfg, &err); /* on the caller's loop */
+  assert_non_null(c);
+  assert_ptr_equal(relock_client_loop(c), loop);
+  relock_future_t *f = relock_client_command_async(c, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  relock_future_release(f);
+  int closed = 0;
+  relock_client_close(c, free_in_close_cb, &closed);
+  ev_run(loop, 0); /* returns when nothing is left: the client is gone */
+  assert_int_equal(closed, 1);
+  ev_loop_destroy(loop);
+}
+
+static void test_client_id_and_config_errors(void **state) {
+  fx_t *fx = *state;
+  fx->client = fx_client(&fx->cfg);
+  const char *id = relock_client_id(fx->client);
+  assert_int_equal(strlen(id), 36);
+  assert_int_equal(id[14], '4');
+  relock_client_t *other = fx_client(&fx->cfg);
+  assert_string_not_equal(relock_client_id(other), id);
+  relock_client_free(other);
+
+  relock_error_t err;
+  relock_config_t bad = fx->cfg;
+  bad.command_timeout_ms = 0;
+  assert_null(relock_client_new(NULL, &bad, &err));
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_true(strlen(err.message) > 0);
+  assert_null(relock_client_new(NULL, NULL, &err));
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  bad = fx->cfg;
+  bad.client_id = "has:colon";
+  assert_null(relock_client_new(NULL, &bad, NULL));
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_command_replies),
+      T(test_server_error_is_carried),
+      T(test_printf_style_command),
+      T(test_handshake_select_and_name),
+      T(test_handshake_password),
+      T(test_handshake_acl_user),
+      T(test_connection_refused_is_clear),
+      T(test_commands_wait_for_the_connection),
+      T(test_timeout_under_debug_sleep),
+      T(test_timeout_under_sigstop),
+      T(test_client_kill_with_commands_in_flight),
+      T(test_restart_with_commands_in_flight),
+      T(test_sigpipe_does_not_kill),
+      T(test_network_cut),
+      T(test_network_stall),
+      T(test_connect_timeout),
+      T(test_noscript_is_transparent),
+      T(test_pipelining_keeps_order),
+      T(test_safe_call_is_retried),
+      T(test_unsafe_call_is_not_retried),
+      T(test_retries_run_out),
+      T(test_cancel_between_retries),
+      T(test_close_while_connecting),
+      T(test_close_with_commands_pending),
+      T(test_close_from_inside_a_callback),
+      T(test_free_from_close_callback),
+      T(test_client_id_and_config_errors),
+  };
+#undef T
+  if (!relock_test_redis_available())
+    RELOCK_TEST_SKIP_ALL("redis-server not found: install the Debian package redis-server");
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("client", tests, NULL, NULL);
+}

@@ -1,0 +1,879 @@
+/* Integration tests of the reentrant lock against a real redis-server:
+ * acquire/release and reentrancy, leases and the watchdog, waiting (pub/sub,
+ * deadlines, cancellation, the races), lost locks, batching of renewals,
+ * mutual exclusion across processes, the blocking API. */
+#include <config.h>
+
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/client_fixture.h"
+#include "objects/lock_impl.h"
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_config_t cfg;
+  relock_client_t *a; /* two clients: two "processes" */
+  relock_client_t *b;
+} fx_t;
+
+static int start(void **state, const relock_test_redis_opts_t *opts) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(opts);
+  if (fx->redis == NULL)
+    return -1;
+  fx_config(&fx->cfg, fx->redis, 1);
+  *state = fx;
+  return 0;
+}
+
+static int setup(void **state) { return start(state, NULL); }
+
+static int setup_aof(void **state) {
+  relock_test_redis_opts_t opts = {.aof = 1};
+  return start(state, &opts);
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  relock_test_redis_free(fx->redis);
+  free(fx);
+  return 0;
+}
+
+static void clients(fx_t *fx) {
+  fx->a = fx_client(&fx->cfg);
+  fx->b = fx_client(&fx->cfg);
+}
+
+static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
+  int err = -1;
+  relock_lock_t *l = relock_lock_new(c, name, &err);
+  assert_non_null(l);
+  assert_int_equal(err, 0);
+  return l;
+}
+
+/* Waits for a future that must succeed, returns its value, releases it. */
+static int64_t value_of(relock_future_t *f) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  if (r != 0)
+    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+/* Waits for a future that must fail; returns its error, keeps its message. */
+static int error_of(relock_future_t *f, char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  if (msg != NULL)
+    snprintf(msg, size, "%s", relock_future_message(f));
+  relock_future_release(f);
+  return r;
+}
+
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+
+static long long raw_count(fx_t *fx, const char *name, relock_lock_t *l, uint64_t owner) {
+  char field[RELOCK__FIELD_MAX], buf[128];
+  relock__lock_field(l, owner, field);
+  assert_int_equal(relock_test_redis_cmd(fx->redis, buf, sizeof buf, "HGET", name, field, NULL), 0);
+  return buf[0] == '$' && buf[1] != '-' ? atoll(strchr(buf, '\n') + 1) : 0;
+}
+
+static long long evalsha_calls(fx_t *fx) {
+  char buf[8192];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, buf, sizeof buf, "INFO", "commandstats", NULL), 0);
+  long long n = 0;
+  const char *p = strstr(buf, "cmdstat_evalsha:calls=");
+  if (p != NULL)
+    n += atoll(p + strlen("cmdstat_evalsha:calls="));
+  p = strstr(buf, "cmdstat_eval:calls=");
+  if (p != NULL)
+    n += atoll(p + strlen("cmdstat_eval:calls="));
+  return n;
+}
+
+/* -- acquire, release, reentrancy -------------------------------------------*/
+
+static void test_acquire_release_reentrant(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  assert_string_equal(relock_lock_name(l), "res");
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1); /* reentrant */
+  assert_int_equal(raw_count(fx, "res", l, 1), 2);
+  assert_int_equal(value_of(relock_lock_hold_count_async(l, 1)), 2);
+  assert_int_equal(value_of(relock_lock_is_held_by_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_is_held_by_async(l, 2)), 0);
+  assert_int_equal(ACQUIRE(l, 2, 0, RELOCK_INFINITE), 0); /* another owner: busy */
+  assert_int_equal(RELEASE(l, 1), 0);                     /* one hold remains */
+  assert_int_equal(raw_count(fx, "res", l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1); /* free now */
+  assert_int_equal(value_of(relock_lock_is_locked_async(l)), 0);
+  assert_int_equal(value_of(relock_lock_remaining_ttl_async(l)), -2);
+  assert_int_equal(ACQUIRE(l, 2, 0, 5000), 1);
+  int64_t ttl = value_of(relock_lock_remaining_ttl_async(l));
+  assert_true(ttl > 4000 && ttl <= 5000);
+  assert_int_equal(RELEASE(l, 2), 1);
+  relock_lock_free(l);
+}
+
+static void test_release_by_non_owner(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  char msg[256];
+  assert_int_equal(error_of(relock_lock_release_async(l, 9), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_non_null(strstr(msg, "res"));
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_field(l, 9, field);
+  assert_non_null(strstr(msg, field));
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(error_of(relock_lock_release_async(l, 2), NULL, 0), RELOCK_ENOTOWNER);
+  relock_lock_t *other = lock_of(fx->b, "res"); /* another client, same owner number */
+  assert_int_equal(error_of(relock_lock_release_async(other, 1), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(other);
+  relock_lock_free(l);
+}
+
+static void test_invalid_arguments(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  int err = 0;
+  assert_null(relock_lock_new(fx->a, "", &err));
+  assert_int_equal(err, RELOCK_EINVAL);
+  assert_null(relock_lock_new(NULL, "x", &err));
+  assert_null(relock_lock_new(fx->a, NULL, NULL));
+  relock_lock_t *l = lock_of(fx->a, "x");
+  assert_null(relock_lock_acquire_async(l, 1, -2, RELOCK_INFINITE));
+  assert_null(relock_lock_acquire_async(l, 1, 0, 0));
+  assert_null(relock_lock_acquire_async(l, 1, 0, -5));
+  assert_null(relock_lock_acquire_async(NULL, 1, 0, 100));
+  assert_null(relock_lock_release_async(NULL, 1));
+  assert_int_equal(relock_lock_try_lock(l, -3, RELOCK_INFINITE, NULL), RELOCK_EINVAL);
+  relock_lock_free(l);
+}
+
+static void test_wrong_type_is_a_server_error(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "listy", "a", NULL);
+  relock_lock_t *l = lock_of(fx->a, "listy");
+  char msg[256];
+  assert_int_equal(error_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg), RELOCK_ESERVER);
+  assert_non_null(strstr(msg, "WRONGTYPE"));
+  relock_lock_free(l);
+}
+
+/* -- leases and the watchdog ------------------------------------------------*/
+
+static int key_gone(void *arg) {
+  fx_t *fx = arg;
+  return fx_raw_int(fx->redis, "EXISTS", "res", NULL) == 0;
+}
+
+static void test_fixed_lease_expires_unrenewed(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(ACQUIRE(l, 1, 0, 400), 1);
+  assert_true(fx_run_until(fx->a->loop, key_gone, fx, 3000));
+  assert_true(fx_ms_since(t0) >= 390.0); /* Redis's clock, not ours: allow 10 ms */
+  assert_int_equal(fx->a->renewal.batches, 0); /* never renewed */
+  assert_int_equal(error_of(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
+  relock_lock_free(l);
+}
+
+typedef struct {
+  fx_t *fx;
+  relock_client_t *c;
+  uint64_t until_ns;
+  int checks;
+  int gone;
+} watch_t;
+
+static int watch_held(void *arg) {
+  watch_t *w = arg;
+  if (fx_raw_int(w->fx->redis, "EXISTS", "res", NULL) != 1)
+    w->gone++;
+  w->checks++;
+  return relock__now_ns() >= w->until_ns;
+}
+
+static void test_watchdog_keeps_lock_ten_times_its_timeout(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  watch_t w = {fx, fx->a, relock__now_ns() + 3000 * 1000000ull, 0, 0};
+  assert_true(fx_run_until(fx->a->loop, watch_held, &w, 10000));
+  assert_int_equal(w.gone, 0);
+  assert_true(w.checks > 10);
+  assert_true(fx->a->renewal.cycles >= 20); /* every 100 ms */
+  int64_t ttl = value_of(relock_lock_remaining_ttl_async(l));
+  assert_true(ttl > 0 && ttl <= 300);
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(l);
+}
+
+static void test_renewal_stops_at_release(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(RELEASE(l, 1), 0);
+  assert_true(relock__timer_pending(&fx->a->renewal.cycle)); /* one hold left: still renewed */
+  assert_int_equal(RELEASE(l, 1), 1);
+  assert_false(relock__timer_pending(&fx->a->renewal.cycle)); /* stopped at once */
+  uint64_t batches = fx->a->renewal.batches;
+  watch_t w = {fx, fx->a, relock__now_ns() + 500 * 1000000ull, 0, 0};
+  fx_run_until(fx->a->loop, watch_held, &w, 2000);
+  assert_int_equal(fx->a->renewal.batches, batches); /* no renewal after unlock */
+  assert_false(ev_is_active(&fx->a->wheel.watcher) && fx->a->wheel.count == 0);
+  relock_lock_free(l);
+}
+
+static void test_kill9_holder_frees_within_watchdog_timeout(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 500;
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    relock_client_t *c = relock_client_new(NULL, &fx->cfg, NULL);
+    relock_lock_t *l = relock_lock_new(c, "res", NULL);
+    int ok = relock_lock_lock(l, RELOCK_INFINITE) == 0;
+    (void)!write(ready[1], &ok, sizeof ok);
+    for (;;)
+      ev_run(relock_client_loop(c), EVRUN_ONCE); /* renewing until killed */
+  }
+  int ok = 0;
+  assert_int_equal(read(ready[0], &ok, sizeof ok), (ssize_t)sizeof ok);
+  assert_int_equal(ok, 1);
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 0); /* held by the child */
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(ACQUIRE(l, 1, 5000, RELOCK_INFINITE), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(500 + 200)); /* within the watchdog timeout */
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(l);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+/* -- waiting ----------------------------------------------------------------*/
+
+static void test_try_once_and_deadline(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(ACQUIRE(lb, 1, 0, RELOCK_INFINITE), 0);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(100)); /* one round trip, no waiting */
+  t0 = relock__now_ns();
+  assert_int_equal(ACQUIRE(lb, 1, 300, RELOCK_INFINITE), 0);
+  double waited = fx_ms_since(t0);
+  assert_true(waited >= 300.0);
+  assert_true(waited < fx_slack_ms(300 + 100)); /* the deadline, within a tick and a round trip */
+  assert_int_equal(RELEASE(la, 1), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_waiter_acquires_a_round_trip_after_release(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1); /* a long lease: no TTL wake-up */
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING); /* waiting, subscribed */
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(relock_future_wait(wait, 5000), 0);
+  double latency = fx_ms_since(t0);
+  assert_int_equal(relock_future_bool(wait), 1);
+  relock_future_release(wait);
+  assert_true(latency < fx_slack_ms(100)); /* a round trip or two, not the 10 s lease */
+  assert_int_equal(RELEASE(lb, 2), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_force_release_wakes_waiter(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(value_of(relock_lock_force_release_async(la)), 1);
+  assert_int_equal(relock_future_wait(wait, 5000), 0);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(100));
+  relock_future_release(wait);
+  assert_int_equal(value_of(relock_lock_force_release_async(la)), 1); /* b's hold */
+  assert_int_equal(value_of(relock_lock_force_release_async(la)), 0); /* nothing left */
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static int no_channels(void *arg) { return relock__pubsub_channels(&((relock_client_t *)arg)->pubsub) == 0; }
+
+static void test_cancel_during_wait(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub), 1);
+  assert_int_equal(relock_future_cancel(wait), 1);
+  assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_CANCELLED);
+  relock_future_release(wait);
+  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub) <= 1, 1); /* unsubscribing */
+  assert_int_equal(RELEASE(la, 1), 1);
+  relock_future_release(FX_CMD(fx->b, "PING")); /* let b's loop run */
+  assert_int_equal(value_of(relock_lock_is_locked_async(la)), 0); /* b did not take it */
+  /* The UNSUBSCRIBE is answered on the subscriber connection, in no order
+   * with the commands above (under valgrind it can come later). */
+  assert_true(fx_run_until(fx->b->loop, no_channels, fx->b, 2000));
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_cancel_races_a_successful_try(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  /* the lock is free: the try in flight will succeed on the server */
+  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_int_equal(relock_future_cancel(f), 1);
+  relock_future_release(f);
+  /* the acquisition is given back, never left held (nor renewed) */
+  assert_true(fx_run_until(fx->a->loop, key_gone, fx, 2000));
+  assert_int_equal(fx->a->renewal.holds.count, 0);
+  relock_lock_free(l);
+}
+
+static int joined_queue(void *arg) {
+  relock_client_t *c = arg;
+  return relock__pubsub_channels(&c->pubsub) == 1;
+}
+
+static void test_unlock_between_try_and_subscribe_is_not_missed(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  /* b tries, is told "held", and starts subscribing: its subscriber
+   * connection is not even connected yet */
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_true(fx_run_until(fx->b->loop, joined_queue, fx->b, 2000));
+  assert_int_not_equal(fx->b->pubsub.conn.state, RELOCK__CONN_READY);
+  /* now a releases, on a's loop: b runs nothing meanwhile, so the unlock
+   * message goes out before b's SUBSCRIBE */
+  assert_int_equal(RELEASE(la, 1), 1);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(relock_future_wait(wait, 5000), 0);
+  assert_int_equal(relock_future_bool(wait), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(500)); /* not the 10 s lease */
+  relock_future_release(wait);
+  assert_int_equal(RELEASE(lb, 2), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+typedef struct {
+  int done;
+  int acquired;
+} count_t;
+
+static void count_acquired(relock_future_t *f, void *arg) {
+  count_t *c = arg;
+  c->done++;
+  if (relock_future_error(f) == 0 && relock_future_bool(f))
+    c->acquired++;
+}
+
+static int one_acquired(void *arg) { return ((count_t *)arg)->acquired >= 1; }
+
+typedef struct {
+  count_t *c;
+  int n;
+} want_t;
+
+static int acquired_at_least(void *arg) {
+  want_t *w = arg;
+  return w->c->acquired >= w->n;
+}
+
+static void test_waiters_share_a_subscription_and_one_unlock_wakes_one(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  enum { N = 5 };
+  count_t c = {0, 0};
+  relock_future_t *waits[N];
+  for (int i = 0; i < N; i++) {
+    waits[i] = relock_lock_acquire_async(lb, 10 + (uint64_t)i, 20000, 10000);
+    relock_future_on_done(waits[i], count_acquired, &c);
+  }
+  relock_future_t *all = relock_future_all(waits, N, NULL);
+  assert_int_equal(relock_future_wait(all, 300), RELOCK_EPENDING); /* all subscribed and waiting */
+  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub), 1);
+  char buf[256];
+  relock_test_redis_cmd(fx->redis, buf, sizeof buf, "PUBSUB", "NUMSUB", "redisson_lock__channel:{res}", NULL);
+  assert_non_null(strstr(buf, ":1\r\n")); /* one subscription for five waiters */
+
+  /* the scripts are in Redis's cache already (a NOSCRIPT would count twice) */
+  relock_lock_t *warm = lock_of(fx->a, "warm-up");
+  assert_int_equal(ACQUIRE(warm, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(RELEASE(warm, 1), 1);
+  relock_lock_free(warm);
+  long long before = evalsha_calls(fx);
+  assert_int_equal(RELEASE(la, 1), 1); /* one evalsha: the release */
+  assert_true(fx_run_until(fx->b->loop, one_acquired, &c, 2000));
+  relock_future_release(FX_CMD(fx->b, "PING"));
+  assert_int_equal(evalsha_calls(fx) - before, 2); /* the release, and one waiter's try */
+  assert_int_equal(c.acquired, 1);
+  /* each release hands the lock to the next local waiter */
+  int released[N];
+  memset(released, 0, sizeof released);
+  for (int round = 1; round <= N; round++) {
+    want_t w = {&c, round};
+    assert_true(fx_run_until(fx->b->loop, acquired_at_least, &w, 2000));
+    assert_int_equal(c.acquired, round); /* one at a time */
+    /* Release this round's holder only: the next waiter may take the lock
+     * while the release's answer is read, and must wait for its own round
+     * rather than be released in this sweep. */
+    for (int i = 0; i < N; i++) {
+      if (!released[i] && relock_future_is_done(waits[i]) && relock_future_bool(waits[i])) {
+        assert_int_equal(RELEASE(lb, 10 + (uint64_t)i), 1);
+        released[i] = 1;
+        break;
+      }
+    }
+  }
+  assert_int_equal(relock_future_wait(all, 5000), 0);
+  relock_future_release(all);
+  for (int i = 0; i < N; i++)
+    relock_future_release(waits[i]);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_waiters_keep_their_place_across_subscriber_reconnect(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  uint64_t connects = fx->b->pubsub.conn.connects;
+  char reply[64];
+  relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "KILL", "TYPE", "pubsub", NULL);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING); /* re-checked, still held */
+  assert_true(fx->b->pubsub.conn.connects > connects);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(relock_future_wait(wait, 5000), 0);
+  assert_int_equal(relock_future_bool(wait), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(200));
+  relock_future_release(wait);
+  assert_int_equal(RELEASE(lb, 2), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  for (int round = 0; round < 5; round++) {
+    assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
+    relock_future_t *first = relock_lock_acquire_async(lb, 2, 10000, RELOCK_INFINITE);
+    assert_int_equal(relock_future_wait(first, 200), RELOCK_EPENDING); /* queued, subscribed */
+    relock_future_t *second = relock_lock_acquire_async(lb, 3, 10000, RELOCK_INFINITE);
+    relock_future_cancel(first); /* the last waiter leaves: UNSUBSCRIBE goes out... */
+    assert_int_equal(relock_future_wait(second, 200), RELOCK_EPENDING); /* ...as another joins */
+    uint64_t t0 = relock__now_ns();
+    assert_int_equal(RELEASE(la, 1), 1);
+    assert_int_equal(relock_future_wait(second, 5000), 0);
+    assert_int_equal(relock_future_bool(second), 1);
+    assert_true(fx_ms_since(t0) < fx_slack_ms(200)); /* heard, not the 60 s lease */
+    assert_int_equal(RELEASE(lb, 3), 1);
+    relock_future_release(first);
+    relock_future_release(second);
+  }
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_bounded_wait_bounds_retries_when_redis_is_down(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.command_timeout_ms = 200;
+  fx->cfg.retry_attempts = 5;
+  fx->cfg.retry_interval_ms = 100;
+  clients(fx);
+  relock_test_redis_stop(fx->redis);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  uint64_t t0 = relock__now_ns();
+  int err = error_of(relock_lock_acquire_async(l, 1, 250, RELOCK_INFINITE), NULL, 0);
+  assert_true(err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(900)); /* not 6 attempts of 200 ms + back-offs */
+  relock_lock_free(l);
+}
+
+/* -- lost locks -------------------------------------------------------------*/
+
+typedef struct {
+  int calls;
+  uint64_t owner;
+  int reason;
+  char message[512];
+  uint64_t at_ns;
+} lost_t;
+
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock;
+  lost_t *l = arg;
+  l->calls++;
+  l->owner = owner;
+  l->reason = reason;
+  l->at_ns = relock__now_ns();
+  snprintf(l->message, sizeof l->message, "%s", message);
+}
+
+static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
+
+static void test_lost_when_key_deleted(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  lost_t lost = {0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(ACQUIRE(l, 7, 0, RELOCK_INFINITE), 1);
+  uint64_t t0 = relock__now_ns();
+  relock_test_redis_cmd(fx->redis, NULL, 0, "DEL", "res", NULL);
+  assert_true(fx_run_until(fx->a->loop, was_lost, &lost, 2000));
+  assert_true((double)(lost.at_ns - t0) / 1e6 < fx_slack_ms(100 + 100)); /* one renewal period */
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.owner, 7);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_non_null(strstr(lost.message, "res"));
+  char msg[256];
+  assert_int_equal(error_of(relock_lock_release_async(l, 7), msg, sizeof msg), RELOCK_ELOST);
+  assert_non_null(strstr(msg, "lost"));
+  /* told once, and nothing is renewed any more */
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  relock_lock_free(l);
+}
+
+static void test_lost_when_redis_restarts_without_persistence(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 600;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  lost_t lost = {0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(relock_test_redis_restart(fx->redis), 0);
+  assert_true(fx_run_until(fx->a->loop, was_lost, &lost, 3000));
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  relock_lock_free(l);
+}
+
+static void test_held_across_restart_with_aof(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 600;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  lost_t lost = {0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(relock_test_redis_restart(fx->redis), 0);
+  uint64_t renewed = fx->a->renewal.renewed;
+  watch_t w = {fx, fx->a, relock__now_ns() + 1500 * 1000000ull, 0, 0};
+  fx_run_until(fx->a->loop, watch_held, &w, 5000);
+  assert_int_equal(w.gone, 0);
+  assert_int_equal(lost.calls, 0);
+  assert_true(fx->a->renewal.renewed > renewed); /* renewals resumed */
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(l);
+}
+
+static void test_lost_when_redis_unreachable_past_the_lease(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 600;
+  fx->cfg.command_timeout_ms = 100;
+  fx->cfg.retry_interval_ms = 20;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  lost_t lost = {0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  int ok = fx_run_until(fx->a->loop, was_lost, &lost, 3000);
+  relock_test_redis_resume(fx->redis);
+  assert_true(ok);
+  assert_int_equal(lost.reason, RELOCK_ETIMEDOUT);
+  double at = (double)(lost.at_ns - t0) / 1e6;
+  /* not before the lease less its drift margin (1% + 2 ms) could have run
+   * out: the hold is given up that much before Redis's own expiry */
+  assert_true(at >= 600.0 - (double)relock__validity_margin_ms(600));
+  assert_true(at < fx_slack_ms(600 + 250));
+  relock_lock_free(l);
+}
+
+/* -- scale ------------------------------------------------------------------*/
+
+static void test_thousand_locks_renewed_in_batches(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 900;
+  fx->cfg.command_timeout_ms = fx_slack_ms(2000);
+  clients(fx);
+  enum { N = 1000 };
+  relock_lock_t **locks = calloc(N, sizeof(*locks));
+  relock_future_t **fs = calloc(N, sizeof(*fs));
+  char name[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "many:%d", i);
+    locks[i] = lock_of(fx->a, name);
+    fs[i] = relock_lock_acquire_async(locks[i], 1, 0, RELOCK_INFINITE);
+  }
+  relock_future_t *all = relock_future_all(fs, N, NULL);
+  assert_int_equal(relock_future_wait(all, fx_slack_ms(10000)), 0);
+  relock_future_release(all);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(relock_future_bool(fs[i]), 1);
+    relock_future_release(fs[i]);
+  }
+  /* after one cycle the renewal script is cached: count from there */
+  uint64_t first = fx->a->renewal.cycles;
+  watch_t warm = {fx, fx->a, relock__now_ns() + 400 * 1000000ull, 0, 0};
+  fx_run_until(fx->a->loop, watch_held, &warm, 5000);
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  assert_true(fx->a->renewal.cycles > first);
+  uint64_t cycles = fx->a->renewal.cycles, batches = fx->a->renewal.batches;
+  long long calls = evalsha_calls(fx);
+  watch_t w = {fx, fx->a, relock__now_ns() + 1000 * 1000000ull, 0, 0};
+  fx_run_until(fx->a->loop, watch_held, &w, 5000);
+  relock_future_release(FX_CMD(fx->a, "PING")); /* the last batch answered */
+  uint64_t ran = fx->a->renewal.cycles - cycles;
+  assert_true(ran >= 2);
+  assert_int_equal(fx->a->renewal.batches - batches, ran * (N / RELOCK__RENEW_BATCH));
+  assert_true(evalsha_calls(fx) - calls <= (long long)(ran * (N / RELOCK__RENEW_BATCH)));
+  assert_int_equal(fx->a->renewal.lost, 0);
+  for (int i = 0; i < N; i++)
+    relock_lock_free(locks[i]); /* holds stay, until the client closes */
+  free(locks);
+  free(fs);
+}
+
+static void test_several_owners_of_one_client(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  clients(fx);
+  relock_lock_t *x = lock_of(fx->a, "x"), *y = lock_of(fx->a, "y");
+  assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(y, 2, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(x, 2, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  assert_int_equal(RELEASE(x, 1), 0);
+  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  watch_t w = {fx, fx->a, relock__now_ns() + 700 * 1000000ull, 0, 0};
+  fx_run_until(fx->a->loop, watch_held, &w, 3000); /* both outlive the 300 ms lease */
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "x", NULL), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "y", NULL), 1);
+  assert_int_equal(RELEASE(x, 1), 1);
+  assert_int_equal(fx->a->renewal.nrenewing, 1);
+  assert_int_equal(RELEASE(y, 2), 1);
+  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  relock_lock_free(x);
+  relock_lock_free(y);
+}
+
+/* -- mutual exclusion across processes --------------------------------------*/
+
+static void critical_sections(const relock_config_t *cfg, int n) {
+  relock_client_t *c = relock_client_new(NULL, cfg, NULL);
+  relock_lock_t *l = relock_lock_new(c, "counter-lock", NULL);
+  for (int i = 0; i < n; i++) {
+    if (relock_lock_lock(l, RELOCK_INFINITE) != 0)
+      _exit(10);
+    relock_future_t *f = relock_client_commandf_async(c, "GET counter");
+    if (relock_future_wait(f, 10000) != 0)
+      _exit(11);
+    const relock_reply_t *r = relock_future_reply(f);
+    long long v = r->type == RELOCK_REPLY_STRING ? atoll(r->str) : 0;
+    relock_future_release(f);
+    f = relock_client_commandf_async(c, "SET counter %lld", v + 1); /* not atomic: the lock is */
+    if (relock_future_wait(f, 10000) != 0)
+      _exit(12);
+    relock_future_release(f);
+    if (relock_lock_unlock(l) != 0)
+      _exit(13);
+  }
+  relock_lock_free(l);
+  relock_client_free(c);
+  _exit(0);
+}
+
+static void test_mutual_exclusion_across_processes(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
+  int per = relock_test_under_valgrind() ? 20 : 200;
+  enum { PROCS = 8 };
+  pid_t pids[PROCS];
+  for (int i = 0; i < PROCS; i++) {
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0)
+      critical_sections(&fx->cfg, per);
+  }
+  for (int i = 0; i < PROCS; i++) {
+    int status = 0;
+    assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  char buf[64];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, buf, sizeof buf, "GET", "counter", NULL), 0);
+  assert_int_equal(atoll(strchr(buf, '\n') + 1), PROCS * per);
+}
+
+/* -- the blocking API -------------------------------------------------------*/
+
+static void test_blocking_api(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(relock_lock_lock(l, RELOCK_INFINITE), 0);
+  assert_int_equal(relock_lock_lock(l, RELOCK_INFINITE), 0);
+  int64_t count = 0;
+  assert_int_equal(relock_lock_hold_count(l, &count), 0);
+  assert_int_equal(count, 2);
+  int flag = -1;
+  assert_int_equal(relock_lock_is_held_by_thread(l, &flag), 0);
+  assert_int_equal(flag, 1);
+  assert_int_equal(relock_lock_try_lock(lb, 0, RELOCK_INFINITE, &flag), 0); /* other client: busy */
+  assert_int_equal(flag, 0);
+  assert_int_equal(relock_lock_unlock(l), 0);
+  assert_int_equal(relock_lock_unlock(l), 0);
+  assert_int_equal(relock_lock_unlock(l), RELOCK_ENOTOWNER);
+  assert_int_equal(relock_lock_is_locked(l, &flag), 0);
+  assert_int_equal(flag, 0);
+  assert_int_equal(relock_lock_try_lock(lb, 100, 5000, &flag), 0);
+  assert_int_equal(flag, 1);
+  assert_int_equal(relock_lock_force_unlock(l, &flag), 0);
+  assert_int_equal(flag, 1);
+  assert_true(relock_thread_owner() > 0);
+  relock_lock_free(l);
+  relock_lock_free(lb);
+}
+
+typedef struct {
+  relock_lock_t *lock;
+  int result;
+} blocker_t;
+
+static void block_inside_callback(relock_future_t *f, void *arg) {
+  (void)f;
+  blocker_t *b = arg;
+  b->result = relock_lock_lock(b->lock, RELOCK_INFINITE);
+}
+
+static void test_blocking_inside_a_callback_would_block(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  blocker_t b = {l, 0};
+  relock_future_t *f = relock_client_commandf_async(fx->a, "PING");
+  relock_future_on_done(f, block_inside_callback, &b);
+  assert_int_equal(relock_future_wait(f, 5000), 0);
+  assert_int_equal(b.result, RELOCK_EWOULDBLOCK);
+  assert_int_equal(value_of(relock_lock_is_locked_async(l)), 0); /* nothing was started */
+  relock_future_release(f);
+  relock_lock_free(l);
+}
+
+static void test_close_fails_pending_acquires(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  relock_client_free(fx->b);
+  fx->b = NULL;
+  assert_int_equal(relock_future_error(wait), RELOCK_ECLOSED);
+  relock_future_release(wait);
+  relock_lock_free(lb); /* after its client: still fine */
+  relock_lock_free(la);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_acquire_release_reentrant),
+      T(test_release_by_non_owner),
+      T(test_invalid_arguments),
+      T(test_wrong_type_is_a_server_error),
+      T(test_fixed_lease_expires_unrenewed),
+      T(test_watchdog_keeps_lock_ten_times_its_timeout),
+      T(test_renewal_stops_at_release),
+      T(test_kill9_holder_frees_within_watchdog_timeout),
+      T(test_try_once_and_deadline),
+      T(test_waiter_acquires_a_round_trip_after_release),
+      T(test_force_release_wakes_waiter),
+      T(test_cancel_during_wait),
+      T(test_cancel_races_a_successful_try),
+      T(test_unlock_between_try_and_subscribe_is_not_missed),
+      T(test_waiters_share_a_subscription_and_one_unlock_wakes_one),
+      T(test_waiters_keep_their_place_across_subscriber_reconnect),
+      T(test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock),
+      T(test_bounded_wait_bounds_retries_when_redis_is_down),
+      T(test_lost_when_key_deleted),
+      T(test_lost_when_redis_restarts_without_persistence),
+      cmocka_unit_test_setup_teardown(test_held_across_restart_with_aof, setup_aof, teardown),
+      T(test_lost_when_redis_unreachable_past_the_lease),
+      T(test_thousand_locks_renewed_in_batches),
+      T(test_several_owners_of_one_client),
+      T(test_mutual_exclusion_across_processes),
+      T(test_blocking_api),
+      T(test_blocking_inside_a_callback_would_block),
+      T(test_close_fails_pending_acquires),
+  };
+#undef T
+  if (!relock_test_redis_available())
+    RELOCK_TEST_SKIP_ALL("redis-server not found: install the Debian package redis-server");
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("lock", tests, NULL, NULL);
+}

@@ -1,0 +1,555 @@
+/* Regression tests of the lock's safety rules (docs/SAFETY.md), each against
+ * a real redis-server, with real faults: the test proxy delays, stalls or
+ * black-holes traffic, the server is paused (SIGSTOP) or kept busy.
+ *
+ * "Acquired" always means held: a retried acquisition answers "acquired"
+ * only while its field exists; an answer later than the lease is never
+ * reported; what a lost, late or abandoned try took is given back; a
+ * bounded wait bounds the try in flight; re-entry never shortens a lease;
+ * an unconfirmed subscription does not make a waiter sleep through an
+ * unlock; lost and expired holds leave the registry; the hold's validity
+ * can be asked for locally and checked against Redis. */
+#include <config.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/client_fixture.h"
+#include "base/hashtab.h"
+#include "objects/lock_impl.h"
+#include "support/proxy.h"
+#include "redis/scripts.h"
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_test_proxy_t *proxy;
+  relock_config_t cfg;    /* straight to the server */
+  relock_config_t via;    /* through the proxy */
+  relock_client_t *a;     /* the client under test (through the proxy where it matters) */
+  relock_client_t *b;     /* a contender, straight to the server */
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
+  if (fx->proxy == NULL)
+    return -1;
+  fx_config(&fx->cfg, fx->redis, 0);
+  fx->via = fx->cfg;
+  fx->via.port = relock_test_proxy_port(fx->proxy);
+  /* Scripts loaded up front: a NOSCRIPT fallback would re-send a script
+   * after the commands queued behind it, and these tests watch order. */
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  relock_test_proxy_stop(fx->proxy);
+  relock_test_redis_free(fx->redis);
+  free(fx);
+  return 0;
+}
+
+static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
+  relock_lock_t *l = relock_lock_new(c, name, NULL);
+  assert_non_null(l);
+  return l;
+}
+
+/* Waits for f; returns its error and (on success) its value in *v. */
+static int outcome(relock_future_t *f, int64_t *v, char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(20000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  if (r == 0 && v != NULL)
+    *v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  if (msg != NULL)
+    snprintf(msg, size, "%s", relock_future_message(f));
+  relock_future_release(f);
+  return r;
+}
+
+static int64_t value_of(relock_future_t *f) {
+  int64_t v = -999;
+  char msg[256];
+  int r = outcome(f, &v, msg, sizeof msg);
+  if (r != 0)
+    fail_msg("operation failed: %s (%s)", msg, relock_err_name(r));
+  return v;
+}
+
+/* The hold count of owner's field of l in Redis (0: no field). */
+static long long raw_count(fx_t *fx, relock_lock_t *l, uint64_t owner) {
+  char field[RELOCK__FIELD_MAX], buf[128];
+  relock__lock_field(l, owner, field);
+  assert_int_equal(relock_test_redis_cmd(fx->redis, buf, sizeof buf, "HGET", relock_lock_name(l), field, NULL), 0);
+  return buf[0] == '$' && buf[1] != '-' ? atoll(strchr(buf, '\n') + 1) : 0;
+}
+
+typedef struct {
+  fx_t *fx;
+  relock_lock_t *l;
+  uint64_t owner;
+  long long want;
+} count_is_t;
+
+static int count_is(void *arg) {
+  count_is_t *c = arg;
+  return raw_count(c->fx, c->l, c->owner) == c->want;
+}
+
+/* Runs c's loop until owner's count of l in Redis is want (or timeout_ms). */
+static int until_count(fx_t *fx, relock_client_t *c, relock_lock_t *l, uint64_t owner, long long want,
+                       int64_t timeout_ms) {
+  count_is_t arg = {fx, l, owner, want};
+  return fx_run_until(relock_client_loop(c), count_is, &arg, timeout_ms);
+}
+
+static int key_gone(void *arg) {
+  fx_t *fx = ((void **)arg)[0];
+  return fx_raw_int(fx->redis, "EXISTS", ((void **)arg)[1], NULL) == 0;
+}
+
+/* -- item 1: a retried acquisition, and a late answer ----------------------*/
+
+/* The acquire script, run by hand with one request id twice, as a retry
+ * after a lost reply would: by the retry the first hold has expired and
+ * another client holds the lock. The latch must not answer "acquired". */
+static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
+  fx_t *fx = *state;
+  fx->a = fx_client(&fx->cfg);
+  const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
+  const char *latch = "relock_lock_latch:{retried}:0123456789abcdef0123456789abcdef";
+  relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000");
+  assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL); /* A's first attempt took it; its reply was lost */
+  relock_future_release(f);
+  void *arg[2] = {fx, (char[]){"retried"}};
+  assert_true(fx_run_until(fx->a->loop, key_gone, arg, 2000)); /* A's lease ran out */
+  f = FX_CMD(fx->a, "EVAL", body, "2", "retried", "relock_lock_latch:{retried}:b", "30000", "B:1", "21000");
+  assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL); /* B holds it now */
+  relock_future_release(f);
+  f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000"); /* A's retry */
+  const relock_reply_t *r = fx_ok(f);
+  assert_int_equal(r->type, RELOCK_REPLY_INTEGER); /* B's remaining time, not "acquired" */
+  assert_true(r->integer > 0);
+  relock_future_release(f);
+}
+
+/* The same retry while the first hold is still there: acquired, counted once. */
+static void test_retried_acquire_while_held_counts_once(void **state) {
+  fx_t *fx = *state;
+  fx->a = fx_client(&fx->cfg);
+  const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
+  const char *latch = "relock_lock_latch:{once}:0123456789abcdef0123456789abcdef";
+  for (int attempt = 0; attempt < 2; attempt++) {
+    relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "once", latch, "30000", "A:1", "21000");
+    assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL);
+    relock_future_release(f);
+  }
+  assert_int_equal(fx_raw_int(fx->redis, "HINCRBY", "once", "A:1", "0", NULL), 1);
+}
+
+/* Every answer comes back later than the lease (the proxy holds each
+ * direction 150 ms; the lease is 200 ms): no try may be reported acquired,
+ * none may be left held, and a contender gets the lock. */
+static void test_answer_later_than_the_lease_is_not_acquired(void **state) {
+  fx_t *fx = *state;
+  fx->a = fx_client(&fx->via);
+  fx->b = fx_client(&fx->cfg);
+  relock_lock_t *la = lock_of(fx->a, "late"), *lb = lock_of(fx->b, "late");
+  relock_future_release(FX_CMD(fx->a, "PING")); /* connected before the delay */
+  relock_test_proxy_delay(fx->proxy, 150);
+  char msg[256];
+  int64_t v = -1;
+  int r = outcome(relock_lock_acquire_async(la, 1, 0, 200), &v, msg, sizeof msg);
+  assert_int_equal(r, RELOCK_ETIMEDOUT); /* on the old code: 0 with v = 1 */
+  assert_non_null(strstr(msg, "given back"));
+  assert_int_equal(relock_lock_validity_ms(la, 1), RELOCK_ENOTOWNER);
+  /* Waiting: tries keep coming back late; none counts, the wait ends. */
+  r = outcome(relock_lock_acquire_async(la, 1, 1500, 200), &v, msg, sizeof msg);
+  assert_true(r == 0 && v == 0);
+  relock_test_proxy_delay(fx->proxy, 0);
+  assert_true(until_count(fx, fx->a, la, 1, 0, 3000));
+  assert_int_equal(value_of(relock_lock_acquire_async(lb, 2, 2000, 30000)), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+/* -- item 4: re-entry never shortens a lease --------------------------------*/
+
+static void test_reentry_with_a_shorter_lease_keeps_the_longer(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 3000;
+  fx->a = fx_client(&fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "reenter");
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 100)), 1); /* re-entry, 100 ms */
+  int64_t ttl = value_of(relock_lock_remaining_ttl_async(l));
+  assert_true(ttl > 2500); /* on the old code: <= 100, and the watchdog hold dies */
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 0); /* one hold left */
+  ttl = value_of(relock_lock_remaining_ttl_async(l));
+  assert_true(ttl > 2500); /* a partial release keeps the watchdog's lease, not 100 ms */
+  /* A fixed lease re-entered with a shorter one keeps the longer too. */
+  relock_lock_t *f = lock_of(fx->a, "reenter-fixed");
+  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 10000)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 100)), 1);
+  assert_true(value_of(relock_lock_remaining_ttl_async(f)) > 9000);
+  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 0);
+  assert_true(value_of(relock_lock_remaining_ttl_async(f)) > 9000);
+  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 1);
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  relock_lock_free(l);
+  relock_lock_free(f);
+}
+
+/* -- item 5: an unconfirmed subscription ------------------------------------*/
+
+static int never(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+/* The waiter's subscriber connection is a black hole (the proxy accepts it
+ * and never answers), so its subscription is not confirmed; the holder
+ * unlocks meanwhile. With the holder's lease 10 s, a waiter trusting the
+ * TTL would sleep 10 s; it must take the lock within its poll cadence. */
+static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
+  fx_t *fx = *state;
+  fx->via.command_timeout_ms = 200;
+  fx->a = fx_client(&fx->via);
+  fx->b = fx_client(&fx->cfg);
+  relock_lock_t *la = lock_of(fx->a, "deaf"), *lb = lock_of(fx->b, "deaf");
+  assert_int_equal(value_of(relock_lock_acquire_async(lb, 2, 0, 10000)), 1);
+  relock_future_release(FX_CMD(fx->a, "PING")); /* the command connection is up */
+  relock_test_proxy_blackhole_accept(fx->proxy, 1); /* the subscriber connection will not be */
+  relock_future_t *w = relock_lock_acquire_async(la, 1, fx_slack_ms(5000), RELOCK_INFINITE);
+  /* Past the confirmation's timeout: the waiter is waiting, unsubscribed. */
+  fx_run_until(fx->a->loop, never, NULL, 400);
+  assert_false(relock_future_is_done(w));
+  char numsub[128];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, numsub, sizeof numsub, "PUBSUB", "NUMSUB",
+                                         "redisson_lock__channel:{deaf}", NULL), 0);
+  assert_non_null(strstr(numsub, "\r\n:0\r\n")); /* nobody subscribed */
+  assert_int_equal(value_of(relock_lock_release_async(lb, 2)), 1); /* published to nobody */
+  uint64_t t1 = relock__now_ns();
+  int64_t v = -1;
+  assert_int_equal(outcome(w, &v, NULL, 0), 0);
+  assert_int_equal(v, 1);
+  double ms = fx_ms_since(t1);
+  print_message("# acquired %.0f ms after an unlock it could not hear\n", ms);
+  assert_true(ms < fx_slack_ms(500)); /* polls every 50-100 ms; on the old code: ~10 s */
+  relock_test_proxy_blackhole_accept(fx->proxy, 0);
+  assert_int_equal(value_of(relock_lock_release_async(la, 1)), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+/* -- item 6: a deadline already passed is not 34 years away -----------------*/
+
+static void test_release_in_flight_past_the_deadline_keeps_the_check_near(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
+  fx->cfg.retry_attempts = 0;
+  fx->a = fx_client(&fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "inflight");
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  relock_future_t *rel = relock_lock_release_async(l, 1); /* stuck in the paused server */
+  uint64_t t0 = relock__now_ns();
+  uint64_t worst = 0;
+  while (fx_ms_since(t0) < 600) { /* the hold's deadline passes meanwhile */
+    ev_run(fx->a->loop, EVRUN_ONCE);
+    relock__timer_t *check = &fx->a->renewal.check;
+    if (relock__timer_pending(check) && check->deadline - fx->a->wheel.current > worst)
+      worst = check->deadline - fx->a->wheel.current;
+  }
+  assert_int_equal(relock_test_redis_resume(fx->redis), 0);
+  int64_t v = -1;
+  int r = outcome(rel, &v, NULL, 0);
+  assert_true(r == 0 || r == RELOCK_ELOST || r == RELOCK_ENOTOWNER);
+  /* in ticks of 10 ms: never further than a renewal period (old: ~2^40 ms) */
+  assert_true(worst <= 100);
+  relock_lock_free(l);
+}
+
+/* -- item 7: a failed acquisition leaves nothing behind ---------------------*/
+
+/* Each try reaches Redis and takes its hold, but the answer comes after the
+ * command timeout (the proxy holds each direction 300 ms; the timeout is
+ * 200 ms, no retries): the call fails, and the hold it took must be given
+ * back, leaving an earlier hold of the same owner counted once. */
+static void test_failed_acquire_gives_back_its_hold(void **state) {
+  fx_t *fx = *state;
+  fx->via.command_timeout_ms = 200;
+  fx->via.retry_attempts = 0;
+  fx->a = fx_client(&fx->via);
+  relock_lock_t *l = lock_of(fx->a, "failed");
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 30000)), 1); /* one hold before */
+  relock_test_proxy_delay(fx->proxy, 300);
+  assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+  assert_int_equal(outcome(relock_lock_acquire_async(l, 2, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+  relock_test_proxy_delay(fx->proxy, 0);
+  /* Both tries ran in Redis (owner 1 re-entered: 2); the undo follows them. */
+  assert_true(until_count(fx, fx->a, l, 1, 1, 3000)); /* on the old code: stays 2 */
+  assert_int_equal(raw_count(fx, l, 2), 0);
+  assert_int_equal(relock__renewal_find(&fx->a->renewal, l, 1)->count, 1);
+  assert_null(relock__renewal_find(&fx->a->renewal, l, 2));
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1); /* one release frees it */
+  relock_lock_free(l);
+}
+
+/* -- item 8: a bounded wait bounds the try in flight ------------------------*/
+
+static void test_bounded_wait_bounds_the_try_in_flight(void **state) {
+  fx_t *fx = *state;
+  fx->via.command_timeout_ms = 5000;
+  fx->a = fx_client(&fx->via);
+  relock_lock_t *l = lock_of(fx->a, "bounded");
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  relock_test_proxy_delay(fx->proxy, 700); /* a try takes 1.4 s */
+  uint64_t t0 = relock__now_ns();
+  char msg[256];
+  int r = outcome(relock_lock_acquire_async(l, 1, 300, RELOCK_INFINITE), NULL, msg, sizeof msg);
+  double ms = fx_ms_since(t0);
+  print_message("# a 300 ms wait with a 1.4 s try in flight ended after %.0f ms: %s\n", ms, msg);
+  assert_int_equal(r, RELOCK_ETIMEDOUT);
+  assert_non_null(strstr(msg, "did not answer within the 300 ms wait"));
+  assert_true(ms >= 290 && ms < fx_slack_ms(600)); /* on the old code: ~1400 ms, acquired */
+  /* The abandoned try ran in Redis later; what it took is given back. */
+  assert_true(until_count(fx, fx->a, l, 1, 1, 3000) || raw_count(fx, l, 1) == 0);
+  relock_test_proxy_delay(fx->proxy, 0);
+  assert_true(until_count(fx, fx->a, l, 1, 0, 5000));
+  assert_null(relock__renewal_find(&fx->a->renewal, l, 1));
+  relock_lock_free(l);
+}
+
+/* -- item 9: "not now" answers are retried ----------------------------------*/
+
+typedef struct {
+  const relock_test_redis_t *redis;
+  int rc;
+} busy_t;
+
+static void *run_busy_script(void *arg) {
+  busy_t *b = arg;
+  /* Busy for 800 ms; past busy-reply-threshold others get -BUSY. */
+  b->rc = relock_test_redis_cmd(b->redis, NULL, 0, "EVAL",
+                                "local t = redis.call('time'); local s = t[1] * 1000000 + t[2]; "
+                                "while true do t = redis.call('time'); "
+                                "if t[1] * 1000000 + t[2] - s > 800000 then break end end return 1",
+                                "0", NULL);
+  return NULL;
+}
+
+static void test_busy_server_is_retried(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.retry_interval_ms = 200;
+  fx->cfg.retry_attempts = 10;
+  fx->a = fx_client(&fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "busy");
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "CONFIG", "SET", "busy-reply-threshold", "50", NULL), 0);
+  relock_test_redis_set_cmd_timeout(fx->redis, 5000);
+  busy_t b = {fx->redis, -1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, run_busy_script, &b), 0);
+  struct timespec ts = {0, 200 * 1000000};
+  nanosleep(&ts, NULL); /* the script has been running past the threshold */
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  pthread_join(th, NULL);
+  assert_int_equal(b.rc, 0);
+  char info[4096];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, info, sizeof info, "INFO", "errorstats", NULL), 0);
+  assert_non_null(strstr(info, "errorstat_BUSY")); /* it was answered BUSY, and retried */
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  relock_lock_free(l);
+}
+
+/* -- item 11: the registry forgets what is over -----------------------------*/
+
+typedef struct {
+  int calls;
+  int reason;
+} lost_t;
+
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock;
+  (void)owner;
+  (void)message;
+  lost_t *l = arg;
+  l->calls++;
+  l->reason = reason;
+}
+
+static int registry_empty(void *arg) { return ((relock_client_t *)arg)->renewal.holds.count == 0; }
+
+static void test_lost_and_expired_holds_leave_the_registry(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  fx->a = fx_client(&fx->cfg);
+  fx->a->renewal.lost_kept_ms = 300;
+  relock_lock_t *l = lock_of(fx->a, "over");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 2, 0, 200)), 0); /* busy: nothing tracked */
+  relock_lock_t *f = lock_of(fx->a, "over-fixed");
+  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 200)), 1);
+  assert_int_equal(fx->a->renewal.holds.count, 2);
+  fx_raw_int(fx->redis, "DEL", "over", NULL);
+  assert_true(fx_run_until(fx->a->loop, registry_empty, fx->a, 2000)); /* old: both stay forever */
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ENOTOWNER);
+  relock_lock_free(l);
+  relock_lock_free(f);
+}
+
+/* A release within the time a lost hold is remembered reports the loss. */
+static void test_release_of_a_lost_hold_reports_it(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 300;
+  fx->a = fx_client(&fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "lostrel");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  fx_raw_int(fx->redis, "DEL", "lostrel", NULL);
+  uint64_t t0 = relock__now_ns();
+  while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(2000))
+    ev_run(fx->a->loop, EVRUN_ONCE);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx->a->renewal.holds.count, 0);
+  relock_lock_free(l);
+}
+
+/* -- item 13: the tables' hash is keyed per process -------------------------*/
+
+static uint64_t hash_in_a_child(void) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, "lock-name", 9);
+    (void)!write(p[1], &h, sizeof h);
+    _exit(0);
+  }
+  uint64_t h = 0;
+  assert_int_equal(read(p[0], &h, sizeof h), (ssize_t)sizeof h);
+  waitpid(pid, NULL, 0);
+  close(p[0]);
+  close(p[1]);
+  return h;
+}
+
+static void test_table_hash_is_keyed_per_process(void **state) {
+  (void)state;
+  /* Nothing in this process hashed yet (children draw their own key):
+   * the same name hashes differently in each, so colliding names cannot
+   * be computed in advance. */
+  uint64_t a = hash_in_a_child(), b = hash_in_a_child(), c = hash_in_a_child();
+  assert_true(a != b || b != c);
+  /* Within one process it is a function. */
+  assert_true(relock__hash_bytes(RELOCK__HASH_SEED, "x", 1) == relock__hash_bytes(RELOCK__HASH_SEED, "x", 1));
+  assert_true(relock__hash_bytes(RELOCK__HASH_SEED, "x", 1) != relock__hash_bytes(RELOCK__HASH_SEED, "y", 1));
+}
+
+/* -- is it still mine? ------------------------------------------------------*/
+
+static void test_validity_is_local_and_validate_asks_redis(void **state) {
+  fx_t *fx = *state;
+  fx->cfg.watchdog_timeout_ms = 600;
+  fx->cfg.command_timeout_ms = 100;
+  fx->cfg.retry_interval_ms = 20;
+  fx->a = fx_client(&fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "mine");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ENOTOWNER);
+  assert_int_equal(relock_lock_validity_ms(NULL, 1), RELOCK_EINVAL);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  int64_t v = relock_lock_validity_ms(l, 1);
+  assert_true(v > 450 && v <= 600 - 8); /* the lease less 1% + 2 ms */
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 1);
+  assert_true(relock_lock_validity_ms(l, 1) > 500); /* renewed on the way */
+
+  /* Redis frozen: no renewal gets through, validity runs down to 0 without
+   * any network, and the hold is lost when it does (never later). */
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  uint64_t t0 = relock__now_ns();
+  int64_t last = relock_lock_validity_ms(l, 1);
+  while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(3000)) {
+    ev_run(fx->a->loop, EVRUN_ONCE);
+    int64_t now = relock_lock_validity_ms(l, 1);
+    if (now >= 0) {
+      assert_true(now <= last);
+      last = now;
+    }
+  }
+  assert_int_equal(relock_test_redis_resume(fx->redis), 0);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ETIMEDOUT);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 0);
+
+  /* Deleted behind its back: validate finds out at once. */
+  fx->a->renewal.lost_kept_ms = 0;
+  relock_lock_t *m = lock_of(fx->a, "mine2");
+  relock_lock_on_lost(m, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(m, 1, 0, RELOCK_INFINITE)), 1);
+  fx_raw_int(fx->redis, "DEL", "mine2", NULL);
+  assert_int_equal(value_of(relock_lock_validate_async(m, 1)), 0);
+  assert_int_equal(lost.calls, 2);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+
+  /* A fixed lease: validity from its lease, validate does not extend it. */
+  relock_lock_t *f = lock_of(fx->a, "mine3");
+  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 400)), 1);
+  v = relock_lock_validity_ms(f, 1);
+  assert_true(v > 250 && v <= 400 - 6);
+  assert_int_equal(value_of(relock_lock_validate_async(f, 1)), 1);
+  assert_true(relock_lock_validity_ms(f, 1) <= v);
+  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 1);
+  assert_int_equal(relock_lock_validity_ms(f, 1), RELOCK_ENOTOWNER);
+  assert_int_equal(value_of(relock_lock_validate_async(f, 1)), 0);
+  relock_lock_free(l);
+  relock_lock_free(m);
+  relock_lock_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_table_hash_is_keyed_per_process),
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+      T(test_retried_acquire_after_expiry_is_not_acquired),
+      T(test_retried_acquire_while_held_counts_once),
+      T(test_answer_later_than_the_lease_is_not_acquired),
+      T(test_reentry_with_a_shorter_lease_keeps_the_longer),
+      T(test_unlock_while_the_subscription_is_unconfirmed),
+      T(test_release_in_flight_past_the_deadline_keeps_the_check_near),
+      T(test_failed_acquire_gives_back_its_hold),
+      T(test_bounded_wait_bounds_the_try_in_flight),
+      T(test_busy_server_is_retried),
+      T(test_lost_and_expired_holds_leave_the_registry),
+      T(test_release_of_a_lost_hold_reports_it),
+      T(test_validity_is_local_and_validate_asks_redis),
+#undef T
+  };
+  if (!relock_test_redis_available())
+    RELOCK_TEST_SKIP_ALL("redis-server not found: install the Debian package redis-server");
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("lock_safety", tests, NULL, NULL);
+}
