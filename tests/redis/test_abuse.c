@@ -387,7 +387,7 @@ static int row_probe(const char *input, const fate_t *f, const char *expected, c
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *a;
   relock_client_t *b;
 } fx_t;
@@ -409,7 +409,7 @@ static int setup(void **state) {
     free(fx);
     return -1;
   }
-  fx_config(&fx->cfg, fx->redis, 1);
+  fx->cfg = fx_options(fx->redis, 1);
   *state = fx;
   stage("setup");
   signal(SIGALRM, on_hang);
@@ -423,20 +423,21 @@ static int teardown(void **state) {
   relock_client_free(fx->a);
   relock_client_free(fx->b);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
   free(fx);
   return 0;
 }
 
 static void clients(fx_t *fx) {
-  fx->a = fx_client(&fx->cfg);
-  fx->b = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
 }
 
 static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
-  int err = -1;
+  relock_error_t err = {-1, ""};
   relock_lock_t *l = relock_lock_new(c, name, &err);
   assert_non_null(l);
-  assert_int_equal(err, 0);
+  assert_int_equal(err.code, 0);
   return l;
 }
 
@@ -585,7 +586,7 @@ static void test_invalid_args_futures_and_errors(void **state) {
 /* A command with a NULL string among its arguments, in a child: it may
  * crash where the library does not check. */
 typedef struct {
-  const relock_config_t *cfg;
+  const relock_options_t *cfg;
 } child_cfg_t;
 
 static void child_null_argv_element(int fd, void *arg) {
@@ -635,8 +636,8 @@ static void test_invalid_args_client(void **state) {
   memset(&err, 0, sizeof err);
   row_rc("relock_config_validate(NULL, &err)", relock_config_validate(NULL, &err), RELOCK_EINVAL);
   row_rc("relock_config_validate(NULL, NULL)", relock_config_validate(NULL, NULL), RELOCK_EINVAL);
-  relock_config_t cfg;
-  relock_config_init(&cfg);
+  relock_options_t *cfg;
+  cfg = relock_options_new(NULL);
   row_rc("relock_config_from_url(NULL, url, &err)", relock_config_from_url(NULL, "redis://h", &err),
          RELOCK_EINVAL);
   row_rc("relock_config_from_url(cfg, NULL, &err)", relock_config_from_url(&cfg, NULL, &err), RELOCK_EINVAL);
@@ -653,7 +654,7 @@ static void test_invalid_args_client(void **state) {
   relock_client_free(c);
   struct {
     const char *what;
-    relock_config_t cfg;
+    relock_options_t *cfg;
   } bad[16];
   size_t nbad = 0;
   char long_id[70];
@@ -711,7 +712,7 @@ static void test_invalid_args_client(void **state) {
   row_null_future("relock_client_command_async(c, INT_MIN, argv, NULL)",
                   relock_client_command_async(fx->a, INT_MIN, ping, NULL));
   row_null_future("relock_client_command_async(c, 1, NULL, NULL)", relock_client_command_async(fx->a, 1, NULL, NULL));
-  child_cfg_t cc = {&fx->cfg};
+  child_cfg_t cc = {fx->cfg};
   fate_t fate = probe(child_null_argv_element, &cc, 10000);
   row_probe("relock_client_command_async(c, 2, {\"GET\", NULL}, NULL) (in a child)", &fate, "NULL", NULL);
   const char *empty_name[] = {""};
@@ -865,7 +866,7 @@ static int caught(const fate_t *f) {
 static void test_future_released_twice(void **state) {
   fx_t *fx = *state;
   table("futures released twice (caught by an assertion in debug builds)");
-  child_cfg_t cc = {&fx->cfg};
+  child_cfg_t cc = {fx->cfg};
 #if defined(NDEBUG)
   row_skip("relock_future_release twice on a completed future", "SIGABRT (assertion)",
            "built with NDEBUG: the assertion is compiled out");
@@ -1170,7 +1171,7 @@ static void test_durations(void **state) {
 /* A configuration with one huge duration, used from a child: the library
  * may overflow (and a sanitizer stop it) where it does not bound them. */
 typedef struct {
-  relock_config_t cfg;
+  relock_options_t *cfg;
 } huge_cfg_t;
 
 static void child_huge_config(int fd, void *arg) {
@@ -1234,7 +1235,7 @@ static void test_huge_configured_durations(void **state) {
     else
       *(int64_t *)((char *)&h.cfg + fields[i].offset) = INT64_MAX;
     if (fields[i].offset == offsetof(relock_config_t, reconnect_max_ms))
-      h.cfg.reconnect_min_ms = INT64_MAX;
+      fx_set_ms(h.cfg, RELOCK_OPT_RECONNECT_MIN, INT64_MAX);
     fate_t fate = probe(child_huge_config, &h, 30000);
     char input[120];
     snprintf(input, sizeof input, "config %s: PING, acquire, release", fields[i].label);
@@ -1276,9 +1277,9 @@ static void test_owners(void **state) {
   fx_t *fx = *state;
   static char long_id[65];
   memset(long_id, 'Z', 64);
-  fx->b = fx_client(&fx->cfg);
-  fx->cfg.client_id = long_id; /* the longest id: the field is at its longest too */
-  fx->a = fx_client(&fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, long_id); /* the longest id: the field is at its longest too */
+  fx->a = fx_client(fx->cfg);
   table("owners: 0, UINT64_MAX, next to each other");
   relock_lock_t *l = lock_of(fx->a, "o");
   stage("owner 0");
@@ -1473,7 +1474,7 @@ static void closed_rows(relock_client_t *c, relock_lock_t *l, const char *when) 
 /* Releases around a close, each in a child: they reach the renewal registry,
  * which close has already torn down. */
 typedef struct {
-  const relock_config_t *cfg;
+  const relock_options_t *cfg;
   int mode;
 } release_close_t;
 
@@ -1565,7 +1566,7 @@ static void test_after_close(void **state) {
       {UNLOCK_AFTER_CLOSE, "relock_lock_unlock of a hold, after relock_client_close (child)", NULL},
   };
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    release_close_t arg = {&fx->cfg, rel[i].mode};
+    release_close_t arg = {fx->cfg, rel[i].mode};
     fate_t fate = probe(child_release_and_close, &arg, 20000);
     row_probe(rel[i].input, &fate, "RELOCK_ECLOSED", rel[i].alternative);
   }
@@ -1668,8 +1669,8 @@ static void test_wrong_types(void **state) {
 
   stage("a held lock's key replaced by a string");
   relock_client_free(fx->a);
-  fx->cfg.watchdog_timeout_ms = 300;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *good = lock_of(fx->a, "good"), *victim = lock_of(fx->a, "victim");
   lost_t lost[2] = {{0, 0}, {0, 0}};
   relock_lock_on_lost(good, on_lost, &lost[0]);
@@ -1697,9 +1698,9 @@ static void test_wrong_types(void **state) {
 
 static relock_client_t *client_as(fx_t *fx, const char *user) {
   relock_config_t cfg = fx->cfg;
-  cfg.username = user;
-  cfg.password = "pw";
-  return fx_client(&cfg);
+  fx_set_str(cfg, RELOCK_OPT_USERNAME, user);
+  fx_set_str(cfg, RELOCK_OPT_PASSWORD, "pw");
+  return fx_client(cfg);
 }
 
 static void test_server_errors_acl(void **state) {
@@ -2144,13 +2145,13 @@ static void test_not_redis(void **state) {
     stage(fc->label);
     fake_t *s = fake_start(fc->greeting, fc->greeting_len, fc->close_on_accept, fc->answer, fc->answer_len);
     relock_config_t cfg = fx->cfg;
-    cfg.unix_path = NULL;
-    cfg.host = "127.0.0.1";
-    cfg.port = s->port;
-    cfg.command_timeout_ms = fx_slack_ms(300);
-    cfg.connect_timeout_ms = fx_slack_ms(300);
-    cfg.retry_attempts = 1;
-    cfg.retry_interval_ms = 50;
+    fx_set_str(cfg, RELOCK_OPT_UNIX_PATH, NULL);
+    fx_set_str(cfg, RELOCK_OPT_HOST, "127.0.0.1");
+    fx_set_int(cfg, RELOCK_OPT_PORT, s->port);
+    fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(300));
+    fx_set_ms(cfg, RELOCK_OPT_CONNECT_TIMEOUT, fx_slack_ms(300));
+    fx_set_int(cfg, RELOCK_OPT_RETRY_ATTEMPTS, 1);
+    fx_set_ms(cfg, RELOCK_OPT_RETRY_INTERVAL, 50);
     fate_t fate = probe(child_not_redis, &cfg, 60000);
     fake_stop(s);
     /* two attempts of 300 ms, a back-off and connecting: a few seconds at most */
@@ -2230,8 +2231,8 @@ static void test_malformed_urls(void **state) {
       "unix:///tmp/r.sock?&",
       "unix:///tmp/r.sock?password=pw&x=1",
   };
-  relock_config_t cfg;
-  relock_config_init(&cfg);
+  relock_options_t *cfg;
+  cfg = relock_options_new(NULL);
   const char *host0 = cfg.host;
   for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
     stage(urls[i]);
@@ -2246,7 +2247,7 @@ static void test_malformed_urls(void **state) {
         "RELOCK_EINVAL + message, config unchanged", "%s: %s%s", rc_name(rc), err.message,
         unchanged ? "" : " (config CHANGED)");
     relock_config_cleanup(&cfg);
-    relock_config_init(&cfg);
+    cfg = relock_options_new(NULL);
   }
   stage("secrets stay out of messages");
   static const char *const secret_urls[] = {
@@ -2267,7 +2268,7 @@ static void test_malformed_urls(void **state) {
     row(rc == RELOCK_EINVAL && strstr(err.message, "s3cr3t") == NULL, input,
         "RELOCK_EINVAL, \"s3cr3t\" not in the message", "%s: %s", rc_name(rc), err.message);
     relock_config_cleanup(&cfg);
-    relock_config_init(&cfg);
+    cfg = relock_options_new(NULL);
   }
   stage("huge URLs");
   size_t n = (size_t)1 << 20;
