@@ -88,15 +88,17 @@ static inline void bench_die(const char *what, int err) {
 /* A client for host:port on loop (NULL: its own), with a command timeout
  * long enough for the deep pipelines the benchmarks build. */
 static inline relock_client_t *bench_client(struct ev_loop *loop, const char *host, int port, int64_t watchdog_ms) {
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  cfg.host = host;
-  cfg.port = port;
-  cfg.command_timeout_ms = 30000;
-  if (watchdog_ms > 0)
-    cfg.watchdog_timeout_ms = watchdog_ms;
   relock_error_t err;
-  relock_client_t *c = relock_client_new(loop, &cfg, &err);
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL || relock_options_set_string(opts, RELOCK_OPT_HOST, host, &err) != 0 ||
+      relock_options_set_int(opts, RELOCK_OPT_PORT, port, &err) != 0 ||
+      relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, 30000, &err) != 0 ||
+      (watchdog_ms > 0 && relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms, &err) != 0)) {
+    fprintf(stderr, "options: %s\n", err.message);
+    exit(1);
+  }
+  relock_client_t *c = relock_client_new(loop, opts, &err);
+  relock_options_free(opts);
   if (c == NULL) {
     fprintf(stderr, "client: %s\n", err.message);
     exit(1);

@@ -39,13 +39,16 @@ int main(int argc, char **argv) {
   int rounds = argc > 4 ? atoi(argv[4]) : 5;
   int set = argc > 5 && strcmp(argv[5], "set") == 0;
 
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  cfg.host = argv[1];
-  cfg.port = atoi(argv[2]);
-  cfg.command_timeout_ms = 30000;
   relock_error_t err;
-  relock_client_t *client = relock_client_new(NULL, &cfg, &err);
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL || relock_options_set_string(opts, RELOCK_OPT_HOST, argv[1], &err) != 0 ||
+      relock_options_set(opts, RELOCK_OPT_PORT, argv[2], &err) != 0 ||
+      relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, 30000, &err) != 0) {
+    fprintf(stderr, "options: %s\n", err.message);
+    return 1;
+  }
+  relock_client_t *client = relock_client_new(NULL, opts, &err);
+  relock_options_free(opts);
   if (client == NULL) {
     fprintf(stderr, "client: %s\n", err.message);
     return 1;

@@ -25,15 +25,19 @@ static void print_reply(relock_future_t *f, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  relock_config_t config;
   relock_error_t err;
-  relock_config_init(&config);
-  if (argc > 1 && relock_config_from_url(&config, argv[1], &err) != 0) {
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  if (argc > 1 && relock_options_set_url(opts, argv[1], &err) != 0) {
     fprintf(stderr, "bad URL: %s\n", err.message);
+    relock_options_free(opts);
     return 2;
   }
-  relock_client_t *client = relock_client_new(NULL, &config, &err);
-  relock_config_cleanup(&config);
+  relock_client_t *client = relock_client_new(NULL, opts, &err);
+  relock_options_free(opts); /* the client copied what it needs */
   if (client == NULL) {
     fprintf(stderr, "cannot create client: %s\n", err.message);
     return 1;

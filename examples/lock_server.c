@@ -242,11 +242,11 @@ static void start_request(conn_t *c, size_t len) {
   ev_timer_stop(srv->loop, &c->timeout);
   if (++srv->requests == srv->limit)
     server_stop(srv); /* as a signal would: this request still completes */
-  int err = 0;
+  relock_error_t err;
   if (len == 0 || memchr(c->in, '\0', len) != NULL) {
     set_reply(c, "ERR a request is one line: a lock name");
   } else if ((c->lock = relock_lock_new(srv->client, c->in, &err)) == NULL) {
-    set_reply(c, "ERR %s", relock_strerror(err));
+    set_reply(c, "ERR %s", relock_strerror(err.code));
   } else {
     c->owner = ++srv->next_owner;
     start_step(c, LOCKING, relock_lock_acquire_async(c->lock, c->owner, WAIT_MS, RELOCK_INFINITE));
@@ -473,20 +473,24 @@ int main(int argc, char **argv) {
     }
   }
 
-  relock_config_t config;
   relock_error_t err;
-  relock_config_init(&config);
-  if (relock_config_from_url(&config, url, &err) != 0) {
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL) {
+    fprintf(stderr, "lock_server: %s\n", err.message);
+    return 1;
+  }
+  if (relock_options_set_url(opts, url, &err) != 0) {
     fprintf(stderr, "lock_server: bad URL: %s\n", err.message);
+    relock_options_free(opts);
     return 2;
   }
   if ((srv.loop = EV_DEFAULT) == NULL) {
-    relock_config_cleanup(&config);
+    relock_options_free(opts);
     fprintf(stderr, "lock_server: cannot make the libev loop\n");
     return 1;
   }
-  srv.client = relock_client_new(srv.loop, &config, &err); /* on the server's loop */
-  relock_config_cleanup(&config);
+  srv.client = relock_client_new(srv.loop, opts, &err); /* on the server's loop */
+  relock_options_free(opts);
   if (srv.client == NULL) {
     fprintf(stderr, "lock_server: cannot create client: %s\n", err.message);
     return 1;

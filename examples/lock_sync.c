@@ -11,23 +11,27 @@
 #include <relock/relock.h>
 
 int main(int argc, char **argv) {
-  relock_config_t config;
   relock_error_t err;
-  relock_config_init(&config);
-  if (relock_config_from_url(&config, argc > 1 ? argv[1] : "redis://127.0.0.1:6379", &err) != 0) {
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  if (relock_options_set_url(opts, argc > 1 ? argv[1] : "redis://127.0.0.1:6379", &err) != 0) {
     fprintf(stderr, "bad URL: %s\n", err.message);
+    relock_options_free(opts);
     return 2;
   }
-  relock_client_t *client = relock_client_new(NULL, &config, &err); /* on a loop of its own */
-  relock_config_cleanup(&config);
+  relock_client_t *client = relock_client_new(NULL, opts, &err); /* on a loop of its own */
+  relock_options_free(opts); /* the client copied what it needs */
   if (client == NULL) {
     fprintf(stderr, "cannot create client: %s\n", err.message);
     return 1;
   }
 
-  int rc;
-  relock_lock_t *lock = relock_lock_new(client, "example:lock", &rc);
-  if (lock != NULL && (rc = relock_lock_lock(lock, RELOCK_INFINITE)) == 0) {
+  relock_lock_t *lock = relock_lock_new(client, "example:lock", &err);
+  int rc = lock != NULL ? relock_lock_lock(lock, RELOCK_INFINITE) : err.code;
+  if (rc == 0) {
     /* The critical section: one holder of example:lock at a time. */
     relock_future_t *f = relock_client_commandf_async(client, "INCR example:lock:counter");
     if ((rc = relock_future_wait(f, 5000)) == 0)

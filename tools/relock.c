@@ -387,32 +387,40 @@ static int connect_client(run_t *r) {
     url = getenv("RELOCK_URL");
   if (url == NULL || url[0] == '\0')
     url = "redis://127.0.0.1:6379";
-  relock_config_t cfg;
   relock_error_t err;
-  relock_config_init(&cfg);
-  int rc = relock_config_from_url(&cfg, url, &err);
-  free(from_file);
-  if (rc != 0) {
+  relock_options_t *opts = relock_options_new(&err);
+  if (opts == NULL) {
+    free(from_file);
     say(0, "%s", err.message);
-    return EXIT_USAGE;
+    return EXIT_REDIS;
   }
-  cfg.client_name = "relock-cli";
-  if (o->timeout_ms > 0) {
-    cfg.command_timeout_ms = o->timeout_ms;
-    cfg.connect_timeout_ms = o->timeout_ms;
+  /* A value the options refuse is the user's to fix: a usage error. */
+  int rc = relock_options_set_url(opts, url, &err);
+  free(from_file);
+  if (rc == 0)
+    rc = relock_options_set_string(opts, RELOCK_OPT_CLIENT_NAME, "relock-cli", &err);
+  if (rc == 0 && o->timeout_ms > 0)
+    rc = relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, o->timeout_ms, &err);
+  if (rc == 0 && o->timeout_ms > 0)
+    rc = relock_options_set_ms(opts, RELOCK_OPT_CONNECT_TIMEOUT, o->timeout_ms, &err);
+  /* a CLI answers soon: one re-send, then it says why */
+  if (rc == 0)
+    rc = relock_options_set_int(opts, RELOCK_OPT_RETRY_ATTEMPTS, 1, &err);
+  if (rc == 0 && o->watchdog_ms > 0)
+    rc = relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, o->watchdog_ms, &err);
+  if (rc != 0) {
+    relock_options_free(opts);
+    say(0, "%s", err.message);
+    return rc == RELOCK_EINVAL ? EXIT_USAGE : EXIT_REDIS;
   }
-  cfg.retry_attempts = 1; /* a CLI answers soon: one re-send, then it says why */
-  if (o->watchdog_ms > 0)
-    cfg.watchdog_timeout_ms = o->watchdog_ms;
-  r->client = relock_client_new(r->loop, &cfg, &err);
-  relock_config_cleanup(&cfg);
+  r->client = relock_client_new(r->loop, opts, &err);
+  relock_options_free(opts);
   if (r->client == NULL) {
     say(0, "%s", err.message);
     return err.code == RELOCK_EINVAL ? EXIT_USAGE : EXIT_REDIS;
   }
-  int lerr;
-  if ((r->lock = relock_lock_new(r->client, r->name, &lerr)) == NULL) {
-    say(0, "invalid lock name: %s", relock_strerror(lerr));
+  if ((r->lock = relock_lock_new(r->client, r->name, &err)) == NULL) {
+    say(0, "invalid lock name: %s", relock_strerror(err.code));
     return EXIT_USAGE;
   }
   return 0;

@@ -1,5 +1,6 @@
-/* Error codes. Zero is success; every error is a negative number. Codes are
- * append-only: a released code never changes its number or meaning. */
+/* Error codes and the error record of calls that complete at once. Zero is
+ * success; every error is a negative number. Codes are append-only: a
+ * released code never changes its number or meaning. */
 #ifndef RELOCK_ERROR_H
 #define RELOCK_ERROR_H
 
@@ -43,6 +44,14 @@ RELOCK_EXTERN const char *relock_strerror(int err);
 /* The code's name ("RELOCK_ECONNLOST"). Never NULL: an unknown code gives
  * "RELOCK_EUNKNOWN". */
 RELOCK_EXTERN const char *relock_err_name(int err);
+
+/* The outcome of a call that completes at once but can fail in more than one
+ * way (constructors, options): the code and a message naming the problem.
+ * Every function taking one accepts NULL for "don't tell me why". */
+typedef struct relock_error {
+  int code;           /* 0 or a RELOCK_E* code */
+  char message[256];  /* "" on success */
+} relock_error_t;
 
 #ifdef __cplusplus
 }

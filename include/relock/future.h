@@ -113,8 +113,10 @@ RELOCK_EXTERN void relock_future_release(relock_future_t *future);
  * succeeded (value: n, an integer) if all succeeded, otherwise failed with
  * the error and message of the first one to fail (RELOCK_ECANCELED for a
  * cancelled one). Cancelling it cancels the inputs still pending.
- * All inputs must belong to the same loop; n >= 1. The inputs are retained
- * until they complete, so the caller may release them. Returns NULL with
+ * All inputs must belong to the same loop (a completed future of no loop,
+ * such as one refused for invalid arguments, goes with any); n >= 1. The
+ * inputs are retained until they complete, so the caller may release them.
+ * Returns NULL with
  * *err set on invalid arguments or out of memory (err may be NULL). */
 RELOCK_EXTERN relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, int *err);
 

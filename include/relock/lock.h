@@ -23,6 +23,7 @@
 
 #include <relock/client.h>
 #include <relock/common.h>
+#include <relock/error.h>
 #include <relock/future.h>
 
 #ifdef __cplusplus
@@ -38,8 +39,9 @@ typedef struct relock_lock relock_lock_t;
 /* A lock object for name (Redisson's getLock(name)). Cheap: it holds no
  * connection of its own, and several objects for one name see the same lock.
  * The name is copied; it may be any non-empty string without NUL. NULL with
- * *err set (err may be NULL) on invalid arguments or out of memory. */
-RELOCK_EXTERN relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, int *err);
+ * err set (RELOCK_EINVAL naming the argument, or RELOCK_ENOMEM) on invalid
+ * arguments or out of memory; err may be NULL. */
+RELOCK_EXTERN relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
 
 /* Frees the object. Holds taken through it stay held (and renewed) until
  * released through another object for the same name, or until they are
@@ -54,6 +56,11 @@ RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner
 
 /* -- asynchronous ----------------------------------------------------------*/
 
+/* Each returns a future, NULL only when out of memory. Invalid arguments (a
+ * NULL lock, a wait or lease out of range) give a future that has already
+ * failed with RELOCK_EINVAL and a message naming the argument; for a NULL
+ * lock it belongs to no loop (relock_future_wait returns at once). */
+
 /* Acquires (or re-enters) the lock for owner.
  *   wait_ms  RELOCK_INFINITE: wait as long as it takes (Redisson lock());
  *            0: try once (tryLock()); > 0: wait at most that long.
@@ -63,8 +70,7 @@ RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner
  * (not an error). It fails on errors (RELOCK_ESERVER with the server's text
  * for a key of the wrong type, connection errors after retries, ...).
  * Cancelling it stops the wait; if the lock was acquired on the server
- * meanwhile it is released again, never left held. NULL on invalid
- * arguments or out of memory. */
+ * meanwhile it is released again, never left held. */
 RELOCK_EXTERN relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms,
                                                          int64_t lease_ms);
 
@@ -117,7 +123,7 @@ RELOCK_EXTERN int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owne
 /* Asks Redis now. The future succeeds with a boolean: 1 if owner's hold is
  * still there (a watchdog hold is renewed on the way, so its validity
  * starts again), 0 if not (a watchdog hold is then declared lost, and the
- * lost callback runs). NULL on invalid arguments or out of memory. */
+ * lost callback runs). */
 RELOCK_EXTERN relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner);
 
 /* -- blocking --------------------------------------------------------------*/

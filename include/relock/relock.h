@@ -5,9 +5,11 @@
 
 #include <relock/client.h>
 #include <relock/common.h>
+#include <relock/config.h>
 #include <relock/error.h>
 #include <relock/future.h>
 #include <relock/lock.h>
+#include <relock/reply.h>
 #include <relock/version.h>
 
 #endif /* RELOCK_RELOCK_H */

@@ -1,5 +1,13 @@
-/* Error code names and descriptions: relock_strerror, relock_err_name. */
+/* Error code names and descriptions (relock_strerror, relock_err_name), and
+ * filling a relock_error_t (base/error.h). */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <relock/error.h>
+
+#include "base/error.h"
 
 const char *relock_strerror(int err) {
   switch (err) {
@@ -19,4 +27,18 @@ const char *relock_err_name(int err) {
 #undef XX
   }
   return "RELOCK_EUNKNOWN";
+}
+
+int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) {
+  if (err == NULL)
+    return code;
+  err->code = code;
+  err->message[0] = '\0';
+  if (fmt != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return code;
 }

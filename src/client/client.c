@@ -15,6 +15,7 @@
 
 #include "client/client_impl.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "future/promise.h"
 #include "redis/router.h"
 
@@ -104,13 +105,13 @@ static uint64_t seed(void) {
   return s != 0 ? s : 0x9e3779b97f4a7c15ull; /* xorshift must not start at 0 */
 }
 
-relock_client_t *relock_client_new(struct ev_loop *loop, const relock_config_t *config, relock_error_t *err) {
+relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts, relock_error_t *err) {
   relock_client_t *c = calloc(1, sizeof(*c));
   if (c == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
     return NULL;
   }
-  if (relock__settings_init(&c->settings, config, err) != 0) {
+  if (relock__settings_init(&c->settings, opts, err) != 0) {
     free(c);
     return NULL;
   }
@@ -180,11 +181,15 @@ static relock_future_t *send_request(relock_client_t *c, relock_future_t *f, rel
 
 relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const char *const *argv,
                                              const size_t *argvlen) {
-  if (c == NULL || argc <= 0 || argv == NULL)
-    return NULL;
+  if (c == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  if (argc <= 0)
+    return relock__future_failed(c->loop, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
+  if (argv == NULL)
+    return relock__future_failed(c->loop, RELOCK_EINVAL, "argv is NULL");
   for (int i = 0; i < argc; i++)
     if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
-      return NULL;
+      return relock__future_failed(c->loop, RELOCK_EINVAL, "argv[%d] is NULL", i);
   size_t small[16];
   size_t *lens = small;
   if (argvlen == NULL) {
@@ -208,18 +213,22 @@ relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const
 }
 
 relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *format, ...) {
-  if (c == NULL || format == NULL)
-    return NULL;
+  if (c == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  if (format == NULL)
+    return relock__future_failed(c->loop, RELOCK_EINVAL, "format is NULL");
   char *cmd = NULL;
   va_list ap;
   va_start(ap, format);
   int len = redisvFormatCommand(&cmd, format, ap);
   va_end(ap);
-  if (len <= 0)
+  if (len == -1) /* hiredis: out of memory */
     return NULL;
+  if (len <= 0)
+    return relock__future_failed(c->loop, RELOCK_EINVAL, "invalid format \"%.40s\"", format);
   if (strncmp(cmd, "*0\r\n", 4) == 0) { /* no arguments: nothing to send */
     redisFreeCommand(cmd);
-    return NULL;
+    return relock__future_failed(c->loop, RELOCK_EINVAL, "the format \"%.40s\" makes a command of no words", format);
   }
   relock_future_t *f = relock__future_new(c->loop);
   relock__request_t *req = NULL;
@@ -250,7 +259,8 @@ relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel
   if (out != NULL)
     *out = NULL;
   if (c == NULL || channel == NULL || cb == NULL || out == NULL)
-    return NULL;
+    return relock__future_failed(c != NULL ? c->loop : NULL, RELOCK_EINVAL, "%s is NULL",
+                                 c == NULL ? "client" : channel == NULL ? "channel" : cb == NULL ? "cb" : "sub");
   relock_subscription_t *sub = calloc(1, sizeof(*sub));
   if (sub == NULL)
     return NULL;

@@ -1,11 +1,13 @@
-/* The client's own copy of its configuration, made once at creation so that
- * nothing depends on the caller's strings afterwards. */
+/* The client's own copy of its options, validated and made once at
+ * creation, so that nothing depends on the caller's options object
+ * afterwards and the client reads plain fields. */
 #ifndef RELOCK_SETTINGS_H
 #define RELOCK_SETTINGS_H
 
 #include <stdint.h>
 
-#include <relock/client.h>
+#include <relock/config.h>
+#include <relock/error.h>
 
 typedef struct relock__settings {
   char *host;
@@ -27,16 +29,11 @@ typedef struct relock__settings {
   char address[300]; /* "host:port" or the socket path, for messages */
 } relock__settings_t;
 
-/* Validates config and copies it (generating the client id if unset).
- * Returns 0, RELOCK_EINVAL or RELOCK_ENOMEM with err filled; on error
- * nothing needs freeing. */
-int relock__settings_init(relock__settings_t *s, const relock_config_t *config, relock_error_t *err);
+/* Validates opts (NULL: the defaults) and copies them, generating the client
+ * id if unset. Returns 0, RELOCK_EINVAL or RELOCK_ENOMEM with err filled; on
+ * error nothing needs freeing. */
+int relock__settings_init(relock__settings_t *s, const relock_options_t *opts, relock_error_t *err);
 
 void relock__settings_cleanup(relock__settings_t *s);
-
-/* Fills err (which may be NULL) with code and a printf-style message. Returns
- * code. */
-int relock__error_set(relock_error_t *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif /* RELOCK_SETTINGS_H */

@@ -269,6 +269,17 @@ int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...) {
   return r;
 }
 
+relock_future_t *relock__future_failed(struct ev_loop *loop, int err, const char *fmt, ...) {
+  relock_future_t *f = relock__future_new(loop);
+  if (f == NULL)
+    return NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  relock__future_vfail(f, err, fmt, ap); /* no callback yet: nothing runs */
+  va_end(ap);
+  return f;
+}
+
 void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *arg) {
   check(f);
   f->cancel_fn = fn;
@@ -468,10 +479,21 @@ static relock_future_t *combine(relock_future_t *const *futures, size_t n, int i
   *err = RELOCK_EINVAL;
   if (futures == NULL || n == 0 || futures[0] == NULL)
     return NULL;
-  struct ev_loop *loop = relock_future_loop(futures[0]);
-  for (size_t i = 0; i < n; i++)
-    if (futures[i] == NULL || relock_future_loop(futures[i]) != loop)
+  /* A completed future of no loop (an operation refused at once, say) goes
+   * with any loop: it will never need one. */
+  struct ev_loop *loop = NULL;
+  int have_loop = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (futures[i] == NULL)
       return NULL;
+    struct ev_loop *l = relock_future_loop(futures[i]);
+    if (l == NULL && relock_future_is_done(futures[i]))
+      continue;
+    if (have_loop && l != loop)
+      return NULL;
+    loop = l;
+    have_loop = 1;
+  }
 
   *err = RELOCK_ENOMEM;
   combinator_t *c = calloc(1, sizeof(*c) + n * sizeof(c->inputs[0]));

@@ -35,6 +35,13 @@ int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...)
 int relock__future_vfail(relock_future_t *f, int err, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* A future on loop (NULL: on none, as for a call without a client) that
+ * has already failed with err and a printf-style message: what a public
+ * operation returns for invalid arguments. NULL only when out of memory.
+ * Waiting on it returns at once; callbacks added to it run at once. */
+relock_future_t *relock__future_failed(struct ev_loop *loop, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* The destructor a succeeded PTR future was given (NULL for any other
  * future), so that a reader can tell what kind of object the pointer is. */
 void (*relock__future_ptr_dtor(const relock_future_t *f))(void *);

@@ -11,6 +11,7 @@
 
 #include <relock/error.h>
 
+#include "base/error.h"
 #include "redis/call.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
@@ -48,18 +49,17 @@ char *relock__lock_derived_name(const relock_lock_t *lock, const char *prefix, c
   return s;
 }
 
-relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, int *err) {
-  int dummy;
-  if (err == NULL)
-    err = &dummy;
+relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err) {
   if (client == NULL || name == NULL || name[0] == '\0') {
-    *err = RELOCK_EINVAL;
+    relock__error_set(err, RELOCK_EINVAL, "%s", client == NULL ? "client is NULL"
+                                                : name == NULL ? "name is NULL"
+                                                               : "the lock name is empty");
     return NULL;
   }
   size_t len = strlen(name);
   relock_lock_t *lock = calloc(1, sizeof(*lock) + len + 1);
   if (lock == NULL) {
-    *err = RELOCK_ENOMEM;
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
     return NULL;
   }
   lock->client = client;
@@ -69,10 +69,10 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, int *e
   lock->channel = relock__lock_derived_name(lock, "redisson_lock__channel", NULL, &lock->channel_len);
   if (lock->channel == NULL) {
     free(lock);
-    *err = RELOCK_ENOMEM;
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
     return NULL;
   }
-  *err = 0;
+  relock__error_set(err, 0, NULL);
   return lock;
 }
 
@@ -266,7 +266,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
 
 relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_client_t *c = lock->client;
   release_t *op = malloc(sizeof(*op));
   relock_future_t *out = relock__future_new(c->loop);
@@ -308,7 +308,7 @@ static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t 
 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {lock->name, lock->channel, "0", "PUBLISH"};
   const size_t lens[] = {lock->len, lock->channel_len, 1, 7};
   return simple_call(lock, &relock__scripts[RELOCK__SCRIPT_LOCK_FORCE_RELEASE], 2, 4, argv, lens, reply_to_bool);
@@ -316,7 +316,7 @@ relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
 
 relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"EXISTS", lock->name};
   const size_t lens[] = {6, lock->len};
   return simple_call(lock, NULL, 0, 2, argv, lens, reply_to_bool);
@@ -324,7 +324,7 @@ relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
 
 relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   char field[RELOCK__FIELD_MAX];
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HEXISTS", lock->name, field};
@@ -334,7 +334,7 @@ relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owne
 
 relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   char field[RELOCK__FIELD_MAX];
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HGET", lock->name, field};
@@ -344,7 +344,7 @@ relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owne
 
 relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"PTTL", lock->name};
   const size_t lens[] = {4, lock->len};
   return simple_call(lock, NULL, 0, 2, argv, lens, reply_to_int);
@@ -360,6 +360,6 @@ int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
 
 relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
-    return NULL;
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   return relock__renewal_validate(&lock->client->renewal, lock, owner);
 }

@@ -150,15 +150,40 @@ static int64_t op_bound_ms(int64_t wait_ms) {
   return wait_ms + 4 * (command_timeout_ms + 200) + 3000;
 }
 
+/* Options the soak sets must be accepted; a refusal is a bug in the test. */
+static void opt_refused(const char *name, const relock_error_t *err) {
+  fprintf(stderr, "chaos: option %s: %s\n", name, err->message);
+  _exit(2);
+}
+
+static void opt_str(relock_options_t *opts, const char *name, const char *value) {
+  relock_error_t err;
+  if (relock_options_set_string(opts, name, value, &err) != 0)
+    opt_refused(name, &err);
+}
+
+static void opt_int(relock_options_t *opts, const char *name, int value) {
+  relock_error_t err;
+  if (relock_options_set_int(opts, name, value, &err) != 0)
+    opt_refused(name, &err);
+}
+
+static void opt_ms(relock_options_t *opts, const char *name, int64_t value) {
+  relock_error_t err;
+  if (relock_options_set_ms(opts, name, value, &err) != 0)
+    opt_refused(name, &err);
+}
+
 static void run_worker(int id, int port, uint64_t seed) {
   worker_slot_t *slot = &sh->w[id];
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  cfg.host = "127.0.0.1";
-  cfg.port = port;
+  relock_options_t *cfg = relock_options_new(NULL);
+  if (cfg == NULL)
+    _exit(2);
+  opt_str(cfg, RELOCK_OPT_HOST, "127.0.0.1");
+  opt_int(cfg, RELOCK_OPT_PORT, port);
   /* Warm up once, so that what the C library allocates for good on first use
    * (resolver, stdio, ...) is not taken for a leak of ours. */
-  relock_client_t *warm = relock_client_new(NULL, &cfg, NULL);
+  relock_client_t *warm = relock_client_new(NULL, cfg, NULL);
   relock_future_t *ping = relock_client_commandf_async(warm, "PING");
   relock_future_wait(ping, 10000);
   relock_future_release(ping);
@@ -166,13 +191,13 @@ static void run_worker(int id, int port, uint64_t seed) {
   int fds_before = count_fds();
   struct mallinfo2 before = mallinfo2();
   {
-    cfg.command_timeout_ms = command_timeout_ms;
-    cfg.connect_timeout_ms = command_timeout_ms;
-    cfg.retry_interval_ms = 200;
-    cfg.reconnect_min_ms = 20;
-    cfg.reconnect_max_ms = 300;
-    cfg.watchdog_timeout_ms = watchdog_ms;
-    worker_t w = {id, relock_client_new(NULL, &cfg, NULL)};
+    opt_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, command_timeout_ms);
+    opt_ms(cfg, RELOCK_OPT_CONNECT_TIMEOUT, command_timeout_ms);
+    opt_ms(cfg, RELOCK_OPT_RETRY_INTERVAL, 200);
+    opt_ms(cfg, RELOCK_OPT_RECONNECT_MIN, 20);
+    opt_ms(cfg, RELOCK_OPT_RECONNECT_MAX, 300);
+    opt_ms(cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms);
+    worker_t w = {id, relock_client_new(NULL, cfg, NULL)};
     if (w.client == NULL)
       _exit(2);
     relock_lock_t *locks[MAX_NAMES];
@@ -242,6 +267,7 @@ static void run_worker(int id, int port, uint64_t seed) {
     relock_client_free(w.client);
   }
   struct mallinfo2 after = mallinfo2();
+  relock_options_free(cfg); /* made before the measurement began */
   atomic_store(&slot->leaked_fds, count_fds() - fds_before);
   atomic_store(&slot->leaked_bytes, (long)after.uordblks - (long)before.uordblks);
   atomic_store(&slot->done, 1);
@@ -363,13 +389,15 @@ static int persistence_phase(void) {
   relock_test_redis_t *r = relock_test_redis_start(NULL);
   if (r == NULL)
     return -1;
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  cfg.unix_path = relock_test_redis_unix_path(r);
-  cfg.watchdog_timeout_ms = 900;
-  cfg.command_timeout_ms = 500;
-  cfg.reconnect_min_ms = 20;
-  relock_client_t *c = relock_client_new(NULL, &cfg, NULL);
+  relock_options_t *cfg = relock_options_new(NULL);
+  if (cfg == NULL)
+    return -1;
+  opt_str(cfg, RELOCK_OPT_UNIX_PATH, relock_test_redis_unix_path(r));
+  opt_ms(cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 900);
+  opt_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, 500);
+  opt_ms(cfg, RELOCK_OPT_RECONNECT_MIN, 20);
+  relock_client_t *c = relock_client_new(NULL, cfg, NULL);
+  relock_options_free(cfg);
   enum { HOLDERS = 4 };
   relock_lock_t *locks[HOLDERS];
   int told = 0;

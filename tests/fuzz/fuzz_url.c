@@ -1,26 +1,25 @@
-/* libFuzzer target: relock_config_from_url, relock_config_validate and
- * relock_config_cleanup. The input, up to its first NUL, is a URL.
+/* libFuzzer target: relock_options_set_url, relock_options_validate and the
+ * string options' checks. The input, up to its first NUL, is a URL.
  *
  * Invariants checked, beyond ASan and UBSan:
  * - On error: RELOCK_EINVAL in the result and in err, a non-empty message,
- *   and the config exactly as it was, its earlier parsed strings still
+ *   and the options exactly as they were, their earlier strings still
  *   readable.
  * - On success: an empty message, the fields the URL names and nothing else
  *   changed, a sensible host (or the unix path as written), a port 1-65535,
- *   db >= 0; relock_config_validate accepts the result; and a URL written
+ *   db >= 0; relock_options_validate accepts the result; and a URL written
  *   back from the fields parses to the same fields.
  * - A password never reaches a message: the URL is parsed again with a
  *   known password put in (as "redis://:<password>@..." or "?password=...",
  *   raw or percent-encoded), and no 4 bytes of it in a row may appear in the
  *   message unless they were in the input already.
- * - cleanup restores the defaults, and may be called twice.
- * - validate's rules for client_id and client_name, the input used as each,
- *   match an independent statement of them. */
+ * - The checks of client-id and client-name, the input set as each, match
+ *   an independent statement of them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <relock/client.h>
+#include <relock/config.h>
 #include <relock/error.h>
 
 #include "fuzz.h"
@@ -29,41 +28,73 @@
 #define DEFAULT_PORT 6379
 #define UNIX_PATH_MAX_LEN 107 /* sizeof sun_path - 1 on Linux */
 
-/* A config that already holds parsed strings, and fields the URL must not
+/* Options that already hold parsed strings, and options the URL must not
  * touch set to values other than their defaults. */
 static const char prior_url[] = "redis://prior-user:prior-secret@prior.example:7000/3";
 
-static void prior_config(relock_config_t *c) {
+/* Every option as read back (strings by identity: the object's own). */
+typedef struct view {
+  const char *host;
+  int port;
+  const char *unix_path;
+  const char *username;
+  const char *password;
+  int db;
+  const char *client_name;
+  int64_t connect_timeout_ms, command_timeout_ms, retry_interval_ms, reconnect_min_ms, reconnect_max_ms,
+      watchdog_timeout_ms, ping_interval_ms;
+  int retry_attempts;
+  const char *client_id;
+} view_t;
+
+static view_t view(const relock_options_t *o) {
+  view_t v;
+  memset(&v, 0, sizeof v); /* padding too: same_config compares bytes */
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_HOST, &v.host, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_int(o, RELOCK_OPT_PORT, &v.port, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_UNIX_PATH, &v.unix_path, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_USERNAME, &v.username, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_PASSWORD, &v.password, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_int(o, RELOCK_OPT_DB, &v.db, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_CLIENT_NAME, &v.client_name, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_CONNECT_TIMEOUT, &v.connect_timeout_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, &v.command_timeout_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_int(o, RELOCK_OPT_RETRY_ATTEMPTS, &v.retry_attempts, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_RETRY_INTERVAL, &v.retry_interval_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_RECONNECT_MIN, &v.reconnect_min_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_RECONNECT_MAX, &v.reconnect_max_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_string(o, RELOCK_OPT_CLIENT_ID, &v.client_id, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT, &v.watchdog_timeout_ms, NULL) == 0);
+  FUZZ_CHECK(relock_options_get_ms(o, RELOCK_OPT_PING_INTERVAL, &v.ping_interval_ms, NULL) == 0);
+  return v;
+}
+
+static relock_options_t *prior_options(void) {
   relock_error_t err;
-  relock_config_init(c);
-  c->client_name = "fuzz-name";
-  c->retry_attempts = 5;
-  c->command_timeout_ms = 1234;
-  c->watchdog_timeout_ms = 4321;
-  FUZZ_CHECK(relock_config_from_url(c, prior_url, &err) == RELOCK_OK);
+  relock_options_t *o = relock_options_new(&err);
+  FUZZ_CHECK(o != NULL);
+  FUZZ_CHECK(relock_options_set_string(o, RELOCK_OPT_CLIENT_NAME, "fuzz-name", &err) == RELOCK_OK);
+  FUZZ_CHECK(relock_options_set_int(o, RELOCK_OPT_RETRY_ATTEMPTS, 5, &err) == RELOCK_OK);
+  FUZZ_CHECK(relock_options_set_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, 1234, &err) == RELOCK_OK);
+  FUZZ_CHECK(relock_options_set_ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT, 4321, &err) == RELOCK_OK);
+  FUZZ_CHECK(relock_options_set_url(o, prior_url, &err) == RELOCK_OK);
+  return o;
 }
 
 static int same_str(const char *a, const char *b) {
   return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* Every field, pointers by identity. */
-static int same_config(const relock_config_t *a, const relock_config_t *b) {
-  return a->host == b->host && a->port == b->port && a->unix_path == b->unix_path && a->username == b->username &&
-         a->password == b->password && a->db == b->db && a->client_name == b->client_name &&
-         a->connect_timeout_ms == b->connect_timeout_ms && a->command_timeout_ms == b->command_timeout_ms &&
-         a->retry_attempts == b->retry_attempts && a->retry_interval_ms == b->retry_interval_ms &&
-         a->reconnect_min_ms == b->reconnect_min_ms && a->reconnect_max_ms == b->reconnect_max_ms &&
-         a->client_id == b->client_id && a->watchdog_timeout_ms == b->watchdog_timeout_ms && a->owned_ == b->owned_;
-}
+/* Every option, strings by identity. */
+static int same_config(const view_t *a, const view_t *b) { return memcmp(a, b, sizeof *a) == 0; }
 
-/* The fields no URL sets. */
-static int same_other_fields(const relock_config_t *a, const relock_config_t *b) {
+/* The options no URL sets. */
+static int same_other_fields(const view_t *a, const view_t *b) {
   return a->client_name == b->client_name && a->connect_timeout_ms == b->connect_timeout_ms &&
          a->command_timeout_ms == b->command_timeout_ms && a->retry_attempts == b->retry_attempts &&
          a->retry_interval_ms == b->retry_interval_ms && a->reconnect_min_ms == b->reconnect_min_ms &&
          a->reconnect_max_ms == b->reconnect_max_ms && a->client_id == b->client_id &&
-         a->watchdog_timeout_ms == b->watchdog_timeout_ms;
+         a->watchdog_timeout_ms == b->watchdog_timeout_ms && a->ping_interval_ms == b->ping_interval_ms;
 }
 
 static int message_ok(const relock_error_t *err) {
@@ -133,7 +164,7 @@ static char *put_encoded(char *o, const char *s) {
 static char *put_int(char *o, int v) { return o + sprintf(o, "%d", v); }
 
 /* The URL the fields of c came from, in its plainest form. */
-static char *write_url(const relock_config_t *c) {
+static char *write_url(const view_t *c) {
   size_t cap = 64 + 3 * (strlen(c->host) + (c->unix_path ? strlen(c->unix_path) : 0) +
                          (c->username ? strlen(c->username) : 0) + (c->password ? strlen(c->password) : 0));
   char *url = malloc(cap), *o = url;
@@ -185,29 +216,31 @@ static char *write_url(const relock_config_t *c) {
   return url;
 }
 
-static void check_round_trip(const relock_config_t *c) {
+static void check_round_trip(const view_t *c) {
   char *url = write_url(c);
-  relock_config_t again;
   relock_error_t err;
-  relock_config_init(&again);
-  int rc = relock_config_from_url(&again, url, &err);
+  relock_options_t *o = relock_options_new(NULL);
+  FUZZ_CHECK(o != NULL);
+  int rc = relock_options_set_url(o, url, &err);
   if (rc != RELOCK_OK)
     fprintf(stderr, "written back as %s: %s\n", url, err.message);
   FUZZ_CHECK(rc == RELOCK_OK);
+  view_t again = view(o);
   FUZZ_CHECK(strcmp(again.host, c->host) == 0);
   FUZZ_CHECK(again.port == c->port);
   FUZZ_CHECK(same_str(again.unix_path, c->unix_path));
   FUZZ_CHECK(same_str(again.username, c->username));
   FUZZ_CHECK(same_str(again.password, c->password));
   FUZZ_CHECK(again.db == c->db);
-  relock_config_cleanup(&again);
+  relock_options_free(o);
   free(url);
 }
 
 /* -- the URL as given -----------------------------------------------------------*/
 
-static void check_success(const relock_config_t *c, const relock_config_t *before, const char *url) {
-  FUZZ_CHECK(c->owned_ != NULL && c->owned_ != before->owned_);
+static void check_success(const relock_options_t *o, const view_t *before, const char *url) {
+  view_t v = view(o);
+  const view_t *c = &v;
   FUZZ_CHECK(same_other_fields(c, before));
   FUZZ_CHECK(c->db >= 0);
   FUZZ_CHECK(c->username == NULL || (c->password != NULL && c->username[0] != '\0'));
@@ -226,7 +259,7 @@ static void check_success(const relock_config_t *c, const relock_config_t *befor
     FUZZ_CHECK(c->port >= 1 && c->port <= 65535);
   }
   relock_error_t err;
-  int rc = relock_config_validate(c, &err);
+  int rc = relock_options_validate(o, &err);
   if (rc != RELOCK_OK)
     fprintf(stderr, "parsed, then refused by validate: %s\n", err.message);
   FUZZ_CHECK(rc == RELOCK_OK && err.code == RELOCK_OK && err.message[0] == '\0');
@@ -234,28 +267,24 @@ static void check_success(const relock_config_t *c, const relock_config_t *befor
 }
 
 static void check_url(const char *url) {
-  relock_config_t c, before;
   relock_error_t err;
-  prior_config(&c);
-  before = c;
+  relock_options_t *o = prior_options();
+  view_t before = view(o);
   memset(&err, 0x5a, sizeof err); /* so that "err was set" means something */
-  int rc = relock_config_from_url(&c, url, &err);
+  int rc = relock_options_set_url(o, url, &err);
   if (rc == RELOCK_OK) {
     FUZZ_CHECK(err.code == RELOCK_OK && err.message[0] == '\0');
-    check_success(&c, &before, url);
+    check_success(o, &before, url);
   } else {
     FUZZ_CHECK(rc == RELOCK_EINVAL && err.code == RELOCK_EINVAL && message_ok(&err));
+    view_t c = view(o);
     FUZZ_CHECK(same_config(&c, &before));
-    /* the earlier strings still belong to c: ASan would see them freed */
+    /* the earlier strings still belong to o: ASan would see them freed */
     FUZZ_CHECK(strcmp(c.host, "prior.example") == 0 && strcmp(c.username, "prior-user") == 0 &&
                strcmp(c.password, "prior-secret") == 0 && c.port == 7000 && c.db == 3);
-    FUZZ_CHECK(relock_config_validate(&c, NULL) == RELOCK_OK);
+    FUZZ_CHECK(relock_options_validate(o, NULL) == RELOCK_OK);
   }
-  relock_config_cleanup(&c);
-  FUZZ_CHECK(c.owned_ == NULL && strcmp(c.host, DEFAULT_HOST) == 0 && c.unix_path == NULL && c.username == NULL &&
-             c.password == NULL);
-  relock_config_cleanup(&c);
-  FUZZ_CHECK(same_other_fields(&c, &before));
+  relock_options_free(o);
 }
 
 /* -- passwords stay out of messages ------------------------------------------*/
@@ -278,10 +307,11 @@ static int leaks(const char *message, const char *secret, const char *url) {
 }
 
 static void check_canary(const char *url, const char *with_password, int password_first) {
-  relock_config_t c;
   relock_error_t err;
-  relock_config_init(&c);
-  if (relock_config_from_url(&c, with_password, &err) == RELOCK_OK) {
+  relock_options_t *o = relock_options_new(NULL);
+  FUZZ_CHECK(o != NULL);
+  if (relock_options_set_url(o, with_password, &err) == RELOCK_OK) {
+    view_t c = view(o);
     FUZZ_CHECK(c.password != NULL);
     if (password_first) /* a second password= is refused: it is this one */
       FUZZ_CHECK(strcmp(c.password, CANARY) == 0);
@@ -292,7 +322,7 @@ static void check_canary(const char *url, const char *with_password, int passwor
       fprintf(stderr, "URL %s\nmessage %s\n", with_password, err.message);
     FUZZ_CHECK(!leaks(err.message, CANARY, url));
   }
-  relock_config_cleanup(&c);
+  relock_options_free(o);
 }
 
 static void check_passwords(const char *url) {
@@ -321,7 +351,7 @@ static void check_passwords(const char *url) {
 
 /* -- client_id and client_name ------------------------------------------------*/
 
-/* validate's rules, stated independently: not empty, no space or control
+/* The options' checks, stated independently: not empty, no space or control
  * character; a client id at most 64 bytes and without ':', a client name
  * printable ASCII. */
 static int token_ok(const char *s, int is_client_id) {
@@ -337,18 +367,16 @@ static int token_ok(const char *s, int is_client_id) {
 }
 
 static void check_tokens(const char *s) {
-  relock_config_t c;
   relock_error_t err;
-  relock_config_init(&c);
-  c.client_id = s;
-  int rc = relock_config_validate(&c, &err);
+  relock_options_t *o = relock_options_new(NULL);
+  FUZZ_CHECK(o != NULL);
+  int rc = relock_options_set_string(o, RELOCK_OPT_CLIENT_ID, s, &err);
   FUZZ_CHECK((rc == RELOCK_OK) == token_ok(s, 1));
   FUZZ_CHECK(rc == RELOCK_OK ? err.message[0] == '\0' : rc == RELOCK_EINVAL && message_ok(&err));
-  c.client_id = NULL;
-  c.client_name = s;
-  rc = relock_config_validate(&c, &err);
+  rc = relock_options_set_string(o, RELOCK_OPT_CLIENT_NAME, s, &err);
   FUZZ_CHECK((rc == RELOCK_OK) == token_ok(s, 0));
   FUZZ_CHECK(rc == RELOCK_OK ? err.message[0] == '\0' : rc == RELOCK_EINVAL && message_ok(&err));
+  relock_options_free(o);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

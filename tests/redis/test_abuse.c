@@ -223,14 +223,23 @@ static int row_value(const char *input, relock_future_t *f, int64_t v) {
 }
 
 /* A call that must refuse its arguments by returning NULL. */
-static int row_null_future(const char *input, relock_future_t *f) {
+/* Invalid arguments: a future that has already failed with RELOCK_EINVAL
+ * (NULL is only for out of memory), so waiting on it returns at once. */
+static int row_refused(const char *input, relock_future_t *f) {
+  int done = f != NULL && relock_future_is_done(f);
   out_t o = settle(f, 10000);
   char observed[400];
-  if (!o.null)
-    snprintf(observed, sizeof observed, "a future: %s", show(&o, (char[300]){0}, 300));
-  else
-    snprintf(observed, sizeof observed, "NULL");
-  return row(o.null, input, "NULL (invalid arguments)", "%s", observed);
+  snprintf(observed, sizeof observed, "%s%s", done || o.null ? "" : "pending, then ",
+           show(&o, (char[300]){0}, 300));
+  return row(done && o.err == RELOCK_EINVAL && o.msg[0] != '\0', input, "failed at once: RELOCK_EINVAL + message",
+             "%s", observed);
+}
+
+/* What a child reports for a call that must be refused. */
+static const char *refused_or_not(relock_future_t *f) {
+  return f == NULL                                                          ? "NULL"
+         : relock_future_is_done(f) && relock_future_error(f) == RELOCK_EINVAL ? "refused (RELOCK_EINVAL)"
+                                                                             : "a future";
 }
 
 static const char *rc_name(int rc) { return rc == 0 ? "0" : relock_err_name(rc); }
@@ -387,7 +396,7 @@ static int row_probe(const char *input, const fate_t *f, const char *expected, c
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *a;
   relock_client_t *b;
 } fx_t;
@@ -409,7 +418,7 @@ static int setup(void **state) {
     free(fx);
     return -1;
   }
-  fx_config(&fx->cfg, fx->redis, 1);
+  fx->cfg = fx_options(fx->redis, 1);
   *state = fx;
   stage("setup");
   signal(SIGALRM, on_hang);
@@ -423,20 +432,21 @@ static int teardown(void **state) {
   relock_client_free(fx->a);
   relock_client_free(fx->b);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
   free(fx);
   return 0;
 }
 
 static void clients(fx_t *fx) {
-  fx->a = fx_client(&fx->cfg);
-  fx->b = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
 }
 
 static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
-  int err = -1;
+  relock_error_t err = {-1, ""};
   relock_lock_t *l = relock_lock_new(c, name, &err);
   assert_non_null(l);
-  assert_int_equal(err, 0);
+  assert_int_equal(err.code, 0);
   return l;
 }
 
@@ -585,7 +595,7 @@ static void test_invalid_args_futures_and_errors(void **state) {
 /* A command with a NULL string among its arguments, in a child: it may
  * crash where the library does not check. */
 typedef struct {
-  const relock_config_t *cfg;
+  const relock_options_t *cfg;
 } child_cfg_t;
 
 static void child_null_argv_element(int fd, void *arg) {
@@ -593,7 +603,7 @@ static void child_null_argv_element(int fd, void *arg) {
   relock_client_t *c = relock_client_new(NULL, cc->cfg, NULL);
   const char *argv[] = {"GET", NULL};
   relock_future_t *f = relock_client_command_async(c, 2, argv, NULL);
-  dprintf(fd, "%s", f == NULL ? "NULL" : "a future");
+  dprintf(fd, "%s", refused_or_not(f));
   relock_future_release(f);
   relock_client_free(c);
 }
@@ -609,7 +619,7 @@ static void empty_format_then_echo(int fd, const child_cfg_t *cc, const char *fo
   relock_future_t *echo = relock_client_commandf_async(c, "ECHO %s", "mine");
   int r = relock_future_wait(echo, 3000);
   const relock_reply_t *reply = relock_future_reply(echo);
-  dprintf(fd, "%s, then ECHO gets %s%s%s", blank == NULL ? "NULL" : "a future",
+  dprintf(fd, "%s, then ECHO gets %s%s%s", refused_or_not(blank),
           reply != NULL && reply->type == RELOCK_REPLY_STRING ? "\"" : "",
           reply != NULL && reply->type == RELOCK_REPLY_STRING ? reply->str : rc_name(r),
           reply != NULL && reply->type == RELOCK_REPLY_STRING ? "\"" : "");
@@ -626,70 +636,82 @@ static void test_invalid_args_client(void **state) {
   fx_t *fx = *state;
   clients(fx);
   table("NULL and invalid arguments: configuration, client, commands, pub/sub");
-  stage("configuration");
-  relock_config_init(NULL);
-  row(1, "relock_config_init(NULL)", "no effect", "returned");
-  relock_config_cleanup(NULL);
-  row(1, "relock_config_cleanup(NULL)", "no effect", "returned");
+  stage("options");
+  relock_options_free(NULL);
+  row(1, "relock_options_free(NULL)", "no effect", "returned");
   relock_error_t err;
   memset(&err, 0, sizeof err);
-  row_rc("relock_config_validate(NULL, &err)", relock_config_validate(NULL, &err), RELOCK_EINVAL);
-  row_rc("relock_config_validate(NULL, NULL)", relock_config_validate(NULL, NULL), RELOCK_EINVAL);
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  row_rc("relock_config_from_url(NULL, url, &err)", relock_config_from_url(NULL, "redis://h", &err),
+  row_rc("relock_options_validate(NULL, &err)", relock_options_validate(NULL, &err), RELOCK_EINVAL);
+  row_rc("relock_options_validate(NULL, NULL)", relock_options_validate(NULL, NULL), RELOCK_EINVAL);
+  relock_options_t *opts = relock_options_new(NULL);
+  row_rc("relock_options_set_url(NULL, url, &err)", relock_options_set_url(NULL, "redis://h", &err), RELOCK_EINVAL);
+  row_rc("relock_options_set_url(opts, NULL, &err)", relock_options_set_url(opts, NULL, &err), RELOCK_EINVAL);
+  row_rc("relock_options_set_url(opts, NULL, NULL)", relock_options_set_url(opts, NULL, NULL), RELOCK_EINVAL);
+  row_rc("relock_options_set_int(NULL, \"port\", 1, &err)", relock_options_set_int(NULL, RELOCK_OPT_PORT, 1, &err),
          RELOCK_EINVAL);
-  row_rc("relock_config_from_url(cfg, NULL, &err)", relock_config_from_url(&cfg, NULL, &err), RELOCK_EINVAL);
-  row_rc("relock_config_from_url(cfg, NULL, NULL)", relock_config_from_url(&cfg, NULL, NULL), RELOCK_EINVAL);
-  relock_config_cleanup(&cfg);
+  row_rc("relock_options_set_int(opts, NULL, 1, &err)", relock_options_set_int(opts, NULL, 1, &err), RELOCK_EINVAL);
+  row_rc("relock_options_set(opts, \"no-such\", \"1\", NULL)", relock_options_set(opts, "no-such", "1", NULL),
+         RELOCK_EINVAL);
+  row_rc("relock_options_get_string(opts, \"host\", NULL, NULL)",
+         relock_options_get_string(opts, RELOCK_OPT_HOST, NULL, NULL), RELOCK_EINVAL);
+  relock_options_t *copy = relock_options_copy(NULL, &err);
+  row(copy == NULL && err.code == RELOCK_EINVAL, "relock_options_copy(NULL, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
+      copy ? "a copy" : "NULL", rc_name(err.code));
+  relock_options_free(opts);
 
-  stage("client_new with bad configurations");
+  stage("client_new with bad options");
+  /* No options: the defaults (it connects to 127.0.0.1:6379, or keeps
+   * trying, in the background). */
   relock_client_t *c = relock_client_new(NULL, NULL, &err);
-  row(c == NULL && err.code == RELOCK_EINVAL, "relock_client_new(NULL, NULL, &err)", "NULL, RELOCK_EINVAL",
-      "%s, %s", c ? "a client" : "NULL", rc_name(err.code));
-  relock_client_free(c);
-  c = relock_client_new(NULL, NULL, NULL);
-  row(c == NULL, "relock_client_new(NULL, NULL, NULL)", "NULL", "%s", c ? "a client" : "NULL");
+  row(c != NULL && err.code == 0, "relock_client_new(NULL, NULL, &err)", "a client (defaults), 0", "%s, %s",
+      c ? "a client" : "NULL", rc_name(err.code));
   relock_client_free(c);
   struct {
     const char *what;
-    relock_config_t cfg;
+    const char *name;
+    const char *text;
   } bad[16];
   size_t nbad = 0;
   char long_id[70];
   memset(long_id, 'i', 65);
   long_id[65] = '\0';
-#define BAD(label, field, value)       \
-  do {                                 \
-    bad[nbad].what = label;            \
-    relock_config_init(&bad[nbad].cfg); \
-    bad[nbad].cfg.field = value;       \
-    nbad++;                            \
+#define BAD(label, opt, value)   \
+  do {                           \
+    bad[nbad].what = label;      \
+    bad[nbad].name = opt;        \
+    bad[nbad].text = value;      \
+    nbad++;                      \
   } while (0)
-  BAD("config host NULL", host, NULL);
-  BAD("config host \"\"", host, "");
-  BAD("config port 0", port, 0);
-  BAD("config port 65536", port, 65536);
-  BAD("config unix_path relative", unix_path, "redis.sock");
-  BAD("config db -1", db, -1);
-  BAD("config username without password", username, "u");
-  BAD("config password \"\"", password, "");
-  BAD("config command_timeout_ms 0", command_timeout_ms, 0);
-  BAD("config connect_timeout_ms -5", connect_timeout_ms, -5);
-  BAD("config retry_attempts -1", retry_attempts, -1);
-  BAD("config watchdog_timeout_ms 2", watchdog_timeout_ms, 2);
-  BAD("config client_id \"a:b\"", client_id, "a:b");
-  BAD("config client_id of 65 bytes", client_id, long_id);
-  BAD("config client_name \"has space\"", client_name, "has space");
-  BAD("config reconnect_min_ms > reconnect_max_ms", reconnect_min_ms, 20000);
+  BAD("host NULL", RELOCK_OPT_HOST, NULL);
+  BAD("host \"\"", RELOCK_OPT_HOST, "");
+  BAD("port 0", RELOCK_OPT_PORT, "0");
+  BAD("port 65536", RELOCK_OPT_PORT, "65536");
+  BAD("unix-path relative", RELOCK_OPT_UNIX_PATH, "redis.sock");
+  BAD("db -1", RELOCK_OPT_DB, "-1");
+  BAD("username without password", RELOCK_OPT_USERNAME, "u");
+  BAD("password \"\"", RELOCK_OPT_PASSWORD, "");
+  BAD("command-timeout 0", RELOCK_OPT_COMMAND_TIMEOUT, "0");
+  BAD("connect-timeout -5", RELOCK_OPT_CONNECT_TIMEOUT, "-5");
+  BAD("retry-attempts -1", RELOCK_OPT_RETRY_ATTEMPTS, "-1");
+  BAD("watchdog-timeout 2", RELOCK_OPT_WATCHDOG_TIMEOUT, "2");
+  BAD("client-id \"a:b\"", RELOCK_OPT_CLIENT_ID, "a:b");
+  BAD("client-id of 65 bytes", RELOCK_OPT_CLIENT_ID, long_id);
+  BAD("client-name \"has space\"", RELOCK_OPT_CLIENT_NAME, "has space");
+  BAD("reconnect-min > reconnect-max", RELOCK_OPT_RECONNECT_MIN, "20000");
 #undef BAD
   for (size_t i = 0; i < nbad; i++) {
+    /* A value is refused when it is set; a combination by client_new. */
     memset(&err, 0, sizeof err);
-    c = relock_client_new(NULL, &bad[i].cfg, &err);
+    opts = relock_options_new(NULL);
+    int rc = relock_options_set(opts, bad[i].name, bad[i].text, &err);
+    c = rc == 0 ? relock_client_new(NULL, opts, &err) : NULL;
+    relock_options_free(opts);
     char input[96];
-    snprintf(input, sizeof input, "relock_client_new: %s", bad[i].what);
-    row(c == NULL && err.code == RELOCK_EINVAL && err.message[0] != '\0', input, "NULL, RELOCK_EINVAL + message",
-        "%s, %s: %s", c ? "a client" : "NULL", rc_name(err.code), err.message);
+    snprintf(input, sizeof input, "set %s, relock_client_new", bad[i].what);
+    row(c == NULL && err.code == RELOCK_EINVAL && err.message[0] != '\0', input,
+        "refused (by the setter or client_new): RELOCK_EINVAL + message", "%s%s, %s: %s",
+        rc != 0 ? "setter refused" : "setter took it, ", rc != 0 ? "" : c ? "a client" : "NULL", rc_name(err.code),
+        err.message);
     relock_client_free(c);
   }
 
@@ -703,49 +725,50 @@ static void test_invalid_args_client(void **state) {
 
   stage("commands with bad arguments");
   const char *ping[] = {"PING"};
-  row_null_future("relock_client_command_async(NULL, 1, {PING}, NULL)",
+  row_refused("relock_client_command_async(NULL, 1, {PING}, NULL)",
                   relock_client_command_async(NULL, 1, ping, NULL));
-  row_null_future("relock_client_command_async(c, 0, argv, NULL)", relock_client_command_async(fx->a, 0, ping, NULL));
-  row_null_future("relock_client_command_async(c, -1, argv, NULL)",
+  row_refused("relock_client_command_async(c, 0, argv, NULL)", relock_client_command_async(fx->a, 0, ping, NULL));
+  row_refused("relock_client_command_async(c, -1, argv, NULL)",
                   relock_client_command_async(fx->a, -1, ping, NULL));
-  row_null_future("relock_client_command_async(c, INT_MIN, argv, NULL)",
+  row_refused("relock_client_command_async(c, INT_MIN, argv, NULL)",
                   relock_client_command_async(fx->a, INT_MIN, ping, NULL));
-  row_null_future("relock_client_command_async(c, 1, NULL, NULL)", relock_client_command_async(fx->a, 1, NULL, NULL));
-  child_cfg_t cc = {&fx->cfg};
+  row_refused("relock_client_command_async(c, 1, NULL, NULL)", relock_client_command_async(fx->a, 1, NULL, NULL));
+  child_cfg_t cc = {fx->cfg};
   fate_t fate = probe(child_null_argv_element, &cc, 10000);
-  row_probe("relock_client_command_async(c, 2, {\"GET\", NULL}, NULL) (in a child)", &fate, "NULL", NULL);
+  row_probe("relock_client_command_async(c, 2, {\"GET\", NULL}, NULL) (in a child)", &fate, "refused (RELOCK_EINVAL)", NULL);
   const char *empty_name[] = {""};
   row_fails("relock_client_command_async(c, 1, {\"\"}, NULL)", relock_client_command_async(fx->a, 1, empty_name, NULL),
             RELOCK_ESERVER, "unknown command");
-  row_null_future("relock_client_commandf_async(NULL, \"PING\")", relock_client_commandf_async(NULL, "PING"));
-  row_null_future("relock_client_commandf_async(c, NULL)", relock_client_commandf_async(fx->a, NULL));
+  row_refused("relock_client_commandf_async(NULL, \"PING\")", relock_client_commandf_async(NULL, "PING"));
+  row_refused("relock_client_commandf_async(c, NULL)", relock_client_commandf_async(fx->a, NULL));
   /* An empty format makes a command of no arguments ("*0\r\n"): Redis never
    * answers one, and hiredis asserts on it. In a child, then. */
   fate = probe(child_empty_format, &cc, 20000);
   row_probe("relock_client_commandf_async(c, \"\"), then ECHO mine (in a child)", &fate,
-            "NULL, then ECHO gets \"mine\"", NULL);
+            "refused (RELOCK_EINVAL), then ECHO gets \"mine\"", NULL);
   fate = probe(child_blank_format, &cc, 20000);
   row_probe("relock_client_commandf_async(c, \"   \"), then ECHO mine (in a child)", &fate,
-            "NULL, then ECHO gets \"mine\"", NULL);
+            "refused (RELOCK_EINVAL), then ECHO gets \"mine\"", NULL);
 
   stage("subscribe with bad arguments");
   relock_subscription_t *sub = (relock_subscription_t *)&sub;
   relock_future_t *f = relock_client_subscribe(NULL, "ch", 2, ignore_message, NULL, &sub);
-  row(f == NULL && sub == NULL, "relock_client_subscribe(NULL client, ..., &sub)", "NULL, *sub NULL", "%s, *sub %s",
-      f ? "a future" : "NULL", sub ? "set" : "NULL");
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(NULL client, ..., &sub)",
+      "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
   sub = (relock_subscription_t *)&sub;
   f = relock_client_subscribe(fx->a, NULL, 2, ignore_message, NULL, &sub);
-  row(f == NULL && sub == NULL, "relock_client_subscribe(c, NULL channel, ...)", "NULL, *sub NULL", "%s, *sub %s",
-      f ? "a future" : "NULL", sub ? "set" : "NULL");
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(c, NULL channel, ...)",
+      "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
   sub = (relock_subscription_t *)&sub;
   f = relock_client_subscribe(fx->a, "ch", 2, NULL, NULL, &sub);
-  row(f == NULL && sub == NULL, "relock_client_subscribe(c, ch, NULL cb, ...)", "NULL, *sub NULL", "%s, *sub %s",
-      f ? "a future" : "NULL", sub ? "set" : "NULL");
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(c, ch, NULL cb, ...)",
+      "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
   f = relock_client_subscribe(fx->a, "ch", 2, ignore_message, NULL, NULL);
-  row(f == NULL, "relock_client_subscribe(c, ch, cb, arg, NULL sub)", "NULL", "%s", f ? "a future" : "NULL");
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL, "relock_client_subscribe(c, ch, cb, arg, NULL sub)",
+      "failed: RELOCK_EINVAL", "%s", refused_or_not(f));
   relock_future_release(f);
   relock_subscription_free(NULL);
   row(1, "relock_subscription_free(NULL)", "no effect", "returned");
@@ -757,15 +780,15 @@ static void test_invalid_args_lock(void **state) {
   clients(fx);
   table("NULL and invalid arguments: the lock");
   stage("lock_new");
-  int err = 0;
+  relock_error_t err = {0, ""};
   relock_lock_t *l = relock_lock_new(NULL, "x", &err);
-  row(l == NULL && err == RELOCK_EINVAL, "relock_lock_new(NULL, \"x\", &err)", "NULL, RELOCK_EINVAL", "%s, %s",
-      l ? "a lock" : "NULL", rc_name(err));
+  row(l == NULL && err.code == RELOCK_EINVAL && err.message[0] != '\0', "relock_lock_new(NULL, \"x\", &err)",
+      "NULL, RELOCK_EINVAL + message", "%s, %s: %s", l ? "a lock" : "NULL", rc_name(err.code), err.message);
   relock_lock_free(l);
-  err = 0;
+  err.code = 0;
   l = relock_lock_new(fx->a, NULL, &err);
-  row(l == NULL && err == RELOCK_EINVAL, "relock_lock_new(c, NULL, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
-      l ? "a lock" : "NULL", rc_name(err));
+  row(l == NULL && err.code == RELOCK_EINVAL && err.message[0] != '\0', "relock_lock_new(c, NULL, &err)",
+      "NULL, RELOCK_EINVAL + message", "%s, %s: %s", l ? "a lock" : "NULL", rc_name(err.code), err.message);
   relock_lock_free(l);
   l = relock_lock_new(fx->a, NULL, NULL);
   row(l == NULL, "relock_lock_new(c, NULL, NULL)", "NULL", "%s", l ? "a lock" : "NULL");
@@ -794,13 +817,13 @@ static void test_invalid_args_lock(void **state) {
       "relock_lock_field(l, 7, buf, 5)", "length needed, buf cut to 4 bytes + NUL", "%zu, buf \"%s\"", n, small);
 
   stage("async lock functions with NULL");
-  row_null_future("relock_lock_acquire_async(NULL, 1, 0, -1)", relock_lock_acquire_async(NULL, 1, 0, -1));
-  row_null_future("relock_lock_release_async(NULL, 1)", relock_lock_release_async(NULL, 1));
-  row_null_future("relock_lock_force_release_async(NULL)", relock_lock_force_release_async(NULL));
-  row_null_future("relock_lock_is_locked_async(NULL)", relock_lock_is_locked_async(NULL));
-  row_null_future("relock_lock_is_held_by_async(NULL, 1)", relock_lock_is_held_by_async(NULL, 1));
-  row_null_future("relock_lock_hold_count_async(NULL, 1)", relock_lock_hold_count_async(NULL, 1));
-  row_null_future("relock_lock_remaining_ttl_async(NULL)", relock_lock_remaining_ttl_async(NULL));
+  row_refused("relock_lock_acquire_async(NULL, 1, 0, -1)", relock_lock_acquire_async(NULL, 1, 0, -1));
+  row_refused("relock_lock_release_async(NULL, 1)", relock_lock_release_async(NULL, 1));
+  row_refused("relock_lock_force_release_async(NULL)", relock_lock_force_release_async(NULL));
+  row_refused("relock_lock_is_locked_async(NULL)", relock_lock_is_locked_async(NULL));
+  row_refused("relock_lock_is_held_by_async(NULL, 1)", relock_lock_is_held_by_async(NULL, 1));
+  row_refused("relock_lock_hold_count_async(NULL, 1)", relock_lock_hold_count_async(NULL, 1));
+  row_refused("relock_lock_remaining_ttl_async(NULL)", relock_lock_remaining_ttl_async(NULL));
 
   stage("blocking lock functions with NULL");
   int flag = 0;
@@ -865,7 +888,7 @@ static int caught(const fate_t *f) {
 static void test_future_released_twice(void **state) {
   fx_t *fx = *state;
   table("futures released twice (caught by an assertion in debug builds)");
-  child_cfg_t cc = {&fx->cfg};
+  child_cfg_t cc = {fx->cfg};
 #if defined(NDEBUG)
   row_skip("relock_future_release twice on a completed future", "SIGABRT (assertion)",
            "built with NDEBUG: the assertion is compiled out");
@@ -967,11 +990,11 @@ static void check_derived_names(fx_t *fx, const char *name, const char *channel,
  * C strings and RESP find awkward. */
 static void full_cycle(fx_t *fx, const char *name, size_t len, const char *label) {
   char input[200];
-  int err = 0;
+  relock_error_t err = {-1, ""};
   relock_lock_t *l = relock_lock_new(fx->a, name, &err);
   snprintf(input, sizeof input, "relock_lock_new, %s", label);
-  row(l != NULL && err == 0 && l->len == len, input, "a lock (name copied whole)", "%s, %s, %zu bytes",
-      l ? "a lock" : "NULL", rc_name(err), l ? l->len : 0);
+  row(l != NULL && err.code == 0 && l->len == len, input, "a lock (name copied whole)", "%s, %s, %zu bytes",
+      l ? "a lock" : "NULL", rc_name(err.code), l ? l->len : 0);
   if (l == NULL)
     return;
   relock_lock_t *lb = relock_lock_new(fx->b, name, NULL);
@@ -1005,10 +1028,10 @@ static void test_lock_names(void **state) {
   clients(fx);
   table("lock names: empty, 1 MiB, hash tags, binary bytes");
   stage("empty name");
-  int err = 0;
+  relock_error_t err = {0, ""};
   relock_lock_t *l = relock_lock_new(fx->a, "", &err);
-  row(l == NULL && err == RELOCK_EINVAL, "relock_lock_new(c, \"\", &err)", "NULL, RELOCK_EINVAL", "%s, %s",
-      l ? "a lock" : "NULL", rc_name(err));
+  row(l == NULL && err.code == RELOCK_EINVAL, "relock_lock_new(c, \"\", &err)", "NULL, RELOCK_EINVAL", "%s, %s",
+      l ? "a lock" : "NULL", rc_name(err.code));
   relock_lock_free(l);
 
   stage("1 MiB name");
@@ -1059,11 +1082,11 @@ static void test_durations(void **state) {
   char buf[256];
 
   stage("invalid waits and leases");
-  row_null_future("acquire(wait -2, lease -1)", ACQ(l, 1, -2, RELOCK_INFINITE));
-  row_null_future("acquire(wait INT64_MIN, lease -1)", ACQ(l, 1, INT64_MIN, RELOCK_INFINITE));
-  row_null_future("acquire(wait 0, lease 0)", ACQ(l, 1, 0, 0));
-  row_null_future("acquire(wait 0, lease -2)", ACQ(l, 1, 0, -2));
-  row_null_future("acquire(wait 0, lease INT64_MIN)", ACQ(l, 1, 0, INT64_MIN));
+  row_refused("acquire(wait -2, lease -1)", ACQ(l, 1, -2, RELOCK_INFINITE));
+  row_refused("acquire(wait INT64_MIN, lease -1)", ACQ(l, 1, INT64_MIN, RELOCK_INFINITE));
+  row_refused("acquire(wait 0, lease 0)", ACQ(l, 1, 0, 0));
+  row_refused("acquire(wait 0, lease -2)", ACQ(l, 1, 0, -2));
+  row_refused("acquire(wait 0, lease INT64_MIN)", ACQ(l, 1, 0, INT64_MIN));
   row_rc("relock_lock_try_lock(wait -2, lease -1)", relock_lock_try_lock(l, -2, RELOCK_INFINITE, NULL),
          RELOCK_EINVAL);
   row_rc("relock_lock_try_lock(wait 0, lease 0)", relock_lock_try_lock(l, 0, 0, NULL), RELOCK_EINVAL);
@@ -1139,8 +1162,9 @@ static void test_durations(void **state) {
     ttl = atoll(buf + 1);
   }
   int acquired = !o.null && o.err == 0 && o.v == 1;
-  int refused = o.null;
-  row(acquired || refused, "acquire(owner 1, wait 0, lease INT64_MAX)", "1 (a lease of ~292 million years), or NULL",
+  int refused = o.err == RELOCK_EINVAL; /* a future failed at once */
+  row(acquired || refused, "acquire(owner 1, wait 0, lease INT64_MAX)",
+      "1 (a lease of ~292 million years), or RELOCK_EINVAL",
       "%s", show(&o, buf, sizeof buf));
   row(acquired ? left == 1 : left == 0, "... and the key in Redis afterwards",
       "held with a TTL if acquired; no key if not", "%s, PTTL %lld", left ? "key present" : "no key", ttl);
@@ -1149,10 +1173,11 @@ static void test_durations(void **state) {
   RAW(fx, buf, "DEL", "d");
   /* lock.h documents RELOCK_MAX_LEASE_MS (2^40 ms, ~34 years): longer is refused */
   o = settle(ACQ(l, 1, 0, INT64_MAX / 2), 5000);
-  row(o.null && !raw_exists(fx, "d", 1), "acquire(owner 1, wait 0, lease INT64_MAX / 2)",
-      "NULL (over RELOCK_MAX_LEASE_MS), no key", "%s", show(&o, buf, sizeof buf));
+  row(o.err == RELOCK_EINVAL && !raw_exists(fx, "d", 1), "acquire(owner 1, wait 0, lease INT64_MAX / 2)",
+      "RELOCK_EINVAL (over RELOCK_MAX_LEASE_MS), no key", "%s", show(&o, buf, sizeof buf));
   o = settle(ACQ(l, 1, 0, RELOCK_MAX_LEASE_MS + 1), 5000);
-  row(o.null, "acquire(owner 1, wait 0, lease RELOCK_MAX_LEASE_MS + 1)", "NULL", "%s", show(&o, buf, sizeof buf));
+  row(o.err == RELOCK_EINVAL, "acquire(owner 1, wait 0, lease RELOCK_MAX_LEASE_MS + 1)", "RELOCK_EINVAL", "%s",
+      show(&o, buf, sizeof buf));
   o = settle(ACQ(l, 1, 0, RELOCK_MAX_LEASE_MS), 5000);
   RAW(fx, buf, "PTTL", "d");
   ttl = atoll(buf + 1);
@@ -1170,13 +1195,13 @@ static void test_durations(void **state) {
 /* A configuration with one huge duration, used from a child: the library
  * may overflow (and a sanitizer stop it) where it does not bound them. */
 typedef struct {
-  relock_config_t cfg;
+  relock_options_t *cfg;
 } huge_cfg_t;
 
 static void child_huge_config(int fd, void *arg) {
   huge_cfg_t *h = arg;
   relock_error_t err;
-  relock_client_t *c = relock_client_new(NULL, &h->cfg, &err);
+  relock_client_t *c = relock_client_new(NULL, h->cfg, &err);
   if (c == NULL) {
     dprintf(fd, "client_new %s", rc_name(err.code));
     return;
@@ -1214,30 +1239,34 @@ static void test_huge_configured_durations(void **state) {
   table("durations: huge configured timeouts (each in a child: overflow must not crash or mislead)");
   static const struct {
     const char *label;
-    size_t offset;
+    const char *name;
     int is_int;
   } fields[] = {
-      {"command_timeout_ms = INT64_MAX", offsetof(relock_config_t, command_timeout_ms), 0},
-      {"connect_timeout_ms = INT64_MAX", offsetof(relock_config_t, connect_timeout_ms), 0},
-      {"retry_interval_ms = INT64_MAX", offsetof(relock_config_t, retry_interval_ms), 0},
-      {"reconnect_min_ms = reconnect_max_ms = INT64_MAX", offsetof(relock_config_t, reconnect_max_ms), 0},
-      {"watchdog_timeout_ms = INT64_MAX", offsetof(relock_config_t, watchdog_timeout_ms), 0},
-      {"retry_attempts = INT_MAX", offsetof(relock_config_t, retry_attempts), 1},
+      {"command-timeout = INT64_MAX", RELOCK_OPT_COMMAND_TIMEOUT, 0},
+      {"connect-timeout = INT64_MAX", RELOCK_OPT_CONNECT_TIMEOUT, 0},
+      {"retry-interval = INT64_MAX", RELOCK_OPT_RETRY_INTERVAL, 0},
+      {"reconnect-max = INT64_MAX", RELOCK_OPT_RECONNECT_MAX, 0},
+      {"watchdog-timeout = INT64_MAX", RELOCK_OPT_WATCHDOG_TIMEOUT, 0},
+      {"retry-attempts = INT_MAX", RELOCK_OPT_RETRY_ATTEMPTS, 1},
   };
   char buf[64];
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     stage(fields[i].label);
     huge_cfg_t h;
-    h.cfg = fx->cfg;
-    if (fields[i].is_int)
-      *(int *)((char *)&h.cfg + fields[i].offset) = INT_MAX;
-    else
-      *(int64_t *)((char *)&h.cfg + fields[i].offset) = INT64_MAX;
-    if (fields[i].offset == offsetof(relock_config_t, reconnect_max_ms))
-      h.cfg.reconnect_min_ms = INT64_MAX;
-    fate_t fate = probe(child_huge_config, &h, 30000);
+    h.cfg = fx_copy(fx->cfg);
+    relock_error_t err;
+    int rc = fields[i].is_int ? relock_options_set_int(h.cfg, fields[i].name, INT_MAX, &err)
+                              : relock_options_set_ms(h.cfg, fields[i].name, INT64_MAX, &err);
     char input[120];
-    snprintf(input, sizeof input, "config %s: PING, acquire, release", fields[i].label);
+    snprintf(input, sizeof input, "options %s: PING, acquire, release", fields[i].label);
+    if (rc != 0) { /* refused when set: nothing can overflow */
+      row(rc == RELOCK_EINVAL, input, "PING 0, acquire 1, release 1, key left 0; or refused when set (RELOCK_EINVAL)",
+          "refused when set: %s (%s)", rc_name(rc), err.message);
+      relock_options_free(h.cfg);
+      continue;
+    }
+    fate_t fate = probe(child_huge_config, &h, 30000);
+    relock_options_free(h.cfg);
     row_probe(input, &fate, "PING 0, acquire 1, release 1, key left 0", "client_new RELOCK_EINVAL");
     RAW(fx, buf, "DEL", "huge");
   }
@@ -1276,9 +1305,9 @@ static void test_owners(void **state) {
   fx_t *fx = *state;
   static char long_id[65];
   memset(long_id, 'Z', 64);
-  fx->b = fx_client(&fx->cfg);
-  fx->cfg.client_id = long_id; /* the longest id: the field is at its longest too */
-  fx->a = fx_client(&fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, long_id); /* the longest id: the field is at its longest too */
+  fx->a = fx_client(fx->cfg);
   table("owners: 0, UINT64_MAX, next to each other");
   relock_lock_t *l = lock_of(fx->a, "o");
   stage("owner 0");
@@ -1454,12 +1483,12 @@ static void closed_rows(relock_client_t *c, relock_lock_t *l, const char *when) 
   CLOSED_RC("relock_lock_is_locked", relock_lock_is_locked(l, &flag));
   CLOSED_RC("relock_lock_is_held_by_thread", relock_lock_is_held_by_thread(l, &flag));
   CLOSED_RC("relock_lock_hold_count", relock_lock_hold_count(l, &count));
-  int err = -99;
+  relock_error_t err = {-99, ""};
   relock_lock_t *fresh = relock_lock_new(c, "fresh", &err);
   snprintf(input, sizeof input, "relock_lock_new + acquire, %s", when);
   if (fresh == NULL) {
-    row(err == RELOCK_ECLOSED, input, "NULL with RELOCK_ECLOSED, or a lock whose acquire fails RELOCK_ECLOSED",
-        "NULL, %s", rc_name(err));
+    row(err.code == RELOCK_ECLOSED, input, "NULL with RELOCK_ECLOSED, or a lock whose acquire fails RELOCK_ECLOSED",
+        "NULL, %s", rc_name(err.code));
   } else {
     out_t a = settle(ACQ(fresh, 1, 0, RELOCK_INFINITE), 3000);
     row(a.err == RELOCK_ECLOSED, input, "NULL with RELOCK_ECLOSED, or a lock whose acquire fails RELOCK_ECLOSED",
@@ -1473,7 +1502,7 @@ static void closed_rows(relock_client_t *c, relock_lock_t *l, const char *when) 
 /* Releases around a close, each in a child: they reach the renewal registry,
  * which close has already torn down. */
 typedef struct {
-  const relock_config_t *cfg;
+  const relock_options_t *cfg;
   int mode;
 } release_close_t;
 
@@ -1565,7 +1594,7 @@ static void test_after_close(void **state) {
       {UNLOCK_AFTER_CLOSE, "relock_lock_unlock of a hold, after relock_client_close (child)", NULL},
   };
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    release_close_t arg = {&fx->cfg, rel[i].mode};
+    release_close_t arg = {fx->cfg, rel[i].mode};
     fate_t fate = probe(child_release_and_close, &arg, 20000);
     row_probe(rel[i].input, &fate, "RELOCK_ECLOSED", rel[i].alternative);
   }
@@ -1668,8 +1697,8 @@ static void test_wrong_types(void **state) {
 
   stage("a held lock's key replaced by a string");
   relock_client_free(fx->a);
-  fx->cfg.watchdog_timeout_ms = 300;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *good = lock_of(fx->a, "good"), *victim = lock_of(fx->a, "victim");
   lost_t lost[2] = {{0, 0}, {0, 0}};
   relock_lock_on_lost(good, on_lost, &lost[0]);
@@ -1696,10 +1725,12 @@ static void test_wrong_types(void **state) {
  * ==========================================================================*/
 
 static relock_client_t *client_as(fx_t *fx, const char *user) {
-  relock_config_t cfg = fx->cfg;
-  cfg.username = user;
-  cfg.password = "pw";
-  return fx_client(&cfg);
+  relock_options_t *cfg = fx_copy(fx->cfg);
+  fx_set_str(cfg, RELOCK_OPT_USERNAME, user);
+  fx_set_str(cfg, RELOCK_OPT_PASSWORD, "pw");
+  relock_client_t *c = fx_client(cfg);
+  relock_options_free(cfg);
+  return c;
 }
 
 static void test_server_errors_acl(void **state) {
@@ -2143,15 +2174,16 @@ static void test_not_redis(void **state) {
     const fake_case_t *fc = &cases[i];
     stage(fc->label);
     fake_t *s = fake_start(fc->greeting, fc->greeting_len, fc->close_on_accept, fc->answer, fc->answer_len);
-    relock_config_t cfg = fx->cfg;
-    cfg.unix_path = NULL;
-    cfg.host = "127.0.0.1";
-    cfg.port = s->port;
-    cfg.command_timeout_ms = fx_slack_ms(300);
-    cfg.connect_timeout_ms = fx_slack_ms(300);
-    cfg.retry_attempts = 1;
-    cfg.retry_interval_ms = 50;
-    fate_t fate = probe(child_not_redis, &cfg, 60000);
+    relock_options_t *cfg = fx_copy(fx->cfg);
+    fx_set_str(cfg, RELOCK_OPT_UNIX_PATH, NULL);
+    fx_set_str(cfg, RELOCK_OPT_HOST, "127.0.0.1");
+    fx_set_int(cfg, RELOCK_OPT_PORT, s->port);
+    fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(300));
+    fx_set_ms(cfg, RELOCK_OPT_CONNECT_TIMEOUT, fx_slack_ms(300));
+    fx_set_int(cfg, RELOCK_OPT_RETRY_ATTEMPTS, 1);
+    fx_set_ms(cfg, RELOCK_OPT_RETRY_INTERVAL, 50);
+    fate_t fate = probe(child_not_redis, cfg, 60000);
+    relock_options_free(cfg);
     fake_stop(s);
     /* two attempts of 300 ms, a back-off and connecting: a few seconds at most */
     not_redis_row(fc, &fate, "acquire", "acquire(wait 0)", fc->codes, 0, 3000);
@@ -2171,7 +2203,7 @@ static void test_not_redis(void **state) {
 
 static void test_malformed_urls(void **state) {
   (void)state;
-  table("malformed URLs (relock_config_from_url): RELOCK_EINVAL, config unchanged, no password in the message");
+  table("malformed URLs (relock_options_set_url): RELOCK_EINVAL, options unchanged, no password in the message");
   static const char *const urls[] = {
       "",
       "redis",
@@ -2230,23 +2262,29 @@ static void test_malformed_urls(void **state) {
       "unix:///tmp/r.sock?&",
       "unix:///tmp/r.sock?password=pw&x=1",
   };
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  const char *host0 = cfg.host;
+  relock_options_t *cfg = relock_options_new(NULL);
+  const char *host0 = NULL, *s = NULL;
+  relock_options_get_string(cfg, RELOCK_OPT_HOST, &host0, NULL);
   for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
     stage(urls[i]);
     relock_error_t err;
     memset(&err, 0, sizeof err);
-    int rc = relock_config_from_url(&cfg, urls[i], &err);
-    int unchanged = cfg.host == host0 && cfg.port == 6379 && cfg.unix_path == NULL && cfg.password == NULL &&
-                    cfg.username == NULL && cfg.db == 0 && cfg.owned_ == NULL;
+    int rc = relock_options_set_url(cfg, urls[i], &err);
+    int port = 0, db = -1, unchanged = 1;
+    relock_options_get_int(cfg, RELOCK_OPT_PORT, &port, NULL);
+    relock_options_get_int(cfg, RELOCK_OPT_DB, &db, NULL);
+    relock_options_get_string(cfg, RELOCK_OPT_HOST, &s, NULL);
+    unchanged = unchanged && s == host0 && port == 6379 && db == 0;
+    static const char *const unset[] = {RELOCK_OPT_UNIX_PATH, RELOCK_OPT_PASSWORD, RELOCK_OPT_USERNAME};
+    for (size_t u = 0; u < 3; u++) {
+      relock_options_get_string(cfg, unset[u], &s, NULL);
+      unchanged = unchanged && s == NULL;
+    }
     char input[200];
     snprintf(input, sizeof input, "\"%s\"", urls[i]);
     row(rc == RELOCK_EINVAL && err.code == RELOCK_EINVAL && err.message[0] != '\0' && unchanged, input,
-        "RELOCK_EINVAL + message, config unchanged", "%s: %s%s", rc_name(rc), err.message,
-        unchanged ? "" : " (config CHANGED)");
-    relock_config_cleanup(&cfg);
-    relock_config_init(&cfg);
+        "RELOCK_EINVAL + message, options unchanged", "%s: %s%s", rc_name(rc), err.message,
+        unchanged ? "" : " (options CHANGED)");
   }
   stage("secrets stay out of messages");
   static const char *const secret_urls[] = {
@@ -2261,13 +2299,11 @@ static void test_malformed_urls(void **state) {
   for (size_t i = 0; i < sizeof secret_urls / sizeof secret_urls[0]; i++) {
     relock_error_t err;
     memset(&err, 0, sizeof err);
-    int rc = relock_config_from_url(&cfg, secret_urls[i], &err);
+    int rc = relock_options_set_url(cfg, secret_urls[i], &err);
     char input[200];
     snprintf(input, sizeof input, "\"%s\"", secret_urls[i]);
     row(rc == RELOCK_EINVAL && strstr(err.message, "s3cr3t") == NULL, input,
         "RELOCK_EINVAL, \"s3cr3t\" not in the message", "%s: %s", rc_name(rc), err.message);
-    relock_config_cleanup(&cfg);
-    relock_config_init(&cfg);
   }
   stage("huge URLs");
   size_t n = (size_t)1 << 20;
@@ -2276,21 +2312,21 @@ static void test_malformed_urls(void **state) {
   memset(huge, 'x', n);
   huge[n] = '\0';
   relock_error_t err;
-  int rc = relock_config_from_url(&cfg, huge, &err);
+  int rc = relock_options_set_url(cfg, huge, &err);
   row(rc == RELOCK_EINVAL, "1 MiB of \"x\", no scheme", "RELOCK_EINVAL", "%s: %.80s", rc_name(rc), err.message);
   memcpy(huge, "redis://:", 9);
   memcpy(huge + n - 8, "@h:99999", 9);
-  rc = relock_config_from_url(&cfg, huge, &err);
+  rc = relock_options_set_url(cfg, huge, &err);
   row(rc == RELOCK_EINVAL && strstr(err.message, "xxxxxxxx") == NULL,
       "redis:// with a 1 MiB password and port 99999", "RELOCK_EINVAL, password not quoted", "%s: %.80s", rc_name(rc),
       err.message);
   memcpy(huge, "unix:///", 8);
   huge[n] = '\0';
-  rc = relock_config_from_url(&cfg, huge, &err);
+  rc = relock_options_set_url(cfg, huge, &err);
   row(rc == RELOCK_EINVAL, "unix:// with a 1 MiB socket path", "RELOCK_EINVAL (longer than sun_path)", "%s: %.80s",
       rc_name(rc), err.message);
   free(huge);
-  relock_config_cleanup(&cfg);
+  relock_options_free(cfg);
   table_end();
 }
 

@@ -19,7 +19,7 @@
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *client;
 } fx_t;
 
@@ -28,7 +28,7 @@ static int setup(void **state) {
   fx->redis = relock_test_redis_start(NULL);
   if (fx->redis == NULL)
     return -1;
-  fx_config(&fx->cfg, fx->redis, 0);
+  fx->cfg = fx_options(fx->redis, 0);
   *state = fx;
   return 0;
 }
@@ -36,6 +36,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fx_t *fx = *state;
   relock_client_free(fx->client);
+  relock_options_free(fx->cfg);
   relock_test_redis_free(fx->redis);
   free(fx);
   return 0;
@@ -45,7 +46,7 @@ static int teardown(void **state) {
 
 static void test_command_replies(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
 
   relock_future_t *f = FX_CMD(fx->client, "SET", "greeting", "hello");
   const relock_reply_t *r = fx_ok(f);
@@ -93,7 +94,7 @@ static void test_command_replies(void **state) {
 
 static void test_server_error_is_carried(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "SET", "s", "v"));
   relock_future_t *f = FX_CMD(fx->client, "HGET", "s", "field");
   assert_int_equal(relock_future_error(f), RELOCK_ESERVER);
@@ -109,7 +110,7 @@ static void test_server_error_is_carried(void **state) {
 
 static void test_printf_style_command(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   const char value[] = {'a', '\0', 'b'};
   relock_future_t *f = relock_client_commandf_async(fx->client, "SET %s %b", "k", value, sizeof value);
   assert_int_equal(relock_future_wait(f, 5000), 0);
@@ -118,17 +119,17 @@ static void test_printf_style_command(void **state) {
   assert_int_equal(relock_future_wait(f, 5000), 0);
   assert_int_equal(fx_ok(f)->integer, 3);
   relock_future_release(f);
-  assert_null(relock_client_command_async(NULL, 1, (const char *const[]){"PING"}, NULL));
-  assert_null(relock_client_command_async(fx->client, 0, (const char *const[]){"PING"}, NULL));
+  FX_REFUSED(relock_client_command_async(NULL, 1, (const char *const[]){"PING"}, NULL), "client is NULL");
+  FX_REFUSED(relock_client_command_async(fx->client, 0, (const char *const[]){"PING"}, NULL), "argc must be > 0");
 }
 
 /* -- handshake --------------------------------------------------------------*/
 
 static void test_handshake_select_and_name(void **state) {
   fx_t *fx = *state;
-  fx->cfg.db = 3;
-  fx->cfg.client_name = "relock-test";
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_DB, 3);
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_NAME, "relock-test");
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "SET", "in-db-3", "yes"));
   relock_future_t *f = FX_CMD(fx->client, "CLIENT", "GETNAME");
   assert_string_equal(fx_ok(f)->str, "relock-test");
@@ -145,16 +146,16 @@ static void test_handshake_password(void **state) {
   char reply[256];
   assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CONFIG", "SET", "requirepass",
                                          "s3cret", NULL), 0);
-  fx->cfg.password = "s3cret";
-  fx->client = fx_client(&fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_PASSWORD, "s3cret");
+  fx->client = fx_client(fx->cfg);
   relock_future_t *f = FX_CMD(fx->client, "PING");
   assert_string_equal(fx_ok(f)->str, "PONG");
   relock_future_release(f);
   relock_client_free(fx->client);
 
   /* a wrong password fails at once with a clear error that hides the secret */
-  fx->cfg.password = "wrong-secret";
-  fx->client = fx_client(&fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_PASSWORD, "wrong-secret");
+  fx->client = fx_client(fx->cfg);
   uint64_t t0 = relock__now_ns();
   f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   assert_int_equal(relock_future_wait(f, 5000), RELOCK_EAUTH);
@@ -171,16 +172,16 @@ static void test_handshake_acl_user(void **state) {
   assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "ACL", "SETUSER", "locker", "on",
                                          ">pw-of-locker", "~*", "&*", "+@all", NULL), 0);
   assert_string_equal(reply, "+OK\r\n");
-  fx->cfg.username = "locker";
-  fx->cfg.password = "pw-of-locker";
-  fx->client = fx_client(&fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_USERNAME, "locker");
+  fx_set_str(fx->cfg, RELOCK_OPT_PASSWORD, "pw-of-locker");
+  fx->client = fx_client(fx->cfg);
   relock_future_t *f = FX_CMD(fx->client, "ACL", "WHOAMI");
   assert_string_equal(fx_ok(f)->str, "locker");
   relock_future_release(f);
   relock_client_free(fx->client);
 
-  fx->cfg.password = "not-it";
-  fx->client = fx_client(&fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_PASSWORD, "not-it");
+  fx->client = fx_client(fx->cfg);
   f = FX_CMD(fx->client, "PING");
   assert_int_equal(relock_future_error(f), RELOCK_EAUTH);
   assert_null(strstr(relock_future_message(f), "not-it"));
@@ -201,9 +202,9 @@ static int closed_port(void) {
 
 static void test_connection_refused_is_clear(void **state) {
   fx_t *fx = *state;
-  fx->cfg.port = closed_port();
-  fx->cfg.command_timeout_ms = 300;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 300);
+  fx->client = fx_client(fx->cfg);
   uint64_t t0 = relock__now_ns();
   relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   assert_int_equal(relock_future_wait(f, 10000), RELOCK_ECONNREFUSED);
@@ -217,7 +218,7 @@ static void test_connection_refused_is_clear(void **state) {
 static void test_commands_wait_for_the_connection(void **state) {
   fx_t *fx = *state;
   /* issued before the connection is up: queued, not failed */
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   relock_future_t *fs[50];
   for (int i = 0; i < 50; i++)
     fs[i] = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "n"}, NULL);
@@ -233,8 +234,8 @@ static void test_commands_wait_for_the_connection(void **state) {
 
 static void test_timeout_under_debug_sleep(void **state) {
   fx_t *fx = *state;
-  fx->cfg.command_timeout_ms = 200;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   uint64_t t0 = relock__now_ns();
   relock_future_t *sleep = relock_client_command_async(fx->client, 3, (const char *const[]){"DEBUG", "SLEEP", "1"},
@@ -258,8 +259,8 @@ static void test_timeout_under_debug_sleep(void **state) {
 
 static void test_timeout_under_sigstop(void **state) {
   fx_t *fx = *state;
-  fx->cfg.command_timeout_ms = 200;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   assert_int_equal(relock_test_redis_pause(fx->redis), 0);
   uint64_t t0 = relock__now_ns();
@@ -307,8 +308,8 @@ static int conn_ready(void *arg) {
 /* 1,000 INCRs in flight when fault() strikes: each completes exactly once,
  * and afterwards the client is connected again and works. */
 static void in_flight_fault(fx_t *fx, void (*fault)(fx_t *fx)) {
-  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   uint64_t connects = fx->client->cmd.connects;
   tally_t t = {0};
@@ -351,9 +352,9 @@ static void test_sigpipe_does_not_kill(void **state) {
   fx_t *fx = *state;
   struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
   sigaction(SIGPIPE, &dfl, &old);
-  fx->cfg.reconnect_min_ms = 2000; /* keep the dead socket around */
-  fx->cfg.reconnect_max_ms = 2000;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 2000); /* keep the dead socket around */
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MAX, 2000);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   assert_int_equal(relock_test_redis_kill9(fx->redis), 0);
   /* big writes into a socket whose peer is gone: EPIPE, which raises SIGPIPE */
@@ -381,8 +382,8 @@ static void test_network_cut(void **state) {
   relock_test_proxy_t *proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis),
                                                        relock_test_redis_port(fx->redis));
   assert_non_null(proxy);
-  fx->cfg.port = relock_test_proxy_port(proxy);
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, relock_test_proxy_port(proxy));
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   relock_future_t *f = relock_client_command_async(fx->client, 3, (const char *const[]){"DEBUG", "SLEEP", "0.2"},
                                                    NULL);
@@ -403,9 +404,9 @@ static void test_network_stall(void **state) {
   relock_test_proxy_t *proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis),
                                                        relock_test_redis_port(fx->redis));
   assert_non_null(proxy);
-  fx->cfg.port = relock_test_proxy_port(proxy);
-  fx->cfg.command_timeout_ms = 200;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, relock_test_proxy_port(proxy));
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   relock_test_proxy_stall(proxy, 1);
   uint64_t t0 = relock__now_ns();
@@ -428,11 +429,11 @@ static void test_connect_timeout(void **state) {
                                                        relock_test_redis_port(fx->redis));
   assert_non_null(proxy);
   relock_test_proxy_stall(proxy, 1); /* the TCP connect succeeds, the handshake never answers */
-  fx->cfg.port = relock_test_proxy_port(proxy);
-  fx->cfg.client_name = "needs-a-handshake";
-  fx->cfg.connect_timeout_ms = 150;
-  fx->cfg.command_timeout_ms = 600;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, relock_test_proxy_port(proxy));
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_NAME, "needs-a-handshake");
+  fx_set_ms(fx->cfg, RELOCK_OPT_CONNECT_TIMEOUT, 150);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 600);
+  fx->client = fx_client(fx->cfg);
   relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   assert_int_equal(relock_future_wait(f, 5000), RELOCK_ETIMEDOUT);
   assert_non_null(strstr(relock_future_message(f), "no connection"));
@@ -458,7 +459,7 @@ static relock_future_t *renew_script(relock_client_t *c) {
 
 static void test_noscript_is_transparent(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   const relock__script_t *s = &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW];
   relock_future_t *f = renew_script(fx->client); /* first run: NOSCRIPT, then EVAL */
   const relock_reply_t *r = fx_ok(f);
@@ -509,7 +510,7 @@ static int order_done(void *arg) { return ((order_t *)arg)->done == 10000; }
 
 static void test_pipelining_keeps_order(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   order_t o = {0, 0, 0};
   for (int i = 0; i < 10000; i++) {
     relock_future_t *f = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "seq"}, NULL);
@@ -545,10 +546,10 @@ static relock_future_t *get_call(relock_client_t *c, int retry_safe) {
 }
 
 static void retry_through_a_stall(fx_t *fx, int retry_safe) {
-  fx->cfg.command_timeout_ms = 100;
-  fx->cfg.retry_attempts = 4;
-  fx->cfg.retry_interval_ms = 50;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 100);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 4);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 50);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "SET", "k", "v"));
   assert_int_equal(relock_test_redis_pause(fx->redis), 0);
   resumer_t r = {.redis = fx->redis};
@@ -574,11 +575,11 @@ static void test_unsafe_call_is_not_retried(void **state) { retry_through_a_stal
 
 static void test_retries_run_out(void **state) {
   fx_t *fx = *state;
-  fx->cfg.port = closed_port();
-  fx->cfg.command_timeout_ms = 50;
-  fx->cfg.retry_attempts = 2;
-  fx->cfg.retry_interval_ms = 20;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 50);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 2);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
+  fx->client = fx_client(fx->cfg);
   uint64_t t0 = relock__now_ns();
   relock_future_t *f = get_call(fx->client, 1);
   assert_int_equal(relock_future_wait(f, 5000), RELOCK_ECONNREFUSED);
@@ -588,11 +589,11 @@ static void test_retries_run_out(void **state) {
 
 static void test_cancel_between_retries(void **state) {
   fx_t *fx = *state;
-  fx->cfg.port = closed_port();
-  fx->cfg.command_timeout_ms = 30;
-  fx->cfg.retry_attempts = 100;
-  fx->cfg.retry_interval_ms = 1000;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 30);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 100);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 1000);
+  fx->client = fx_client(fx->cfg);
   relock_future_t *f = get_call(fx->client, 1);
   assert_int_equal(relock_future_wait(f, 200), RELOCK_EPENDING); /* now backing off */
   assert_int_equal(relock_future_cancel(f), 1);
@@ -615,7 +616,7 @@ static int positive(void *arg) { return *(int *)arg > 0; }
 
 static void test_close_while_connecting(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   int closed = 0;
   relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   assert_int_equal(relock_client_close(fx->client, count_close, &closed), 0);
@@ -632,7 +633,7 @@ static void test_close_while_connecting(void **state) {
 
 static void test_close_with_commands_pending(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
   tally_t t = {0};
   for (int i = 0; i < 100; i++) {
@@ -663,7 +664,7 @@ static void close_from_callback(relock_future_t *f, void *arg) {
 
 static void test_close_from_inside_a_callback(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   closer_t closer = {fx->client, 0, -99};
   relock_future_t *first = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   relock_future_t *second = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
@@ -685,7 +686,7 @@ static void test_free_from_close_callback(void **state) {
   fx_t *fx = *state;
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
   relock_error_t err;
-  relock_client_t *c = relock_client_new(loop, &fx->cfg, &err); /* on the caller's loop */
+  relock_client_t *c = relock_client_new(loop, fx->cfg, &err); /* on the caller's loop */
   assert_non_null(c);
   assert_ptr_equal(relock_client_loop(c), loop);
   relock_future_t *f = relock_client_command_async(c, 1, (const char *const[]){"PING"}, NULL);
@@ -700,25 +701,34 @@ static void test_free_from_close_callback(void **state) {
 
 static void test_client_id_and_config_errors(void **state) {
   fx_t *fx = *state;
-  fx->client = fx_client(&fx->cfg);
+  fx->client = fx_client(fx->cfg);
   const char *id = relock_client_id(fx->client);
   assert_int_equal(strlen(id), 36);
   assert_int_equal(id[14], '4');
-  relock_client_t *other = fx_client(&fx->cfg);
+  relock_client_t *other = fx_client(fx->cfg);
   assert_string_not_equal(relock_client_id(other), id);
   relock_client_free(other);
 
+  /* A bad value is refused when it is set; a bad combination by
+   * relock_client_new. */
   relock_error_t err;
-  relock_config_t bad = fx->cfg;
-  bad.command_timeout_ms = 0;
-  assert_null(relock_client_new(NULL, &bad, &err));
+  relock_options_t *bad = fx_copy(fx->cfg);
+  assert_int_equal(relock_options_set_ms(bad, RELOCK_OPT_COMMAND_TIMEOUT, 0, &err), RELOCK_EINVAL);
   assert_int_equal(err.code, RELOCK_EINVAL);
   assert_true(strlen(err.message) > 0);
-  assert_null(relock_client_new(NULL, NULL, &err));
+  assert_int_equal(relock_options_set_string(bad, RELOCK_OPT_CLIENT_ID, "has:colon", NULL), RELOCK_EINVAL);
+  fx_set_str(bad, RELOCK_OPT_USERNAME, "user-without-password");
+  assert_null(relock_client_new(NULL, bad, &err));
   assert_int_equal(err.code, RELOCK_EINVAL);
-  bad = fx->cfg;
-  bad.client_id = "has:colon";
-  assert_null(relock_client_new(NULL, &bad, NULL));
+  assert_non_null(strstr(err.message, "username without password"));
+  assert_null(relock_client_new(NULL, bad, NULL));
+  relock_options_free(bad);
+
+  /* No options: every default (it connects in the background, or not). */
+  relock_client_t *dflt = relock_client_new(NULL, NULL, &err);
+  assert_non_null(dflt);
+  assert_int_equal(err.code, 0);
+  relock_client_free(dflt);
 }
 
 int main(void) {

@@ -101,17 +101,19 @@ static void test_blackhole_replaces_connections(void **state) {
   relock_test_proxy_t *proxy =
       relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
   assert_non_null(proxy);
-  relock_config_t cfg;
-  fx_config(&cfg, fx->redis, 0);
-  cfg.port = relock_test_proxy_port(proxy);
-  cfg.watchdog_timeout_ms = 3000;
-  cfg.ping_interval_ms = 200;
-  cfg.command_timeout_ms = 500;
-  cfg.retry_interval_ms = 100;
-  relock_client_t *a = fx_client(&cfg); /* through the proxy */
-  relock_config_t direct;
-  fx_config(&direct, fx->redis, 1);
-  relock_client_t *b = fx_client(&direct);
+  relock_options_t *cfg;
+  cfg = fx_options(fx->redis, 0);
+  fx_set_int(cfg, RELOCK_OPT_PORT, relock_test_proxy_port(proxy));
+  fx_set_ms(cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 3000);
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 200);
+  fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, 500);
+  fx_set_ms(cfg, RELOCK_OPT_RETRY_INTERVAL, 100);
+  relock_client_t *a = fx_client(cfg); /* through the proxy */
+  relock_options_free(cfg);
+  relock_options_t *direct;
+  direct = fx_options(fx->redis, 1);
+  relock_client_t *b = fx_client(direct);
+  relock_options_free(direct);
 
   relock_lock_t *held = relock_lock_new(a, "held", NULL);
   relock_lock_t *wanted_a = relock_lock_new(a, "wanted", NULL);
@@ -171,12 +173,13 @@ static void test_blackhole_fails_pending_with_connlost(void **state) {
   relock_test_proxy_t *proxy =
       relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
   assert_non_null(proxy);
-  relock_config_t cfg;
-  fx_config(&cfg, fx->redis, 0);
-  cfg.port = relock_test_proxy_port(proxy);
-  cfg.ping_interval_ms = 200;
-  cfg.command_timeout_ms = 5000; /* the request's own timeout must not win */
-  relock_client_t *a = fx_client(&cfg);
+  relock_options_t *cfg;
+  cfg = fx_options(fx->redis, 0);
+  fx_set_int(cfg, RELOCK_OPT_PORT, relock_test_proxy_port(proxy));
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 200);
+  fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, 5000); /* the request's own timeout must not win */
+  relock_client_t *a = fx_client(cfg);
+  relock_options_free(cfg);
   relock_future_t *ping = FX_CMD(a, "PING");
   fx_ok(ping);
   relock_future_release(ping);
@@ -207,10 +210,11 @@ static void count_nothing(relock__listener_t *l, const char *payload, size_t len
 
 static void test_idle_connections_are_pinged(void **state) {
   fx_t *fx = *state;
-  relock_config_t cfg;
-  fx_config(&cfg, fx->redis, 0);
-  cfg.ping_interval_ms = 100;
-  relock_client_t *a = fx_client(&cfg);
+  relock_options_t *cfg;
+  cfg = fx_options(fx->redis, 0);
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 100);
+  relock_client_t *a = fx_client(cfg);
+  relock_options_free(cfg);
   relock_future_release(FX_CMD(a, "SET", "k", "v"));
   /* the subscriber connection, subscribed (RESP2: PING answers ["pong", ""]) */
   relock__listener_t l;
@@ -235,10 +239,11 @@ static void test_idle_connections_are_pinged(void **state) {
 
 static void test_ping_interval_zero_pings_nothing(void **state) {
   fx_t *fx = *state;
-  relock_config_t cfg;
-  fx_config(&cfg, fx->redis, 0);
-  cfg.ping_interval_ms = 0;
-  relock_client_t *a = fx_client(&cfg);
+  relock_options_t *cfg;
+  cfg = fx_options(fx->redis, 0);
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 0);
+  relock_client_t *a = fx_client(cfg);
+  relock_options_free(cfg);
   relock_future_release(FX_CMD(a, "SET", "k", "v"));
   reset_stats(fx->redis);
   run_for(a, 600);
@@ -249,10 +254,11 @@ static void test_ping_interval_zero_pings_nothing(void **state) {
 
 static void test_busy_connection_is_not_pinged(void **state) {
   fx_t *fx = *state;
-  relock_config_t cfg;
-  fx_config(&cfg, fx->redis, 0);
-  cfg.ping_interval_ms = 200;
-  relock_client_t *a = fx_client(&cfg);
+  relock_options_t *cfg;
+  cfg = fx_options(fx->redis, 0);
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 200);
+  relock_client_t *a = fx_client(cfg);
+  relock_options_free(cfg);
   uint64_t t0 = relock__now_ns();
   while (fx_ms_since(t0) < 1000) /* one command after another: never idle for 200 ms */
     relock_future_release(FX_CMD(a, "GET", "k"));
@@ -262,15 +268,17 @@ static void test_busy_connection_is_not_pinged(void **state) {
 
 static void test_ping_interval_validated(void **state) {
   (void)state;
-  relock_config_t cfg;
-  relock_config_init(&cfg);
-  assert_int_equal(cfg.ping_interval_ms, 1000);
-  cfg.ping_interval_ms = -1;
+  relock_options_t *cfg = relock_options_new(NULL);
+  assert_non_null(cfg);
+  int64_t ms = 0;
+  assert_int_equal(relock_options_get_ms(cfg, RELOCK_OPT_PING_INTERVAL, &ms, NULL), 0);
+  assert_int_equal(ms, 1000);
   relock_error_t err;
-  assert_int_equal(relock_config_validate(&cfg, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, -1, &err), RELOCK_EINVAL);
   assert_non_null(strstr(err.message, "ping_interval_ms"));
-  cfg.ping_interval_ms = 0;
-  assert_int_equal(relock_config_validate(&cfg, &err), 0);
+  fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 0);
+  assert_int_equal(relock_options_validate(cfg, &err), 0);
+  relock_options_free(cfg);
 }
 
 /* -- B: a server that answers what nobody asked ---------------------------------
@@ -510,16 +518,17 @@ static int run_bad_case(const bad_case_t *bc) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    relock_config_t cfg;
-    relock_config_init(&cfg);
-    cfg.port = f->port;
+    relock_options_t *cfg;
+    cfg = relock_options_new(NULL);
+    fx_set_int(cfg, RELOCK_OPT_PORT, f->port);
     free(f); /* the child's copy: the fake runs in the parent */
-    cfg.ping_interval_ms = 0;
-    cfg.command_timeout_ms = 3000;
-    cfg.reconnect_min_ms = 500; /* time to look at the dropped connection */
-    cfg.reconnect_max_ms = 1000;
+    fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 0);
+    fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, 3000);
+    fx_set_ms(cfg, RELOCK_OPT_RECONNECT_MIN, 500); /* time to look at the dropped connection */
+    fx_set_ms(cfg, RELOCK_OPT_RECONNECT_MAX, 1000);
     relock_error_t err;
-    relock_client_t *a = relock_client_new(NULL, &cfg, &err);
+    relock_client_t *a = relock_client_new(NULL, cfg, &err);
+    relock_options_free(cfg);
     int rc = a != NULL ? bad_case_child(bc, a) : 1;
     relock_client_free(a);
     fflush(NULL);

@@ -14,7 +14,7 @@
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *a; /* two clients: two "processes" */
   relock_client_t *b;
 } fx_t;
@@ -24,7 +24,7 @@ static int start(void **state, const relock_test_redis_opts_t *opts) {
   fx->redis = relock_test_redis_start(opts);
   if (fx->redis == NULL)
     return -1;
-  fx_config(&fx->cfg, fx->redis, 1);
+  fx->cfg = fx_options(fx->redis, 1);
   *state = fx;
   return 0;
 }
@@ -41,20 +41,21 @@ static int teardown(void **state) {
   relock_client_free(fx->a);
   relock_client_free(fx->b);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
   free(fx);
   return 0;
 }
 
 static void clients(fx_t *fx) {
-  fx->a = fx_client(&fx->cfg);
-  fx->b = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
 }
 
 static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
-  int err = -1;
+  relock_error_t err = {-1, ""};
   relock_lock_t *l = relock_lock_new(c, name, &err);
   assert_non_null(l);
-  assert_int_equal(err, 0);
+  assert_int_equal(err.code, 0);
   return l;
 }
 
@@ -151,17 +152,20 @@ static void test_release_by_non_owner(void **state) {
 static void test_invalid_arguments(void **state) {
   fx_t *fx = *state;
   clients(fx);
-  int err = 0;
+  relock_error_t err = {0, ""};
   assert_null(relock_lock_new(fx->a, "", &err));
-  assert_int_equal(err, RELOCK_EINVAL);
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "the lock name is empty");
   assert_null(relock_lock_new(NULL, "x", &err));
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "client is NULL");
   assert_null(relock_lock_new(fx->a, NULL, NULL));
   relock_lock_t *l = lock_of(fx->a, "x");
-  assert_null(relock_lock_acquire_async(l, 1, -2, RELOCK_INFINITE));
-  assert_null(relock_lock_acquire_async(l, 1, 0, 0));
-  assert_null(relock_lock_acquire_async(l, 1, 0, -5));
-  assert_null(relock_lock_acquire_async(NULL, 1, 0, 100));
-  assert_null(relock_lock_release_async(NULL, 1));
+  FX_REFUSED(relock_lock_acquire_async(l, 1, -2, RELOCK_INFINITE), "wait_ms must be >= 0, or RELOCK_INFINITE (got -2)");
+  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, 0), "lease_ms must be 1-");
+  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, -5), "(got -5)");
+  FX_REFUSED(relock_lock_acquire_async(NULL, 1, 0, 100), "lock is NULL");
+  FX_REFUSED(relock_lock_release_async(NULL, 1), "lock is NULL");
   assert_int_equal(relock_lock_try_lock(l, -3, RELOCK_INFINITE, NULL), RELOCK_EINVAL);
   relock_lock_free(l);
 }
@@ -186,7 +190,7 @@ static int key_gone(void *arg) {
 
 static void test_fixed_lease_expires_unrenewed(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   uint64_t t0 = relock__now_ns();
@@ -216,7 +220,7 @@ static int watch_held(void *arg) {
 
 static void test_watchdog_keeps_lock_ten_times_its_timeout(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
@@ -233,7 +237,7 @@ static void test_watchdog_keeps_lock_ten_times_its_timeout(void **state) {
 
 static void test_renewal_stops_at_release(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
@@ -252,12 +256,12 @@ static void test_renewal_stops_at_release(void **state) {
 
 static void test_kill9_holder_frees_within_watchdog_timeout(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 500;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 500);
   int ready[2];
   assert_int_equal(pipe(ready), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    relock_client_t *c = relock_client_new(NULL, &fx->cfg, NULL);
+    relock_client_t *c = relock_client_new(NULL, fx->cfg, NULL);
     relock_lock_t *l = relock_lock_new(c, "res", NULL);
     int ok = relock_lock_lock(l, RELOCK_INFINITE) == 0;
     (void)!write(ready[1], &ok, sizeof ok);
@@ -533,9 +537,9 @@ static void test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock(vo
 
 static void test_bounded_wait_bounds_retries_when_redis_is_down(void **state) {
   fx_t *fx = *state;
-  fx->cfg.command_timeout_ms = 200;
-  fx->cfg.retry_attempts = 5;
-  fx->cfg.retry_interval_ms = 100;
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 5);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 100);
   clients(fx);
   relock_test_redis_stop(fx->redis);
   relock_lock_t *l = lock_of(fx->a, "res");
@@ -570,7 +574,7 @@ static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
 
 static void test_lost_when_key_deleted(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
@@ -596,7 +600,7 @@ static void test_lost_when_key_deleted(void **state) {
 
 static void test_lost_when_redis_restarts_without_persistence(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 600;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
@@ -610,7 +614,7 @@ static void test_lost_when_redis_restarts_without_persistence(void **state) {
 
 static void test_held_across_restart_with_aof(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 600;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
@@ -629,9 +633,9 @@ static void test_held_across_restart_with_aof(void **state) {
 
 static void test_lost_when_redis_unreachable_past_the_lease(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 600;
-  fx->cfg.command_timeout_ms = 100;
-  fx->cfg.retry_interval_ms = 20;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 100);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
   clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
@@ -655,8 +659,8 @@ static void test_lost_when_redis_unreachable_past_the_lease(void **state) {
 
 static void test_thousand_locks_renewed_in_batches(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 900;
-  fx->cfg.command_timeout_ms = fx_slack_ms(2000);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 900);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(2000));
   clients(fx);
   enum { N = 1000 };
   relock_lock_t **locks = calloc(N, sizeof(*locks));
@@ -698,7 +702,7 @@ static void test_thousand_locks_renewed_in_batches(void **state) {
 
 static void test_several_owners_of_one_client(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   clients(fx);
   relock_lock_t *x = lock_of(fx->a, "x"), *y = lock_of(fx->a, "y");
   assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
@@ -722,7 +726,7 @@ static void test_several_owners_of_one_client(void **state) {
 
 /* -- mutual exclusion across processes --------------------------------------*/
 
-static void critical_sections(const relock_config_t *cfg, int n) {
+static void critical_sections(const relock_options_t *cfg, int n) {
   relock_client_t *c = relock_client_new(NULL, cfg, NULL);
   relock_lock_t *l = relock_lock_new(c, "counter-lock", NULL);
   for (int i = 0; i < n; i++) {
@@ -748,7 +752,7 @@ static void critical_sections(const relock_config_t *cfg, int n) {
 
 static void test_mutual_exclusion_across_processes(void **state) {
   fx_t *fx = *state;
-  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
   int per = relock_test_under_valgrind() ? 20 : 200;
   enum { PROCS = 8 };
   pid_t pids[PROCS];
@@ -756,7 +760,7 @@ static void test_mutual_exclusion_across_processes(void **state) {
     pids[i] = fork();
     assert_true(pids[i] >= 0);
     if (pids[i] == 0)
-      critical_sections(&fx->cfg, per);
+      critical_sections(fx->cfg, per);
   }
   for (int i = 0; i < PROCS; i++) {
     int status = 0;

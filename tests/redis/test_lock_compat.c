@@ -58,7 +58,7 @@ static const char REDISSON_UNLOCK[] =
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *client; /* the relock process under test */
   relock_client_t *peer;   /* a second relock client: listens, looks at keys */
 } fx_t;
@@ -68,9 +68,9 @@ static int setup(void **state) {
   fx->redis = relock_test_redis_start(NULL);
   if (fx->redis == NULL)
     return -1;
-  fx_config(&fx->cfg, fx->redis, 1);
-  fx->client = fx_client(&fx->cfg);
-  fx->peer = fx_client(&fx->cfg);
+  fx->cfg = fx_options(fx->redis, 1);
+  fx->client = fx_client(fx->cfg);
+  fx->peer = fx_client(fx->cfg);
   *state = fx;
   return 0;
 }
@@ -80,6 +80,7 @@ static int teardown(void **state) {
   relock_client_free(fx->client);
   relock_client_free(fx->peer);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
   free(fx);
   return 0;
 }
@@ -87,15 +88,15 @@ static int teardown(void **state) {
 /* Replaces the client under test with one whose watchdog timeout is ms. */
 static void use_watchdog(fx_t *fx, int64_t ms) {
   relock_client_free(fx->client);
-  fx->cfg.watchdog_timeout_ms = ms;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, ms);
+  fx->client = fx_client(fx->cfg);
 }
 
 static relock_lock_t *new_lock(fx_t *fx, const char *name) {
-  int err = -1;
+  relock_error_t err = {-1, ""};
   relock_lock_t *lock = relock_lock_new(fx->client, name, &err);
   assert_non_null(lock);
-  assert_int_equal(err, 0);
+  assert_int_equal(err.code, 0);
   assert_string_equal(relock_lock_name(lock), name);
   return lock;
 }
@@ -388,9 +389,9 @@ static void test_layout_after_acquire(void **state) {
 static void test_layout_with_configured_client_id(void **state) {
   fx_t *fx = *state;
   relock_client_free(fx->client);
-  fx->cfg.client_id = "0f8fad5b-d9cb-469f-a165-70867728950e";
-  fx->client = fx_client(&fx->cfg);
-  fx->cfg.client_id = NULL;
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, "0f8fad5b-d9cb-469f-a165-70867728950e");
+  fx->client = fx_client(fx->cfg);
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, NULL);
   assert_string_equal(relock_client_id(fx->client), "0f8fad5b-d9cb-469f-a165-70867728950e");
   relock_lock_t *lock = new_lock(fx, "compat:id");
   assert_true(acquire(lock, 1, 0, 5000));

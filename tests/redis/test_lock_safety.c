@@ -25,8 +25,8 @@
 typedef struct {
   relock_test_redis_t *redis;
   relock_test_proxy_t *proxy;
-  relock_config_t cfg;    /* straight to the server */
-  relock_config_t via;    /* through the proxy */
+  relock_options_t *cfg;    /* straight to the server */
+  relock_options_t *via;    /* through the proxy */
   relock_client_t *a;     /* the client under test (through the proxy where it matters) */
   relock_client_t *b;     /* a contender, straight to the server */
 } fx_t;
@@ -39,9 +39,9 @@ static int setup(void **state) {
   fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
   if (fx->proxy == NULL)
     return -1;
-  fx_config(&fx->cfg, fx->redis, 0);
-  fx->via = fx->cfg;
-  fx->via.port = relock_test_proxy_port(fx->proxy);
+  fx->cfg = fx_options(fx->redis, 0);
+  fx->via = fx_copy(fx->cfg);
+  fx_set_int(fx->via, RELOCK_OPT_PORT, relock_test_proxy_port(fx->proxy));
   /* Scripts loaded up front: a NOSCRIPT fallback would re-send a script
    * after the commands queued behind it, and these tests watch order. */
   for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
@@ -56,6 +56,8 @@ static int teardown(void **state) {
   relock_client_free(fx->b);
   relock_test_proxy_stop(fx->proxy);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
+  relock_options_free(fx->via);
   free(fx);
   return 0;
 }
@@ -127,7 +129,7 @@ static int key_gone(void *arg) {
  * another client holds the lock. The latch must not answer "acquired". */
 static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
   fx_t *fx = *state;
-  fx->a = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->cfg);
   const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
   const char *latch = "relock_lock_latch:{retried}:0123456789abcdef0123456789abcdef";
   relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000");
@@ -148,7 +150,7 @@ static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
 /* The same retry while the first hold is still there: acquired, counted once. */
 static void test_retried_acquire_while_held_counts_once(void **state) {
   fx_t *fx = *state;
-  fx->a = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->cfg);
   const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
   const char *latch = "relock_lock_latch:{once}:0123456789abcdef0123456789abcdef";
   for (int attempt = 0; attempt < 2; attempt++) {
@@ -164,8 +166,8 @@ static void test_retried_acquire_while_held_counts_once(void **state) {
  * none may be left held, and a contender gets the lock. */
 static void test_answer_later_than_the_lease_is_not_acquired(void **state) {
   fx_t *fx = *state;
-  fx->a = fx_client(&fx->via);
-  fx->b = fx_client(&fx->cfg);
+  fx->a = fx_client(fx->via);
+  fx->b = fx_client(fx->cfg);
   relock_lock_t *la = lock_of(fx->a, "late"), *lb = lock_of(fx->b, "late");
   relock_future_release(FX_CMD(fx->a, "PING")); /* connected before the delay */
   relock_test_proxy_delay(fx->proxy, 150);
@@ -189,8 +191,8 @@ static void test_answer_later_than_the_lease_is_not_acquired(void **state) {
 
 static void test_reentry_with_a_shorter_lease_keeps_the_longer(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 3000;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 3000);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "reenter");
   assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 100)), 1); /* re-entry, 100 ms */
@@ -225,9 +227,9 @@ static int never(void *arg) {
  * TTL would sleep 10 s; it must take the lock within its poll cadence. */
 static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
   fx_t *fx = *state;
-  fx->via.command_timeout_ms = 200;
-  fx->a = fx_client(&fx->via);
-  fx->b = fx_client(&fx->cfg);
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx->a = fx_client(fx->via);
+  fx->b = fx_client(fx->cfg);
   relock_lock_t *la = lock_of(fx->a, "deaf"), *lb = lock_of(fx->b, "deaf");
   assert_int_equal(value_of(relock_lock_acquire_async(lb, 2, 0, 10000)), 1);
   relock_future_release(FX_CMD(fx->a, "PING")); /* the command connection is up */
@@ -258,10 +260,10 @@ static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
 
 static void test_release_in_flight_past_the_deadline_keeps_the_check_near(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
-  fx->cfg.command_timeout_ms = fx_slack_ms(3000);
-  fx->cfg.retry_attempts = 0;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "inflight");
   assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(relock_test_redis_pause(fx->redis), 0);
@@ -291,9 +293,9 @@ static void test_release_in_flight_past_the_deadline_keeps_the_check_near(void *
  * back, leaving an earlier hold of the same owner counted once. */
 static void test_failed_acquire_gives_back_its_hold(void **state) {
   fx_t *fx = *state;
-  fx->via.command_timeout_ms = 200;
-  fx->via.retry_attempts = 0;
-  fx->a = fx_client(&fx->via);
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  fx->a = fx_client(fx->via);
   relock_lock_t *l = lock_of(fx->a, "failed");
   assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 30000)), 1); /* one hold before */
   relock_test_proxy_delay(fx->proxy, 300);
@@ -313,8 +315,8 @@ static void test_failed_acquire_gives_back_its_hold(void **state) {
 
 static void test_bounded_wait_bounds_the_try_in_flight(void **state) {
   fx_t *fx = *state;
-  fx->via.command_timeout_ms = 5000;
-  fx->a = fx_client(&fx->via);
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, 5000);
+  fx->a = fx_client(fx->via);
   relock_lock_t *l = lock_of(fx->a, "bounded");
   relock_future_release(FX_CMD(fx->a, "PING"));
   relock_test_proxy_delay(fx->proxy, 700); /* a try takes 1.4 s */
@@ -354,9 +356,9 @@ static void *run_busy_script(void *arg) {
 
 static void test_busy_server_is_retried(void **state) {
   fx_t *fx = *state;
-  fx->cfg.retry_interval_ms = 200;
-  fx->cfg.retry_attempts = 10;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 200);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 10);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "busy");
   relock_future_release(FX_CMD(fx->a, "PING"));
   assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "CONFIG", "SET", "busy-reply-threshold", "50", NULL), 0);
@@ -396,8 +398,8 @@ static int registry_empty(void *arg) { return ((relock_client_t *)arg)->renewal.
 
 static void test_lost_and_expired_holds_leave_the_registry(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
   fx->a->renewal.lost_kept_ms = 300;
   relock_lock_t *l = lock_of(fx->a, "over");
   lost_t lost = {0, 0};
@@ -419,8 +421,8 @@ static void test_lost_and_expired_holds_leave_the_registry(void **state) {
 /* A release within the time a lost hold is remembered reports the loss. */
 static void test_release_of_a_lost_hold_reports_it(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 300;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "lostrel");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -471,10 +473,10 @@ static void test_table_hash_is_keyed_per_process(void **state) {
 
 static void test_validity_is_local_and_validate_asks_redis(void **state) {
   fx_t *fx = *state;
-  fx->cfg.watchdog_timeout_ms = 600;
-  fx->cfg.command_timeout_ms = 100;
-  fx->cfg.retry_interval_ms = 20;
-  fx->a = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 100);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
+  fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "mine");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);

@@ -9,7 +9,7 @@
 
 typedef struct {
   relock_test_redis_t *redis;
-  relock_config_t cfg;
+  relock_options_t *cfg;
   relock_client_t *client;
 } fx_t;
 
@@ -18,8 +18,8 @@ static int setup(void **state) {
   fx->redis = relock_test_redis_start(NULL);
   if (fx->redis == NULL)
     return -1;
-  fx_config(&fx->cfg, fx->redis, 1);
-  fx->client = fx_client(&fx->cfg);
+  fx->cfg = fx_options(fx->redis, 1);
+  fx->client = fx_client(fx->cfg);
   *state = fx;
   return 0;
 }
@@ -28,6 +28,7 @@ static int teardown(void **state) {
   fx_t *fx = *state;
   relock_client_free(fx->client);
   relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
   free(fx);
   return 0;
 }
@@ -180,8 +181,8 @@ static void test_resubscribe_after_client_kill(void **state) { resubscribes_afte
 static void test_subscribe_while_down_then_recover(void **state) {
   fx_t *fx = *state;
   relock_client_free(fx->client);
-  fx->cfg.command_timeout_ms = 200;
-  fx->client = fx_client(&fx->cfg);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  fx->client = fx_client(fx->cfg);
   assert_int_equal(relock_test_redis_stop(fx->redis), 0);
   inbox_t in = {0};
   relock_subscription_t *sub = NULL;

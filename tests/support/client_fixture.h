@@ -21,27 +21,73 @@ static inline int64_t fx_slack_ms(int64_t ms) { return relock_test_under_valgrin
 
 static inline double fx_ms_since(uint64_t t0) { return (double)(relock__now_ns() - t0) / 1e6; }
 
-/* A config for the private server r (TCP, or its unix socket). */
-static inline void fx_config(relock_config_t *cfg, const relock_test_redis_t *r, int use_unix) {
-  relock_config_init(cfg);
-  if (use_unix) {
-    cfg->unix_path = relock_test_redis_unix_path(r);
-  } else {
-    cfg->host = relock_test_redis_host(r);
-    cfg->port = relock_test_redis_port(r);
-  }
-  cfg->command_timeout_ms = fx_slack_ms(1000);
-  cfg->connect_timeout_ms = fx_slack_ms(1000);
-  cfg->reconnect_min_ms = 10;
-  cfg->reconnect_max_ms = 200;
+/* Sets an option that must be accepted. */
+#define FX_SET_(type, opts, name, value)                                                   \
+  do {                                                                                     \
+    relock_error_t fx_err_;                                                                \
+    if (relock_options_set_##type((opts), (name), (value), &fx_err_) != 0)                 \
+      fail_msg("option %s: %s (%s)", (name), fx_err_.message, relock_err_name(fx_err_.code)); \
+  } while (0)
+
+static inline void fx_set_str(relock_options_t *opts, const char *name, const char *value) {
+  FX_SET_(string, opts, name, value);
+}
+static inline void fx_set_int(relock_options_t *opts, const char *name, int value) {
+  FX_SET_(int, opts, name, value);
+}
+static inline void fx_set_ms(relock_options_t *opts, const char *name, int64_t value) {
+  FX_SET_(ms, opts, name, value);
 }
 
-static inline relock_client_t *fx_client(const relock_config_t *cfg) {
+/* Options for the private server r (TCP, or its unix socket), with short
+ * timeouts; free them with relock_options_free. */
+static inline relock_options_t *fx_options(const relock_test_redis_t *r, int use_unix) {
+  relock_options_t *opts = relock_options_new(NULL);
+  assert_non_null(opts);
+  if (use_unix) {
+    fx_set_str(opts, RELOCK_OPT_UNIX_PATH, relock_test_redis_unix_path(r));
+  } else {
+    fx_set_str(opts, RELOCK_OPT_HOST, relock_test_redis_host(r));
+    fx_set_int(opts, RELOCK_OPT_PORT, relock_test_redis_port(r));
+  }
+  fx_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_CONNECT_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MIN, 10);
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MAX, 200);
+  return opts;
+}
+
+/* A copy of opts, to change without touching them. */
+static inline relock_options_t *fx_copy(const relock_options_t *opts) {
+  relock_options_t *copy = relock_options_copy(opts, NULL);
+  assert_non_null(copy);
+  return copy;
+}
+
+static inline relock_client_t *fx_client(const relock_options_t *opts) {
   relock_error_t err;
-  relock_client_t *c = relock_client_new(NULL, cfg, &err);
+  relock_client_t *c = relock_client_new(NULL, opts, &err);
   if (c == NULL)
     fail_msg("relock_client_new: %s (%s)", err.message, relock_err_name(err.code));
   return c;
+}
+
+/* f was refused for invalid arguments: a future that has already failed
+ * with RELOCK_EINVAL, its message containing phrase; waiting on it returns
+ * at once. Releases f. */
+#define FX_REFUSED(f, phrase) fx_refused_((f), (phrase), #f)
+static inline void fx_refused_(relock_future_t *f, const char *phrase, const char *what) {
+  if (f == NULL)
+    fail_msg("%s: NULL, not a failed future", what);
+  if (relock_future_state(f) != RELOCK_FUTURE_FAILED || relock_future_error(f) != RELOCK_EINVAL)
+    fail_msg("%s: %s (%s), not failed with RELOCK_EINVAL", what, relock_err_name(relock_future_error(f)),
+             relock_future_message(f));
+  if (strstr(relock_future_message(f), phrase) == NULL)
+    fail_msg("%s: message \"%s\" lacks \"%s\"", what, relock_future_message(f), phrase);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(relock_future_wait(f, 10000), RELOCK_EINVAL);
+  assert_true(fx_ms_since(t0) < 100);
+  relock_future_release(f);
 }
 
 /* Runs a command and waits for it; the caller releases the future. */

@@ -372,12 +372,12 @@ static void test_watchdog_renews_across_steps(void **state) {
     skip();
   }
   relock_test_redis_t *redis = fx->redis;
-  relock_config_t cfg;
-  fx_config(&cfg, redis, 1);
-  cfg.watchdog_timeout_ms = WATCHDOG_MS;
-  relock_client_t *c = fx->client = fx_client(&cfg);
-  int err = -1;
-  relock_lock_t *l = fx->lock = relock_lock_new(c, "res", &err);
+  relock_options_t *cfg;
+  cfg = fx_options(redis, 1);
+  fx_set_ms(cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
+  relock_client_t *c = fx->client = fx_client(cfg);
+  relock_options_free(cfg);
+  relock_lock_t *l = fx->lock = relock_lock_new(c, "res", NULL);
   assert_non_null(l);
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);

@@ -1,12 +1,14 @@
-/* Unit tests of the client configuration: the defaults, every URL form the
- * parser accepts, the ones it refuses (with a message that names the problem
- * and never shows the password), and every rule of validation. */
+/* Unit tests of the client options (relock/config.h): the defaults, setting
+ * and reading by name and type, every URL form the parser accepts, the ones
+ * it refuses (with a message that names the problem and never shows the
+ * password), and every rule a value or a combination must follow. */
 #include <config.h>
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include <relock/client.h>
+#include <relock/config.h>
 #include <relock/error.h>
 
 #include "support/test.h"
@@ -31,40 +33,185 @@ static relock_error_t dirty_error(void) {
   return err;
 }
 
+static relock_options_t *options(void) {
+  relock_error_t err = dirty_error();
+  relock_options_t *o = relock_options_new(&err);
+  assert_non_null(o);
+  return o;
+}
+
+/* The value of an option of each type (which must be readable). */
+static const char *str(const relock_options_t *o, const char *name) {
+  const char *v = "junk";
+  assert_int_equal(relock_options_get_string(o, name, &v, NULL), 0);
+  return v;
+}
+
+static int num(const relock_options_t *o, const char *name) {
+  int v = -12345;
+  assert_int_equal(relock_options_get_int(o, name, &v, NULL), 0);
+  return v;
+}
+
+static int64_t ms(const relock_options_t *o, const char *name) {
+  int64_t v = -12345;
+  assert_int_equal(relock_options_get_ms(o, name, &v, NULL), 0);
+  return v;
+}
+
+static void set_str(relock_options_t *o, const char *name, const char *value) {
+  relock_error_t err;
+  if (relock_options_set_string(o, name, value, &err) != 0)
+    fail_msg("%s: %s", name, err.message);
+}
+
 /* -- defaults ---------------------------------------------------------------*/
 
 static void test_defaults(void **state) {
   (void)state;
-  relock_config_t c;
-  memset(&c, 0xa5, sizeof c);
-  relock_config_init(&c);
-  assert_string_equal(c.host, "127.0.0.1");
-  assert_int_equal(c.port, 6379);
-  assert_null(c.unix_path);
-  assert_null(c.username);
-  assert_null(c.password);
-  assert_int_equal(c.db, 0);
-  assert_null(c.client_name);
-  assert_int_equal(c.connect_timeout_ms, 5000);
-  assert_int_equal(c.command_timeout_ms, 3000);
-  assert_int_equal(c.retry_attempts, 3);
-  assert_int_equal(c.retry_interval_ms, 1500);
-  assert_int_equal(c.reconnect_min_ms, 100);
-  assert_int_equal(c.reconnect_max_ms, 10000);
-  assert_null(c.client_id);
-  assert_int_equal(c.watchdog_timeout_ms, 30000);
-  assert_null(c.owned_);
+  relock_options_t *c = options();
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "127.0.0.1");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 6379);
+  assert_null(str(c, RELOCK_OPT_UNIX_PATH));
+  assert_null(str(c, RELOCK_OPT_USERNAME));
+  assert_null(str(c, RELOCK_OPT_PASSWORD));
+  assert_int_equal(num(c, RELOCK_OPT_DB), 0);
+  assert_null(str(c, RELOCK_OPT_CLIENT_NAME));
+  assert_int_equal(ms(c, RELOCK_OPT_CONNECT_TIMEOUT), 5000);
+  assert_int_equal(ms(c, RELOCK_OPT_COMMAND_TIMEOUT), 3000);
+  assert_int_equal(num(c, RELOCK_OPT_RETRY_ATTEMPTS), 3);
+  assert_int_equal(ms(c, RELOCK_OPT_RETRY_INTERVAL), 1500);
+  assert_int_equal(ms(c, RELOCK_OPT_RECONNECT_MIN), 100);
+  assert_int_equal(ms(c, RELOCK_OPT_RECONNECT_MAX), 10000);
+  assert_null(str(c, RELOCK_OPT_CLIENT_ID));
+  assert_int_equal(ms(c, RELOCK_OPT_WATCHDOG_TIMEOUT), 30000);
+  assert_int_equal(ms(c, RELOCK_OPT_PING_INTERVAL), 1000);
 
   relock_error_t err = dirty_error();
-  assert_int_equal(relock_config_validate(&c, &err), 0);
+  assert_int_equal(relock_options_validate(c, &err), 0);
   assert_int_equal(err.code, 0);
   assert_string_equal(err.message, "");
-  assert_int_equal(relock_config_validate(&c, NULL), 0);
+  assert_int_equal(relock_options_validate(c, NULL), 0);
 
-  relock_config_cleanup(&c); /* nothing parsed: a no-op */
-  assert_string_equal(c.host, "127.0.0.1");
-  relock_config_init(NULL);
-  relock_config_cleanup(NULL);
+  /* a setter that succeeds clears the error too */
+  err = dirty_error();
+  assert_int_equal(relock_options_set_int(c, RELOCK_OPT_DB, 2, &err), 0);
+  assert_int_equal(err.code, 0);
+  assert_string_equal(err.message, "");
+
+  relock_options_free(c);
+  relock_options_free(NULL);
+}
+
+/* -- names, types, text -------------------------------------------------------*/
+
+static void test_unknown_option_and_wrong_type(void **state) {
+  (void)state;
+  relock_options_t *o = options();
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock_options_set_int(o, "prot", 1, &err), RELOCK_EINVAL);
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "unknown option \"prot\"");
+  assert_int_equal(relock_options_set(o, "x", "1", &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "unknown option \"x\"");
+  const char *s;
+  assert_int_equal(relock_options_get_string(o, "", &s, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "unknown option \"\"");
+  assert_int_equal(relock_options_set_int(o, NULL, 1, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "option name is NULL");
+
+  assert_int_equal(relock_options_set_string(o, RELOCK_OPT_PORT, "6380", &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "option \"port\" is an int, not a string");
+  assert_int_equal(relock_options_set_ms(o, RELOCK_OPT_HOST, 1, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "option \"host\" is a string, not a duration in ms");
+  assert_int_equal(relock_options_set_int(o, RELOCK_OPT_COMMAND_TIMEOUT, 1, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "option \"command-timeout\" is a duration in ms, not an int");
+  int64_t v;
+  assert_int_equal(relock_options_get_ms(o, RELOCK_OPT_PORT, &v, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "option \"port\" is an int, not a duration in ms");
+  assert_int_equal(relock_options_get_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, NULL, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_int(o, RELOCK_OPT_PORT, 1, NULL), 0); /* no err: fine */
+  assert_int_equal(relock_options_set_int(o, "nope", 1, NULL), RELOCK_EINVAL);
+
+  /* refused: the option keeps its value */
+  assert_int_equal(relock_options_set_int(o, RELOCK_OPT_PORT, 0, &err), RELOCK_EINVAL);
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 1);
+  set_str(o, RELOCK_OPT_CLIENT_ID, "mine");
+  assert_int_equal(relock_options_set_string(o, RELOCK_OPT_CLIENT_ID, "a:b", &err), RELOCK_EINVAL);
+  assert_string_equal(str(o, RELOCK_OPT_CLIENT_ID), "mine");
+  set_str(o, RELOCK_OPT_CLIENT_ID, NULL); /* back to "not set" */
+  assert_null(str(o, RELOCK_OPT_CLIENT_ID));
+  relock_options_free(o);
+}
+
+static void test_set_from_text(void **state) {
+  (void)state;
+  relock_options_t *o = options();
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock_options_set(o, RELOCK_OPT_PORT, "6380", &err), 0);
+  assert_int_equal(err.code, 0);
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 6380);
+  assert_int_equal(relock_options_set(o, RELOCK_OPT_COMMAND_TIMEOUT, "250", NULL), 0);
+  assert_int_equal(ms(o, RELOCK_OPT_COMMAND_TIMEOUT), 250);
+  assert_int_equal(relock_options_set(o, RELOCK_OPT_COMMAND_TIMEOUT, "750ms", NULL), 0);
+  assert_int_equal(ms(o, RELOCK_OPT_COMMAND_TIMEOUT), 750);
+  assert_int_equal(relock_options_set(o, RELOCK_OPT_WATCHDOG_TIMEOUT, "45s", NULL), 0);
+  assert_int_equal(ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT), 45000);
+  assert_int_equal(relock_options_set(o, RELOCK_OPT_CLIENT_NAME, "from-text", NULL), 0);
+  assert_string_equal(str(o, RELOCK_OPT_CLIENT_NAME), "from-text");
+
+  static const struct {
+    const char *name, *text, *phrase;
+  } bad[] = {
+      {RELOCK_OPT_PORT, "", "invalid value \"\" for option \"port\": expected an int"},
+      {RELOCK_OPT_PORT, "12x", "expected an int"},
+      {RELOCK_OPT_PORT, " 1", "expected an int"},
+      {RELOCK_OPT_PORT, "99999999999", "expected an int"},
+      {RELOCK_OPT_PORT, "0", "invalid port 0: must be 1-65535"},
+      {RELOCK_OPT_DB, "-1", "invalid database -1"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "1.5s", "expected a duration in ms"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "5m", "expected a duration in ms"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "ms", "expected a duration in ms"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "99999999999999999999", "expected a duration in ms"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "9999999999999999s", "expected a duration in ms"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "0", "command_timeout_ms must be > 0 (got 0)"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, "-1ms", "command_timeout_ms must be > 0 (got -1)"},
+      {RELOCK_OPT_RETRY_INTERVAL, "2000000000s", "retry_interval_ms is 2000000000000 ms: at most"},
+      {RELOCK_OPT_COMMAND_TIMEOUT, NULL, "option \"command-timeout\" needs a value"},
+      {RELOCK_OPT_CLIENT_NAME, "two words", "client_name must not contain spaces"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(relock_options_set(o, bad[i].name, bad[i].text, &err), RELOCK_EINVAL);
+    if (strstr(err.message, bad[i].phrase) == NULL)
+      fail_msg("%s = \"%s\": message \"%s\" lacks \"%s\"", bad[i].name, bad[i].text ? bad[i].text : "(NULL)",
+               err.message, bad[i].phrase);
+  }
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 6380);
+  assert_int_equal(ms(o, RELOCK_OPT_COMMAND_TIMEOUT), 750);
+  relock_options_free(o);
+}
+
+static void test_copy(void **state) {
+  (void)state;
+  relock_options_t *o = options();
+  assert_int_equal(relock_options_set_url(o, "redis://u:pw@h:7000/3", NULL), 0);
+  set_str(o, RELOCK_OPT_CLIENT_ID, "id-1");
+  relock_error_t err = dirty_error();
+  relock_options_t *c = relock_options_copy(o, &err);
+  assert_non_null(c);
+  assert_int_equal(err.code, 0);
+  /* its own strings: changing or freeing the original does not touch it */
+  set_str(o, RELOCK_OPT_CLIENT_ID, "id-2");
+  relock_options_free(o);
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "h");
+  assert_string_equal(str(c, RELOCK_OPT_USERNAME), "u");
+  assert_string_equal(str(c, RELOCK_OPT_PASSWORD), "pw");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 7000);
+  assert_int_equal(num(c, RELOCK_OPT_DB), 3);
+  assert_string_equal(str(c, RELOCK_OPT_CLIENT_ID), "id-1");
+  assert_null(relock_options_copy(NULL, &err));
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  relock_options_free(c);
 }
 
 /* -- URLs that parse --------------------------------------------------------*/
@@ -114,96 +261,86 @@ static void test_accepted_urls(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof good_urls / sizeof good_urls[0]; i++) {
     const good_url_t *g = &good_urls[i];
-    relock_config_t c;
-    relock_config_init(&c);
-    c.command_timeout_ms = 1234; /* not a connection field: left alone */
-    c.client_id = "me";
+    relock_options_t *c = options();
+    /* not connection options: left alone */
+    assert_int_equal(relock_options_set_ms(c, RELOCK_OPT_COMMAND_TIMEOUT, 1234, NULL), 0);
+    set_str(c, RELOCK_OPT_CLIENT_ID, "me");
     relock_error_t err = dirty_error();
-    int r = relock_config_from_url(&c, g->url, &err);
+    int r = relock_options_set_url(c, g->url, &err);
     if (r != 0)
       fail_msg("%s: %s", g->url, err.message);
     assert_int_equal(err.code, 0);
     assert_string_equal(err.message, "");
-    assert_string_equal(c.host, g->host);
-    assert_int_equal(c.port, g->port);
-    assert_str_or_null(c.unix_path, g->unix_path);
-    assert_str_or_null(c.username, g->username);
-    assert_str_or_null(c.password, g->password);
-    assert_int_equal(c.db, g->db);
-    assert_int_equal(c.command_timeout_ms, 1234);
-    assert_string_equal(c.client_id, "me");
-    assert_non_null(c.owned_);
-    assert_int_equal(relock_config_validate(&c, &err), 0);
-    relock_config_cleanup(&c);
-    assert_null(c.owned_);
+    assert_string_equal(str(c, RELOCK_OPT_HOST), g->host);
+    assert_int_equal(num(c, RELOCK_OPT_PORT), g->port);
+    assert_str_or_null(str(c, RELOCK_OPT_UNIX_PATH), g->unix_path);
+    assert_str_or_null(str(c, RELOCK_OPT_USERNAME), g->username);
+    assert_str_or_null(str(c, RELOCK_OPT_PASSWORD), g->password);
+    assert_int_equal(num(c, RELOCK_OPT_DB), g->db);
+    assert_int_equal(ms(c, RELOCK_OPT_COMMAND_TIMEOUT), 1234);
+    assert_string_equal(str(c, RELOCK_OPT_CLIENT_ID), "me");
+    assert_int_equal(relock_options_validate(c, &err), 0);
+    relock_options_free(c);
   }
 }
 
 static void test_parsed_strings_outlive_the_url(void **state) {
   (void)state;
-  relock_config_t c;
-  relock_config_init(&c);
+  relock_options_t *c = options();
   char *url = strdup("redis://alice:wonder%20land@cache.internal:6390/4");
   assert_non_null(url);
-  assert_int_equal(relock_config_from_url(&c, url, NULL), 0);
+  assert_int_equal(relock_options_set_url(c, url, NULL), 0);
   memset(url, 'z', strlen(url));
   free(url);
-  assert_string_equal(c.host, "cache.internal");
-  assert_string_equal(c.username, "alice");
-  assert_string_equal(c.password, "wonder land");
-  assert_int_equal(c.port, 6390);
-  assert_int_equal(c.db, 4);
-  relock_config_cleanup(&c);
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "cache.internal");
+  assert_string_equal(str(c, RELOCK_OPT_USERNAME), "alice");
+  assert_string_equal(str(c, RELOCK_OPT_PASSWORD), "wonder land");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 6390);
+  assert_int_equal(num(c, RELOCK_OPT_DB), 4);
+  relock_options_free(c);
 }
 
-/* Every connection field comes from the URL (or its default), whatever an
+/* Every connection option comes from the URL (or its default), whatever an
  * earlier URL or the caller had set. */
 static void test_url_replaces_every_connection_field(void **state) {
   (void)state;
-  relock_config_t c;
-  relock_config_init(&c);
-  assert_int_equal(relock_config_from_url(&c, "unix:///tmp/a.sock?db=5&username=u&password=p", NULL), 0);
-  assert_int_equal(relock_config_from_url(&c, "redis://other", NULL), 0);
-  assert_string_equal(c.host, "other");
-  assert_int_equal(c.port, 6379);
-  assert_null(c.unix_path);
-  assert_null(c.username);
-  assert_null(c.password);
-  assert_int_equal(c.db, 0);
+  relock_options_t *c = options();
+  assert_int_equal(relock_options_set_url(c, "unix:///tmp/a.sock?db=5&username=u&password=p", NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "redis://other", NULL), 0);
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "other");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 6379);
+  assert_null(str(c, RELOCK_OPT_UNIX_PATH));
+  assert_null(str(c, RELOCK_OPT_USERNAME));
+  assert_null(str(c, RELOCK_OPT_PASSWORD));
+  assert_int_equal(num(c, RELOCK_OPT_DB), 0);
 
-  c.port = 1;
-  c.db = 9;
-  assert_int_equal(relock_config_from_url(&c, "unix:///tmp/b.sock", NULL), 0);
-  assert_string_equal(c.host, "127.0.0.1");
-  assert_int_equal(c.port, 6379);
-  assert_string_equal(c.unix_path, "/tmp/b.sock");
-  assert_int_equal(c.db, 0);
-  relock_config_cleanup(&c);
+  assert_int_equal(relock_options_set_int(c, RELOCK_OPT_PORT, 1, NULL), 0);
+  assert_int_equal(relock_options_set_int(c, RELOCK_OPT_DB, 9, NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "unix:///tmp/b.sock", NULL), 0);
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "127.0.0.1");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 6379);
+  assert_string_equal(str(c, RELOCK_OPT_UNIX_PATH), "/tmp/b.sock");
+  assert_int_equal(num(c, RELOCK_OPT_DB), 0);
+  relock_options_free(c);
 }
 
-static void test_from_url_twice_then_cleanup(void **state) {
+static void test_set_url_twice(void **state) {
   (void)state;
-  relock_config_t c;
-  relock_config_init(&c);
-  assert_int_equal(relock_config_from_url(&c, "redis://u:p1@first:7000/1", NULL), 0);
-  void *first = c.owned_;
-  assert_non_null(first);
-  assert_int_equal(relock_config_from_url(&c, "redis://:p2@second:7001/2", NULL), 0);
-  assert_non_null(c.owned_); /* the first block was freed (valgrind/ASan check) */
-  assert_string_equal(c.host, "second");
-  assert_null(c.username);
-  assert_string_equal(c.password, "p2");
+  relock_options_t *c = options();
+  assert_int_equal(relock_options_set_url(c, "redis://u:p1@first:7000/1", NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "redis://:p2@second:7001/2", NULL), 0);
+  /* the first URL's strings were freed (valgrind/ASan check) */
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "second");
+  assert_null(str(c, RELOCK_OPT_USERNAME));
+  assert_string_equal(str(c, RELOCK_OPT_PASSWORD), "p2");
+  assert_int_equal(num(c, RELOCK_OPT_PORT), 7001);
+  assert_int_equal(num(c, RELOCK_OPT_DB), 2);
 
-  /* A field the caller set since stays; the parsed ones get their defaults. */
-  c.username = "caller";
-  relock_config_cleanup(&c);
-  assert_null(c.owned_);
-  assert_string_equal(c.host, "127.0.0.1");
-  assert_null(c.password);
-  assert_string_equal(c.username, "caller");
-  assert_int_equal(c.port, 7001); /* values stay: nothing dangles */
-  relock_config_cleanup(&c);      /* twice: a no-op */
-  assert_null(c.owned_);
+  /* An option set after the URL is the caller's own string. */
+  set_str(c, RELOCK_OPT_USERNAME, "caller");
+  assert_string_equal(str(c, RELOCK_OPT_USERNAME), "caller");
+  assert_int_equal(relock_options_validate(c, NULL), 0);
+  relock_options_free(c);
 }
 
 /* -- URLs that are refused ---------------------------------------------------*/
@@ -319,13 +456,12 @@ static void test_refused_urls(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
     const bad_url_t *b = &bad_urls[i];
-    relock_config_t c;
-    relock_config_init(&c);
-    assert_int_equal(relock_config_from_url(&c, "redis://:keep@before:7777/7", NULL), 0);
-    relock_config_t before = c;
+    relock_options_t *c = options();
+    assert_int_equal(relock_options_set_url(c, "redis://:keep@before:7777/7", NULL), 0);
+    const char *host = str(c, RELOCK_OPT_HOST), *password = str(c, RELOCK_OPT_PASSWORD);
 
     relock_error_t err = dirty_error();
-    int r = relock_config_from_url(&c, b->url, &err);
+    int r = relock_options_set_url(c, b->url, &err);
     if (r != RELOCK_EINVAL)
       fail_msg("\"%s\" gave %d (%s), not RELOCK_EINVAL", b->url, r, err.message);
     assert_int_equal(err.code, RELOCK_EINVAL);
@@ -333,25 +469,22 @@ static void test_refused_urls(void **state) {
       fail_msg("\"%s\": message \"%s\" lacks \"%s\"", b->url, err.message, b->phrase);
     if (b->secret != NULL && strstr(err.message, b->secret) != NULL)
       fail_msg("\"%s\": message \"%s\" shows the password", b->url, err.message);
-    /* the password of the config before never shows either */
+    /* the password of the options before never shows either */
     assert_null(strstr(err.message, "keep"));
 
-    /* unchanged: same pointers, same values, same storage */
-    assert_ptr_equal(c.host, before.host);
-    assert_ptr_equal(c.unix_path, before.unix_path);
-    assert_ptr_equal(c.username, before.username);
-    assert_ptr_equal(c.password, before.password);
-    assert_ptr_equal(c.owned_, before.owned_);
-    assert_int_equal(c.port, before.port);
-    assert_int_equal(c.db, before.db);
-    assert_string_equal(c.host, "before");
-    assert_string_equal(c.password, "keep");
-    assert_int_equal(c.port, 7777);
-    assert_int_equal(c.db, 7);
+    /* unchanged: same strings, same values */
+    assert_ptr_equal(str(c, RELOCK_OPT_HOST), host);
+    assert_ptr_equal(str(c, RELOCK_OPT_PASSWORD), password);
+    assert_null(str(c, RELOCK_OPT_UNIX_PATH));
+    assert_null(str(c, RELOCK_OPT_USERNAME));
+    assert_string_equal(host, "before");
+    assert_string_equal(password, "keep");
+    assert_int_equal(num(c, RELOCK_OPT_PORT), 7777);
+    assert_int_equal(num(c, RELOCK_OPT_DB), 7);
 
     /* without an error struct: the same code */
-    assert_int_equal(relock_config_from_url(&c, b->url, NULL), RELOCK_EINVAL);
-    relock_config_cleanup(&c);
+    assert_int_equal(relock_options_set_url(c, b->url, NULL), RELOCK_EINVAL);
+    relock_options_free(c);
   }
 }
 
@@ -363,23 +496,22 @@ static void test_long_socket_path(void **state) {
   url[prefix] = '/';
   memset(url + prefix + 1, 'a', 106);
   url[prefix + 107] = '\0';
-  relock_config_t c;
-  relock_config_init(&c);
+  relock_options_t *c = options();
   relock_error_t err;
-  assert_int_equal(relock_config_from_url(&c, url, &err), 0);
-  assert_int_equal(strlen(c.unix_path), 107);
-  assert_int_equal(relock_config_validate(&c, &err), 0);
+  assert_int_equal(relock_options_set_url(c, url, &err), 0);
+  assert_int_equal(strlen(str(c, RELOCK_OPT_UNIX_PATH)), 107);
+  assert_int_equal(relock_options_validate(c, &err), 0);
 
   url[prefix + 107] = 'a';
   url[prefix + 108] = '\0';
-  assert_int_equal(relock_config_from_url(&c, url, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_url(c, url, &err), RELOCK_EINVAL);
   assert_non_null(strstr(err.message, "too long (108 bytes, at most 107)"));
-  assert_int_equal(strlen(c.unix_path), 107); /* unchanged */
+  assert_int_equal(strlen(str(c, RELOCK_OPT_UNIX_PATH)), 107); /* unchanged */
 
-  c.unix_path = url + prefix;
-  assert_int_equal(relock_config_validate(&c, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_string(c, RELOCK_OPT_UNIX_PATH, url + prefix, &err), RELOCK_EINVAL);
   assert_non_null(strstr(err.message, "unix_path is 108 bytes long"));
-  relock_config_cleanup(&c);
+  assert_int_equal(strlen(str(c, RELOCK_OPT_UNIX_PATH)), 107); /* unchanged */
+  relock_options_free(c);
 }
 
 static void test_long_values_are_cut_in_messages(void **state) {
@@ -388,10 +520,9 @@ static void test_long_values_are_cut_in_messages(void **state) {
   size_t n = strlen(url);
   memset(url + n, 'x', 2000);
   url[n + 2000] = '\0';
-  relock_config_t c;
-  relock_config_init(&c);
+  relock_options_t *c = options();
   relock_error_t err;
-  assert_int_equal(relock_config_from_url(&c, url, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_url(c, url, &err), RELOCK_EINVAL);
   assert_non_null(strstr(err.message, "invalid database \"xxxx"));
   assert_non_null(strstr(err.message, "...\""));
   assert_true(strlen(err.message) < 120);
@@ -400,30 +531,41 @@ static void test_long_values_are_cut_in_messages(void **state) {
   memcpy(url, "redis://", 8);
   memset(url + 8, 'h', 2000);
   url[2008] = '\0';
-  assert_int_equal(relock_config_from_url(&c, url, &err), 0);
-  assert_int_equal(strlen(c.host), 2000);
-  relock_config_cleanup(&c);
+  assert_int_equal(relock_options_set_url(c, url, &err), 0);
+  assert_int_equal(strlen(str(c, RELOCK_OPT_HOST)), 2000);
+
+  /* and an unknown option's long name is cut */
+  assert_int_equal(relock_options_set_int(c, url, 1, &err), RELOCK_EINVAL);
+  assert_true(strlen(err.message) < 120);
+  relock_options_free(c);
 }
 
 static void test_null_arguments(void **state) {
   (void)state;
-  relock_config_t c;
-  relock_config_init(&c);
+  relock_options_t *c = options();
   relock_error_t err = dirty_error();
-  assert_int_equal(relock_config_from_url(NULL, "redis://h", &err), RELOCK_EINVAL);
-  assert_string_equal(err.message, "config is NULL");
-  assert_int_equal(relock_config_from_url(&c, NULL, &err), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_url(NULL, "redis://h", &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "opts is NULL");
+  assert_int_equal(relock_options_set_url(c, NULL, &err), RELOCK_EINVAL);
   assert_string_equal(err.message, "url is NULL");
-  assert_int_equal(relock_config_from_url(&c, NULL, NULL), RELOCK_EINVAL);
-  assert_int_equal(relock_config_validate(NULL, &err), RELOCK_EINVAL);
-  assert_string_equal(err.message, "config is NULL");
-  assert_int_equal(relock_config_validate(NULL, NULL), RELOCK_EINVAL);
-  assert_null(c.owned_);
+  assert_int_equal(relock_options_set_url(c, NULL, NULL), RELOCK_EINVAL);
+  assert_int_equal(relock_options_validate(NULL, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "opts is NULL");
+  assert_int_equal(relock_options_validate(NULL, NULL), RELOCK_EINVAL);
+  assert_int_equal(relock_options_set_int(NULL, RELOCK_OPT_PORT, 1, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "opts is NULL");
+  int v;
+  assert_int_equal(relock_options_get_int(NULL, RELOCK_OPT_PORT, &v, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "opts is NULL");
+  assert_string_equal(str(c, RELOCK_OPT_HOST), "127.0.0.1"); /* unchanged */
+  relock_options_free(c);
 }
 
 /* -- validation ---------------------------------------------------------------*/
 
-typedef void (*mutate_fn)(relock_config_t *c);
+/* Sets options as a program would; the first refusal is the outcome, else
+ * relock_options_validate's. */
+typedef int (*mutate_fn)(relock_options_t *c, relock_error_t *err);
 
 typedef struct {
   const char *what;
@@ -431,59 +573,70 @@ typedef struct {
   const char *phrase; /* NULL: valid */
 } rule_t;
 
-#define RULE(name, body)                                                                                     \
-  static void name(relock_config_t *c) { body; }
+#define SET(type, name, value)                                         \
+  do {                                                                 \
+    int set_r_ = relock_options_set_##type(c, (name), (value), err);   \
+    if (set_r_ != 0)                                                   \
+      return set_r_;                                                   \
+  } while (0)
 
-RULE(port_0, c->port = 0)
-RULE(port_1, c->port = 1)
-RULE(port_65535, c->port = 65535)
-RULE(port_65536, c->port = 65536)
-RULE(port_negative, c->port = -6379)
-RULE(port_ignored_with_unix_path, (c->unix_path = "/tmp/r.sock", c->port = 0))
-RULE(host_null, c->host = NULL)
-RULE(host_empty, c->host = "")
-RULE(host_null_with_unix_path, (c->unix_path = "/tmp/r.sock", c->host = NULL))
-RULE(unix_path_relative, c->unix_path = "tmp/r.sock")
-RULE(unix_path_empty, c->unix_path = "")
-RULE(db_negative, c->db = -1)
-RULE(db_0, c->db = 0)
-RULE(db_max, c->db = INT_MAX)
-RULE(connect_timeout_0, c->connect_timeout_ms = 0)
-RULE(connect_timeout_1, c->connect_timeout_ms = 1)
-RULE(connect_timeout_negative, c->connect_timeout_ms = -1)
-RULE(command_timeout_0, c->command_timeout_ms = 0)
-RULE(command_timeout_1, c->command_timeout_ms = 1)
-RULE(command_timeout_infinite, c->command_timeout_ms = RELOCK_INFINITE)
-RULE(retry_attempts_negative, c->retry_attempts = -1)
-RULE(retry_attempts_0, c->retry_attempts = 0)
-RULE(retry_interval_negative, c->retry_interval_ms = -1)
-RULE(retry_interval_0, c->retry_interval_ms = 0)
-RULE(reconnect_min_0, c->reconnect_min_ms = 0)
-RULE(reconnect_min_1, c->reconnect_min_ms = 1)
-RULE(reconnect_min_equals_max, (c->reconnect_min_ms = 500, c->reconnect_max_ms = 500))
-RULE(reconnect_min_above_max, (c->reconnect_min_ms = 501, c->reconnect_max_ms = 500))
-RULE(watchdog_2, c->watchdog_timeout_ms = 2)
-RULE(watchdog_3, c->watchdog_timeout_ms = 3)
-RULE(watchdog_negative, c->watchdog_timeout_ms = RELOCK_INFINITE)
-RULE(client_id_uuid, c->client_id = "3b0c7c1e-8f0a-4d5e-9a41-0c2f6b7d8e90")
-RULE(client_id_empty, c->client_id = "")
-RULE(client_id_64, c->client_id = "1234567890123456789012345678901234567890123456789012345678901234")
-RULE(client_id_65, c->client_id = "12345678901234567890123456789012345678901234567890123456789012345")
-RULE(client_id_colon, c->client_id = "host:42")
-RULE(client_id_space, c->client_id = "my client")
-RULE(client_id_tab, c->client_id = "a\tb")
-RULE(client_id_newline, c->client_id = "a\n")
-RULE(client_id_del, c->client_id = "a\x7f")
-RULE(client_id_utf8, c->client_id = "caf\xc3\xa9")
-RULE(client_name_ok, c->client_name = "worker-1")
-RULE(client_name_empty, c->client_name = "")
-RULE(client_name_space, c->client_name = "worker 1")
-RULE(client_name_utf8, c->client_name = "caf\xc3\xa9")
-RULE(password_only, c->password = "pw")
-RULE(password_empty, c->password = "")
-RULE(username_and_password, (c->username = "app", c->password = "pw"))
-RULE(username_without_password, c->username = "app")
-RULE(username_empty, (c->username = "", c->password = "pw"))
+#define RULE(name, body)                                                 \
+  static int name(relock_options_t *c, relock_error_t *err) {            \
+    body;                                                                \
+    return relock_options_validate(c, err);                              \
+  }
+
+RULE(port_0, SET(int, RELOCK_OPT_PORT, 0))
+RULE(port_1, SET(int, RELOCK_OPT_PORT, 1))
+RULE(port_65535, SET(int, RELOCK_OPT_PORT, 65535))
+RULE(port_65536, SET(int, RELOCK_OPT_PORT, 65536))
+RULE(port_negative, SET(int, RELOCK_OPT_PORT, -6379))
+RULE(port_ignored_with_unix_path, SET(string, RELOCK_OPT_UNIX_PATH, "/tmp/r.sock"); SET(int, RELOCK_OPT_PORT, 0))
+RULE(host_null, SET(string, RELOCK_OPT_HOST, NULL))
+RULE(host_empty, SET(string, RELOCK_OPT_HOST, ""))
+RULE(host_null_with_unix_path, SET(string, RELOCK_OPT_UNIX_PATH, "/tmp/r.sock"); SET(string, RELOCK_OPT_HOST, NULL))
+RULE(unix_path_relative, SET(string, RELOCK_OPT_UNIX_PATH, "tmp/r.sock"))
+RULE(unix_path_empty, SET(string, RELOCK_OPT_UNIX_PATH, ""))
+RULE(db_negative, SET(int, RELOCK_OPT_DB, -1))
+RULE(db_0, SET(int, RELOCK_OPT_DB, 0))
+RULE(db_max, SET(int, RELOCK_OPT_DB, INT_MAX))
+RULE(connect_timeout_0, SET(ms, RELOCK_OPT_CONNECT_TIMEOUT, 0))
+RULE(connect_timeout_1, SET(ms, RELOCK_OPT_CONNECT_TIMEOUT, 1))
+RULE(connect_timeout_negative, SET(ms, RELOCK_OPT_CONNECT_TIMEOUT, -1))
+RULE(command_timeout_0, SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 0))
+RULE(command_timeout_1, SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 1))
+RULE(command_timeout_infinite, SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, RELOCK_INFINITE))
+RULE(retry_attempts_negative, SET(int, RELOCK_OPT_RETRY_ATTEMPTS, -1))
+RULE(retry_attempts_0, SET(int, RELOCK_OPT_RETRY_ATTEMPTS, 0))
+RULE(retry_interval_negative, SET(ms, RELOCK_OPT_RETRY_INTERVAL, -1))
+RULE(retry_interval_0, SET(ms, RELOCK_OPT_RETRY_INTERVAL, 0))
+RULE(reconnect_min_0, SET(ms, RELOCK_OPT_RECONNECT_MIN, 0))
+RULE(reconnect_min_1, SET(ms, RELOCK_OPT_RECONNECT_MIN, 1))
+RULE(reconnect_min_equals_max, SET(ms, RELOCK_OPT_RECONNECT_MIN, 500); SET(ms, RELOCK_OPT_RECONNECT_MAX, 500))
+RULE(reconnect_min_above_max, SET(ms, RELOCK_OPT_RECONNECT_MIN, 501); SET(ms, RELOCK_OPT_RECONNECT_MAX, 500))
+RULE(watchdog_2, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 2))
+RULE(watchdog_3, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 3))
+RULE(watchdog_negative, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, RELOCK_INFINITE))
+RULE(client_id_uuid, SET(string, RELOCK_OPT_CLIENT_ID, "3b0c7c1e-8f0a-4d5e-9a41-0c2f6b7d8e90"))
+RULE(client_id_empty, SET(string, RELOCK_OPT_CLIENT_ID, ""))
+RULE(client_id_64, SET(string, RELOCK_OPT_CLIENT_ID, "1234567890123456789012345678901234567890123456789012345678901234"))
+RULE(client_id_65, SET(string, RELOCK_OPT_CLIENT_ID, "12345678901234567890123456789012345678901234567890123456789012345"))
+RULE(client_id_colon, SET(string, RELOCK_OPT_CLIENT_ID, "host:42"))
+RULE(client_id_space, SET(string, RELOCK_OPT_CLIENT_ID, "my client"))
+RULE(client_id_tab, SET(string, RELOCK_OPT_CLIENT_ID, "a\tb"))
+RULE(client_id_newline, SET(string, RELOCK_OPT_CLIENT_ID, "a\n"))
+RULE(client_id_del, SET(string, RELOCK_OPT_CLIENT_ID, "a\x7f"))
+RULE(client_id_utf8, SET(string, RELOCK_OPT_CLIENT_ID, "caf\xc3\xa9"))
+RULE(client_name_ok, SET(string, RELOCK_OPT_CLIENT_NAME, "worker-1"))
+RULE(client_name_empty, SET(string, RELOCK_OPT_CLIENT_NAME, ""))
+RULE(client_name_space, SET(string, RELOCK_OPT_CLIENT_NAME, "worker 1"))
+RULE(client_name_utf8, SET(string, RELOCK_OPT_CLIENT_NAME, "caf\xc3\xa9"))
+RULE(password_only, SET(string, RELOCK_OPT_PASSWORD, "pw"))
+RULE(password_empty, SET(string, RELOCK_OPT_PASSWORD, ""))
+RULE(username_and_password, SET(string, RELOCK_OPT_USERNAME, "app"); SET(string, RELOCK_OPT_PASSWORD, "pw"))
+RULE(username_without_password, SET(string, RELOCK_OPT_USERNAME, "app"))
+RULE(username_empty, SET(string, RELOCK_OPT_USERNAME, ""); SET(string, RELOCK_OPT_PASSWORD, "pw"))
+
 
 static const rule_t rules[] = {
     {"port 0", port_0, "invalid port 0: must be 1-65535"},
@@ -491,7 +644,8 @@ static const rule_t rules[] = {
     {"port 65535", port_65535, NULL},
     {"port 65536", port_65536, "invalid port 65536"},
     {"port -6379", port_negative, "invalid port -6379"},
-    {"port with unix_path", port_ignored_with_unix_path, NULL},
+    /* refused when set, whatever else is set: a port is checked on its own */
+    {"port with unix_path", port_ignored_with_unix_path, "invalid port 0: must be 1-65535"},
     {"host NULL", host_null, "empty host"},
     {"host \"\"", host_empty, "empty host"},
     {"host NULL with unix_path", host_null_with_unix_path, NULL},
@@ -542,11 +696,9 @@ static void test_validate_rules(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
     const rule_t *rule = &rules[i];
-    relock_config_t c;
-    relock_config_init(&c);
-    rule->mutate(&c);
+    relock_options_t *c = options();
     relock_error_t err = dirty_error();
-    int r = relock_config_validate(&c, &err);
+    int r = rule->mutate(c, &err);
     if (rule->phrase == NULL) {
       if (r != 0)
         fail_msg("%s: refused: %s", rule->what, err.message);
@@ -558,32 +710,39 @@ static void test_validate_rules(void **state) {
       assert_int_equal(err.code, RELOCK_EINVAL);
       if (strstr(err.message, rule->phrase) == NULL)
         fail_msg("%s: message \"%s\" lacks \"%s\"", rule->what, err.message, rule->phrase);
-      assert_int_equal(relock_config_validate(&c, NULL), RELOCK_EINVAL);
+      relock_options_free(c);
+      c = options();
+      assert_int_equal(rule->mutate(c, NULL), RELOCK_EINVAL);
     }
+    relock_options_free(c);
   }
 }
 
 static void test_validate_never_shows_the_password(void **state) {
   (void)state;
-  relock_config_t c;
-  relock_config_init(&c);
-  c.password = "hunter2";
-  c.username = "app";
+  relock_options_t *c = options();
+  set_str(c, RELOCK_OPT_PASSWORD, "hunter2");
+  set_str(c, RELOCK_OPT_USERNAME, "app");
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
-    relock_config_t d = c;
-    rules[i].mutate(&d);
+    relock_options_t *d = relock_options_copy(c, NULL);
+    assert_non_null(d);
     relock_error_t err;
-    relock_config_validate(&d, &err);
+    rules[i].mutate(d, &err);
     assert_null(strstr(err.message, "hunter2"));
+    relock_options_free(d);
   }
+  relock_options_free(c);
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_defaults),
+    cmocka_unit_test(test_unknown_option_and_wrong_type),
+    cmocka_unit_test(test_set_from_text),
+    cmocka_unit_test(test_copy),
     cmocka_unit_test(test_accepted_urls),
     cmocka_unit_test(test_parsed_strings_outlive_the_url),
     cmocka_unit_test(test_url_replaces_every_connection_field),
-    cmocka_unit_test(test_from_url_twice_then_cleanup),
+    cmocka_unit_test(test_set_url_twice),
     cmocka_unit_test(test_refused_urls),
     cmocka_unit_test(test_long_socket_path),
     cmocka_unit_test(test_long_values_are_cut_in_messages),

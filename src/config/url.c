@@ -1,64 +1,25 @@
-/* Client configuration: the defaults, parsing of redis:// and unix:// URLs,
- * and validation of every value before a client is made from it.
+/* Parsing of redis:// and unix:// URLs into the connection options
+ * (relock_options_set_url).
  *
  * Error messages name the problem and may quote parts of the URL, but never
  * a password: parts that could be (a misplaced) one are described, not
  * quoted. */
 #include <config.h>
 
-#include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <stddef.h>
 #include <string.h>
-#include <sys/un.h>
 
-#include <relock/client.h>
+#include <relock/config.h>
 #include <relock/error.h>
 
-static const char default_host[] = "127.0.0.1";
+#include "base/error.h"
+#include "config/options_impl.h"
 
-#define DEFAULT_PORT 6379
-#define CLIENT_ID_MAX 64
-/* sun_path holds the path and its terminating NUL. */
-#define UNIX_PATH_MAX_LEN (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
-#define PORT_MAX 65535
+#define PORT_MAX RELOCK__PORT_MAX
+#define UNIX_PATH_MAX_LEN RELOCK__UNIX_PATH_MAX_LEN
 
-/* What relock_config_from_url allocates: the strings it parsed, and which
- * fields it pointed at them, so cleanup can tell them from the caller's. */
-typedef struct owned {
-  const char *host;
-  const char *unix_path;
-  const char *username;
-  const char *password;
-  char text[]; /* the strings, each NUL-terminated */
-} owned_t;
-
-/* -- errors -----------------------------------------------------------------*/
-
-static int set_error(relock_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int set_error(relock_error_t *err, int code, const char *fmt, ...) {
-  if (err != NULL) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
-#define invalid(err, ...) set_error((err), RELOCK_EINVAL, __VA_ARGS__)
-
-static void set_ok(relock_error_t *err) {
-  if (err != NULL) {
-    err->code = RELOCK_OK;
-    err->message[0] = '\0';
-  }
-}
+#define invalid(err, ...) relock__error_set((err), RELOCK_EINVAL, __VA_ARGS__)
 
 /* Part of a URL, made safe to quote in a message: non-ASCII bytes, quotes and
  * backslashes escaped, cut short with "..." when long. */
@@ -85,50 +46,6 @@ static const char *quote(char out[48], const char *s, size_t len) {
   return out;
 }
 
-/* -- defaults and cleanup ---------------------------------------------------*/
-
-void relock_config_init(relock_config_t *config) {
-  if (config == NULL)
-    return;
-  *config = (relock_config_t){
-      .host = default_host,
-      .port = DEFAULT_PORT,
-      .unix_path = NULL,
-      .username = NULL,
-      .password = NULL,
-      .db = 0,
-      .client_name = NULL,
-      .connect_timeout_ms = 5000,
-      .command_timeout_ms = 3000,
-      .retry_attempts = 3,
-      .retry_interval_ms = 1500,
-      .reconnect_min_ms = 100,
-      .reconnect_max_ms = 10000,
-      .client_id = NULL,
-      .watchdog_timeout_ms = 30000,
-      .ping_interval_ms = 1000,
-      .owned_ = NULL,
-  };
-}
-
-void relock_config_cleanup(relock_config_t *config) {
-  if (config == NULL || config->owned_ == NULL)
-    return;
-  owned_t *o = config->owned_;
-  /* Fields still pointing into the storage would dangle: they get their
-   * defaults back. Fields the caller has set since are left alone. */
-  if (config->host == o->host)
-    config->host = default_host;
-  if (config->unix_path == o->unix_path)
-    config->unix_path = NULL;
-  if (config->username == o->username)
-    config->username = NULL;
-  if (config->password == o->password)
-    config->password = NULL;
-  free(o);
-  config->owned_ = NULL;
-}
-
 /* -- URL parsing --------------------------------------------------------------*/
 
 /* The connection fields a URL sets; parts it leaves out keep their defaults. */
@@ -142,7 +59,7 @@ typedef struct url_fields {
 } url_fields_t;
 
 typedef struct parser {
-  char *out; /* next free byte of owned_t.text */
+  char *out; /* next free byte of the parsed strings' storage */
   relock_error_t *err;
   url_fields_t f;
 } parser_t;
@@ -475,9 +392,23 @@ static int scheme_is(const char *url, size_t len, const char *name) {
   return 1;
 }
 
-int relock_config_from_url(relock_config_t *config, const char *url, relock_error_t *err) {
-  if (config == NULL || url == NULL)
-    return invalid(err, "%s is NULL", config == NULL ? "config" : "url");
+/* Replaces a string option; secret ones are wiped on the way out. */
+static void replace(char **slot, char *value, int secret) {
+  relock__options_free_string(*slot, secret);
+  *slot = value;
+}
+
+/* strdup that keeps NULL as NULL; *ok is cleared when a copy fails. */
+static char *copy(const char *s, int *ok) {
+  char *c = s != NULL ? strdup(s) : NULL;
+  if (s != NULL && c == NULL)
+    *ok = 0;
+  return c;
+}
+
+int relock_options_set_url(relock_options_t *opts, const char *url, relock_error_t *err) {
+  if (opts == NULL || url == NULL)
+    return invalid(err, "%s is NULL", opts == NULL ? "opts" : "url");
   size_t len = strlen(url);
   for (size_t i = 0; i < len; i++)
     if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f)
@@ -497,144 +428,47 @@ int relock_config_from_url(relock_config_t *config, const char *url, relock_erro
 
   /* Decoded parts are never longer than they were in the URL: len bytes and
    * a NUL for each of host, unix_path, username and password suffice. */
-  owned_t *o = malloc(sizeof(*o) + len + 4);
-  if (o == NULL)
-    return set_error(err, RELOCK_ENOMEM, "out of memory parsing a URL");
+  char *text = malloc(len + 4);
+  if (text == NULL)
+    return relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing a URL");
   parser_t p = {
-      .out = o->text,
+      .out = text,
       .err = err,
-      .f = {.host = default_host, .port = DEFAULT_PORT, .unix_path = NULL, .username = NULL, .password = NULL, .db = 0},
+      .f = {.host = RELOCK__DEFAULT_HOST,
+            .port = RELOCK__DEFAULT_PORT,
+            .unix_path = NULL,
+            .username = NULL,
+            .password = NULL,
+            .db = 0},
   };
   const char *rest = url + slen + 3;
   int r = is_redis ? parse_redis(&p, rest) : parse_unix(&p, rest);
-  if (r != RELOCK_OK) {
-    free(o);
-    return r;
+  int ok = 1;
+  char *host = NULL, *unix_path = NULL, *username = NULL, *password = NULL;
+  if (r == RELOCK_OK) {
+    host = copy(p.f.host, &ok);
+    unix_path = copy(p.f.unix_path, &ok);
+    username = copy(p.f.username, &ok);
+    password = copy(p.f.password, &ok);
   }
-
-  /* Committed only now: on error the config is unchanged. */
-  relock_config_cleanup(config);
-  o->host = config->host = p.f.host;
-  config->port = p.f.port;
-  o->unix_path = config->unix_path = p.f.unix_path;
-  o->username = config->username = p.f.username;
-  o->password = config->password = p.f.password;
-  config->db = p.f.db;
-  config->owned_ = o;
-  set_ok(err);
-  return RELOCK_OK;
-}
-
-/* -- validation ---------------------------------------------------------------*/
-
-/* Redis refuses a client name with spaces, newlines or other characters
- * outside '!'..'~'; a client id goes into lock fields "<client-id>:<owner>",
- * so it must not hold the ':' that separates them either. */
-static int check_token(const char *value, const char *field, size_t max, int is_client_id, relock_error_t *err) {
-  size_t len = strlen(value);
-  if (len == 0)
-    return invalid(err, "%s must not be empty (NULL for the default)", field);
-  if (max > 0 && len > max)
-    return invalid(err, "%s is %zu bytes long: at most %zu", field, len, max);
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)value[i];
-    if (c <= 0x20 || c == 0x7f)
-      return invalid(err, "%s must not contain spaces or control characters", field);
-    if (c > 0x7f && !is_client_id)
-      return invalid(err, "%s must be printable ASCII (Redis refuses other client names)", field);
-    if (c == ':' && is_client_id)
-      return invalid(err, "%s must not contain \":\" (it separates the client id from the owner in lock fields)",
-                     field);
+  memset(text, 0, len + 4); /* it held the password */
+  free(text);
+  if (r == RELOCK_OK && !ok) {
+    r = relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing a URL");
+    relock__options_free_string(host, 0);
+    relock__options_free_string(unix_path, 0);
+    relock__options_free_string(username, 0);
+    relock__options_free_string(password, 1);
   }
-  return RELOCK_OK;
-}
-
-static int validate_connection(const relock_config_t *c, relock_error_t *err) {
-  if (c->unix_path != NULL) {
-    size_t len = strlen(c->unix_path);
-    if (c->unix_path[0] != '/')
-      return invalid(err, "unix_path must be an absolute path");
-    if (len > UNIX_PATH_MAX_LEN)
-      return invalid(err, "unix_path is %zu bytes long: at most %zu", len, (size_t)UNIX_PATH_MAX_LEN);
-  } else {
-    if (c->host == NULL || c->host[0] == '\0')
-      return invalid(err, "empty host (set host, or unix_path for a Unix socket)");
-    if (c->port < 1 || c->port > PORT_MAX)
-      return invalid(err, "invalid port %d: must be 1-%d", c->port, PORT_MAX);
-  }
-  if (c->db < 0)
-    return invalid(err, "invalid database %d: must be >= 0", c->db);
-  if (c->password != NULL && c->password[0] == '\0')
-    return invalid(err, "password is empty (NULL for no AUTH)");
-  if (c->username != NULL && c->username[0] == '\0')
-    return invalid(err, "username is empty (NULL to AUTH with the password only)");
-  if (c->username != NULL && c->password == NULL)
-    return invalid(err, "username without password: Redis AUTH needs both");
-  if (c->client_name != NULL)
-    return check_token(c->client_name, "client_name", 0, 0, err);
-  return RELOCK_OK;
-}
-
-/* The longest duration accepted anywhere: about 34 years. Bounding every
- * duration keeps the sums and products made of them (latch lifetimes, lease
- * deadlines in ns) far from overflow, and Redis accepts them as expiries. */
-#define MAX_DURATION_MS (INT64_C(1) << 40)
-#define MAX_RETRY_ATTEMPTS 1000
-
-static int too_long(const char *name, int64_t v, relock_error_t *err) {
-  return invalid(err, "%s is %" PRId64 " ms: at most %" PRId64 " (about 34 years)", name, v, MAX_DURATION_MS);
-}
-
-static int validate_timing(const relock_config_t *c, relock_error_t *err) {
-  static const struct {
-    const char *name;
-    size_t offset;
-  } durations[] = {{"connect_timeout_ms", offsetof(relock_config_t, connect_timeout_ms)},
-                   {"command_timeout_ms", offsetof(relock_config_t, command_timeout_ms)},
-                   {"retry_interval_ms", offsetof(relock_config_t, retry_interval_ms)},
-                   {"reconnect_min_ms", offsetof(relock_config_t, reconnect_min_ms)},
-                   {"reconnect_max_ms", offsetof(relock_config_t, reconnect_max_ms)},
-                   {"watchdog_timeout_ms", offsetof(relock_config_t, watchdog_timeout_ms)},
-                   {"ping_interval_ms", offsetof(relock_config_t, ping_interval_ms)}};
-  for (size_t i = 0; i < sizeof durations / sizeof durations[0]; i++) {
-    int64_t v;
-    memcpy(&v, (const char *)c + durations[i].offset, sizeof v);
-    if (v > MAX_DURATION_MS)
-      return too_long(durations[i].name, v, err);
-  }
-  if (c->retry_attempts > MAX_RETRY_ATTEMPTS)
-    return invalid(err, "retry_attempts must be <= %d (got %d)", MAX_RETRY_ATTEMPTS, c->retry_attempts);
-  if (c->connect_timeout_ms <= 0)
-    return invalid(err, "connect_timeout_ms must be > 0 (got %" PRId64 ")", c->connect_timeout_ms);
-  if (c->command_timeout_ms <= 0)
-    return invalid(err, "command_timeout_ms must be > 0 (got %" PRId64 ")", c->command_timeout_ms);
-  if (c->retry_attempts < 0)
-    return invalid(err, "retry_attempts must be >= 0 (got %d)", c->retry_attempts);
-  if (c->retry_interval_ms < 0)
-    return invalid(err, "retry_interval_ms must be >= 0 (got %" PRId64 ")", c->retry_interval_ms);
-  if (c->reconnect_min_ms < 1)
-    return invalid(err, "reconnect_min_ms must be >= 1 (got %" PRId64 ")", c->reconnect_min_ms);
-  if (c->reconnect_min_ms > c->reconnect_max_ms)
-    return invalid(err, "reconnect_min_ms (%" PRId64 ") must not exceed reconnect_max_ms (%" PRId64 ")",
-                   c->reconnect_min_ms, c->reconnect_max_ms);
-  if (c->watchdog_timeout_ms < 3)
-    return invalid(err, "watchdog_timeout_ms must be >= 3: the lease is renewed every third of it (got %" PRId64 ")",
-                   c->watchdog_timeout_ms);
-  if (c->ping_interval_ms < 0)
-    return invalid(err, "ping_interval_ms must be >= 0, 0 for no PING (got %" PRId64 ")", c->ping_interval_ms);
-  return RELOCK_OK;
-}
-
-int relock_config_validate(const relock_config_t *config, relock_error_t *err) {
-  if (config == NULL)
-    return invalid(err, "config is NULL");
-  int r;
-  if ((r = validate_connection(config, err)) != RELOCK_OK)
+  if (r != RELOCK_OK)
     return r;
-  if ((r = validate_timing(config, err)) != RELOCK_OK)
-    return r;
-  if (config->client_id != NULL && (r = check_token(config->client_id, "client_id", CLIENT_ID_MAX, 1, err)) != RELOCK_OK)
-    return r;
-  set_ok(err);
-  return RELOCK_OK;
+
+  /* Committed only now: on error the options are unchanged. */
+  replace(&opts->host, host, 0);
+  opts->port = p.f.port;
+  replace(&opts->unix_path, unix_path, 0);
+  replace(&opts->username, username, 0);
+  replace(&opts->password, password, 1);
+  opts->db = p.f.db;
+  return relock__error_set(err, RELOCK_OK, NULL);
 }

@@ -1,0 +1,148 @@
+/* Client options: an opaque object holding every setting of a client, set
+ * and read by name (as nng's nng_socket_set_ms does).
+ *
+ * A struct with a field per setting breaks every program built against an
+ * older header when a field is added; options by name do not, so TLS,
+ * Sentinel and Cluster settings can come later without an API or ABI break.
+ *
+ *   relock_options_t *opts = relock_options_new(NULL);
+ *   relock_options_set_url(opts, "redis://:secret@cache:6379/2", &err);
+ *   relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, 500, &err);
+ *   relock_client_t *client = relock_client_new(NULL, opts, &err);
+ *   relock_options_free(opts); // the client copied what it needs
+ *
+ * Every option has a type - a string, an int, or a duration in
+ * milliseconds (int64_t) - and is set and read with the functions of its
+ * type; relock_options_set takes any option's value as text. A value is
+ * checked when it is set (a refused value leaves the option unchanged);
+ * rules that tie options together are checked by relock_options_validate and
+ * again by relock_client_new. Strings are copied into the object. An
+ * options object is not thread-safe: one thread at a time. */
+#ifndef RELOCK_CONFIG_H
+#define RELOCK_CONFIG_H
+
+#include <stdint.h>
+
+#include <relock/common.h>
+#include <relock/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* -- the options, their types and their defaults -----------------------------
+ * For a string option, NULL means "not set"; its default is NULL unless
+ * stated. */
+
+/* string, "127.0.0.1". Not empty; NULL only with RELOCK_OPT_UNIX_PATH. */
+#define RELOCK_OPT_HOST "host"
+/* int, 6379: 1-65535. */
+#define RELOCK_OPT_PORT "port"
+/* string: an absolute Unix socket path (at most 107 bytes); when set, used
+ * instead of host and port. */
+#define RELOCK_OPT_UNIX_PATH "unix-path"
+/* string: the user for AUTH (needs a password). Not set: AUTH with the
+ * password only. Not empty. */
+#define RELOCK_OPT_USERNAME "username"
+/* string: the password for AUTH. Not set: no AUTH. Not empty. */
+#define RELOCK_OPT_PASSWORD "password"
+/* int, 0: the database; anything else is SELECTed. >= 0. */
+#define RELOCK_OPT_DB "db"
+/* string: the connections' CLIENT SETNAME. Not set: no CLIENT SETNAME.
+ * Printable ASCII without spaces, as Redis requires. */
+#define RELOCK_OPT_CLIENT_NAME "client-name"
+/* ms, 5000: one connection attempt, handshake included. > 0. */
+#define RELOCK_OPT_CONNECT_TIMEOUT "connect-timeout"
+/* ms, 3000: from sending a command to its reply. > 0. */
+#define RELOCK_OPT_COMMAND_TIMEOUT "command-timeout"
+/* int, 3: re-sends of a command that is safe to repeat. 0-1000. */
+#define RELOCK_OPT_RETRY_ATTEMPTS "retry-attempts"
+/* ms, 1500: base of the jittered back-off between those re-sends. >= 0. */
+#define RELOCK_OPT_RETRY_INTERVAL "retry-interval"
+/* ms, 100: first reconnect delay (jittered, doubling). >= 1, and at most
+ * RELOCK_OPT_RECONNECT_MAX. */
+#define RELOCK_OPT_RECONNECT_MIN "reconnect-min"
+/* ms, 10000: cap of the reconnect delay. */
+#define RELOCK_OPT_RECONNECT_MAX "reconnect-max"
+/* string: the client's id in lock fields "<client-id>:<owner>". Not set: a
+ * random RFC 4122 version-4 UUID. At most 64 bytes, without ':', spaces or
+ * control characters. */
+#define RELOCK_OPT_CLIENT_ID "client-id"
+/* ms, 30000: the lease of a lock held without a fixed lease, renewed every
+ * third of it. >= 3. */
+#define RELOCK_OPT_WATCHDOG_TIMEOUT "watchdog-timeout"
+/* ms, 1000: health check. A connection that has received nothing for this
+ * long is sent a PING; no answer within the command timeout and it is
+ * presumed dead (a silent peer: dropped route, frozen host), its pending
+ * commands fail with RELOCK_ECONNLOST and it is replaced, so a held lock
+ * keeps being renewed. TCP keepalive (and TCP_USER_TIMEOUT) on every TCP
+ * connection is set from it too (idle = this interval, probes every third
+ * of the command timeout, 3 probes; user timeout = interval + command
+ * timeout). 0 disables the PING; keepalive stays, derived from the command
+ * timeout instead. Redisson's pingConnectionInterval. >= 0. */
+#define RELOCK_OPT_PING_INTERVAL "ping-interval"
+
+/* Every duration is at most 2^40 ms (about 34 years). */
+
+typedef struct relock_options relock_options_t;
+
+/* -- the object --------------------------------------------------------------*/
+
+/* A new options object with every option at its default. NULL when out of
+ * memory (err says so; err may be NULL). */
+RELOCK_EXTERN relock_options_t *relock_options_new(relock_error_t *err);
+
+/* Frees the object (NULL: nothing). A password in it is wiped first. */
+RELOCK_EXTERN void relock_options_free(relock_options_t *opts);
+
+/* A copy of opts, NULL with err set when out of memory (or opts is NULL). */
+RELOCK_EXTERN relock_options_t *relock_options_copy(const relock_options_t *opts, relock_error_t *err);
+
+/* -- setting and reading -----------------------------------------------------
+ * Each returns 0, or RELOCK_EINVAL with err naming the problem: an unknown
+ * name ("unknown option \"x\""), an option of another type, or a value the
+ * option does not accept (it then keeps its value). RELOCK_ENOMEM when a
+ * string cannot be copied. err may be NULL. */
+
+RELOCK_EXTERN int relock_options_set_string(relock_options_t *opts, const char *name, const char *value,
+                                            relock_error_t *err);
+RELOCK_EXTERN int relock_options_set_int(relock_options_t *opts, const char *name, int value, relock_error_t *err);
+RELOCK_EXTERN int relock_options_set_ms(relock_options_t *opts, const char *name, int64_t value_ms,
+                                        relock_error_t *err);
+
+/* Sets an option of any type from text, for command lines and configuration
+ * files: a string as it is, an int in decimal, a duration as a decimal
+ * number of milliseconds, optionally followed by "ms" (or "s" for seconds). */
+RELOCK_EXTERN int relock_options_set(relock_options_t *opts, const char *name, const char *text,
+                                     relock_error_t *err);
+
+/* *value gets the option's value. A string stays valid until the option is
+ * set again or opts is freed; NULL when it is not set. */
+RELOCK_EXTERN int relock_options_get_string(const relock_options_t *opts, const char *name, const char **value,
+                                            relock_error_t *err);
+RELOCK_EXTERN int relock_options_get_int(const relock_options_t *opts, const char *name, int *value,
+                                         relock_error_t *err);
+RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char *name, int64_t *value_ms,
+                                        relock_error_t *err);
+
+/* Sets the connection options (host, port, unix-path, username, password,
+ * db) from a URL, leaving the others alone; the ones the URL leaves out get
+ * their defaults:
+ *   redis://[[username]:password@]host[:port][/db]
+ *   unix:///path/to/socket[?db=N]   (also ?password=..., ?username=...)
+ * IPv6 hosts go in brackets: redis://[::1]:6380. Percent-escapes are decoded
+ * in the username and password. rediss:// (TLS) is refused: this build has
+ * no TLS. On error the options are unchanged and err says what is wrong
+ * (RELOCK_EINVAL), never quoting a password. */
+RELOCK_EXTERN int relock_options_set_url(relock_options_t *opts, const char *url, relock_error_t *err);
+
+/* Checks the rules that tie options together: a host unless there is a Unix
+ * socket path, a username only with a password, reconnect-min <=
+ * reconnect-max. (Each value was checked when it was set.) Returns 0 or
+ * RELOCK_EINVAL with err naming the problem; err may be NULL. */
+RELOCK_EXTERN int relock_options_validate(const relock_options_t *opts, relock_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RELOCK_CONFIG_H */

@@ -1,0 +1,42 @@
+/* The inside of relock_options_t, shared by the option table (options.c),
+ * URL parsing (url.c) and the client's copy of its settings (settings.c). */
+#ifndef RELOCK_OPTIONS_IMPL_H
+#define RELOCK_OPTIONS_IMPL_H
+
+#include <stdint.h>
+#include <sys/un.h>
+
+#include <relock/config.h>
+
+#define RELOCK__DEFAULT_HOST "127.0.0.1"
+#define RELOCK__DEFAULT_PORT 6379
+#define RELOCK__PORT_MAX 65535
+/* sun_path holds the path and its terminating NUL. */
+#define RELOCK__UNIX_PATH_MAX_LEN (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+/* One field per option; a string is the object's own copy, NULL when not
+ * set. Only options.c knows which field is which option (its table). */
+struct relock_options {
+  char *host;
+  int port;
+  char *unix_path;
+  char *username;
+  char *password;
+  int db;
+  char *client_name;
+  int64_t connect_timeout_ms;
+  int64_t command_timeout_ms;
+  int retry_attempts;
+  int64_t retry_interval_ms;
+  int64_t reconnect_min_ms;
+  int64_t reconnect_max_ms;
+  char *client_id;
+  int64_t watchdog_timeout_ms;
+  int64_t ping_interval_ms;
+};
+
+/* Frees a string of the options; a secret one (a password) is wiped first,
+ * so that it does not linger in freed memory. */
+void relock__options_free_string(char *s, int secret);
+
+#endif /* RELOCK_OPTIONS_IMPL_H */
