@@ -49,13 +49,12 @@ typedef struct {
 } option_t;
 
 /* -- checks of single values --------------------------------------------------
- * The messages are those of relock_config_validate, which these replace, so
- * they name the options by their former field names. */
+ * The messages name an option by its name (RELOCK_OPT_*), as it was set. */
 
 static int check_host(value_t v, relock_error_t *err) {
   /* NULL is "no host": only valid with a Unix socket (relock_options_validate) */
   if (v.s != NULL && v.s[0] == '\0')
-    return invalid(err, "empty host (set host, or unix_path for a Unix socket)");
+    return invalid(err, "empty host (set host, or unix-path for a Unix socket)");
   return RELOCK_OK;
 }
 
@@ -70,9 +69,9 @@ static int check_unix_path(value_t v, relock_error_t *err) {
     return RELOCK_OK;
   size_t len = strlen(v.s);
   if (v.s[0] != '/')
-    return invalid(err, "unix_path must be an absolute path");
+    return invalid(err, "unix-path must be an absolute path");
   if (len > RELOCK__UNIX_PATH_MAX_LEN)
-    return invalid(err, "unix_path is %zu bytes long: at most %zu", len, (size_t)RELOCK__UNIX_PATH_MAX_LEN);
+    return invalid(err, "unix-path is %zu bytes long: at most %zu", len, (size_t)RELOCK__UNIX_PATH_MAX_LEN);
   return RELOCK_OK;
 }
 
@@ -118,10 +117,10 @@ static int check_token(const char *value, const char *field, size_t max, int is_
   return RELOCK_OK;
 }
 
-static int check_client_name(value_t v, relock_error_t *err) { return check_token(v.s, "client_name", 0, 0, err); }
+static int check_client_name(value_t v, relock_error_t *err) { return check_token(v.s, "client-name", 0, 0, err); }
 
 static int check_client_id(value_t v, relock_error_t *err) {
-  return check_token(v.s, "client_id", CLIENT_ID_MAX, 1, err);
+  return check_token(v.s, "client-id", CLIENT_ID_MAX, 1, err);
 }
 
 static int too_long(const char *name, int64_t v, relock_error_t *err) {
@@ -141,38 +140,38 @@ static int check_duration(const char *name, int64_t v, int64_t min, const char *
 }
 
 static int check_connect_timeout(value_t v, relock_error_t *err) {
-  return check_duration("connect_timeout_ms", v.n, 1, "> 0", err);
+  return check_duration("connect-timeout", v.n, 1, "> 0", err);
 }
 
 static int check_command_timeout(value_t v, relock_error_t *err) {
-  return check_duration("command_timeout_ms", v.n, 1, "> 0", err);
+  return check_duration("command-timeout", v.n, 1, "> 0", err);
 }
 
 static int check_retry_attempts(value_t v, relock_error_t *err) {
   if (v.n > MAX_RETRY_ATTEMPTS)
-    return invalid(err, "retry_attempts must be <= %d (got %d)", MAX_RETRY_ATTEMPTS, (int)v.n);
+    return invalid(err, "retry-attempts must be <= %d (got %d)", MAX_RETRY_ATTEMPTS, (int)v.n);
   if (v.n < 0)
-    return invalid(err, "retry_attempts must be >= 0 (got %d)", (int)v.n);
+    return invalid(err, "retry-attempts must be >= 0 (got %d)", (int)v.n);
   return RELOCK_OK;
 }
 
 static int check_retry_interval(value_t v, relock_error_t *err) {
-  return check_duration("retry_interval_ms", v.n, 0, ">= 0", err);
+  return check_duration("retry-interval", v.n, 0, ">= 0", err);
 }
 
 static int check_reconnect_min(value_t v, relock_error_t *err) {
-  return check_duration("reconnect_min_ms", v.n, 1, ">= 1", err);
+  return check_duration("reconnect-min", v.n, 1, ">= 1", err);
 }
 
 /* Its lower bound is reconnect-min: relock_options_validate. */
-static int check_reconnect_max(value_t v, relock_error_t *err) { return too_long("reconnect_max_ms", v.n, err); }
+static int check_reconnect_max(value_t v, relock_error_t *err) { return too_long("reconnect-max", v.n, err); }
 
 static int check_watchdog_timeout(value_t v, relock_error_t *err) {
-  return check_duration("watchdog_timeout_ms", v.n, 3, ">= 3: the lease is renewed every third of it", err);
+  return check_duration("watchdog-timeout", v.n, 3, ">= 3: the lease is renewed every third of it", err);
 }
 
 static int check_ping_interval(value_t v, relock_error_t *err) {
-  return check_duration("ping_interval_ms", v.n, 0, ">= 0, 0 for no PING", err);
+  return check_duration("ping-interval", v.n, 0, ">= 0, 0 for no PING", err);
 }
 
 /* -- the table --------------------------------------------------------------*/
@@ -431,11 +430,11 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
   if (opts == NULL)
     return invalid(err, "opts is NULL");
   if (opts->unix_path == NULL && opts->host == NULL)
-    return invalid(err, "empty host (set host, or unix_path for a Unix socket)");
+    return invalid(err, "empty host (set host, or unix-path for a Unix socket)");
   if (opts->username != NULL && opts->password == NULL)
     return invalid(err, "username without password: Redis AUTH needs both");
   if (opts->reconnect_min_ms > opts->reconnect_max_ms)
-    return invalid(err, "reconnect_min_ms (%" PRId64 ") must not exceed reconnect_max_ms (%" PRId64 ")",
+    return invalid(err, "reconnect-min (%" PRId64 ") must not exceed reconnect-max (%" PRId64 ")",
                    opts->reconnect_min_ms, opts->reconnect_max_ms);
   return relock__error_set(err, RELOCK_OK, NULL);
 }

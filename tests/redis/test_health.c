@@ -275,7 +275,7 @@ static void test_ping_interval_validated(void **state) {
   assert_int_equal(ms, 1000);
   relock_error_t err;
   assert_int_equal(relock_options_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, -1, &err), RELOCK_EINVAL);
-  assert_non_null(strstr(err.message, "ping_interval_ms"));
+  assert_non_null(strstr(err.message, "ping-interval"));
   fx_set_ms(cfg, RELOCK_OPT_PING_INTERVAL, 0);
   assert_int_equal(relock_options_validate(cfg, &err), 0);
   relock_options_free(cfg);
