@@ -3,7 +3,6 @@
  * are in lock_acquire.c; Redisson's names in keys.c. */
 #include <config.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +85,7 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   lock->lost_arg = arg;
 }
 
-/* -- the watchdog's holder ----------------------------------------------------*/
+/* -- the watchdog's holder ---------------------------------------------------*/
 
 static void on_hold_lost(void *arg, uint64_t owner, int reason, const char *msg) {
   relock_lock_t *lock = arg;
