@@ -75,11 +75,9 @@ static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
 /* A fixed lease has run out, or a lost hold has been remembered long
  * enough: the hold is forgotten. */
 static void on_expiry(relock__timer_t *t, int status, void *arg) {
-  (void)t;
-  relock__hold_t *hold = arg;
   if (status != 0) /* the client is closing: renewal_close forgets it */
     return;
-  forget(hold->r, hold);
+  forget(arg, relock__container_of(t, relock__hold_t, expiry));
 }
 
 /* Tells the hold's holder. Its callback may do anything, closing the
@@ -105,22 +103,21 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
 
 static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
                                  const relock__holder_ops_t *ops, void *arg) {
-  if (id->key_len > UINT32_MAX || id->field_len > UINT32_MAX)
+  if (id->key_len > UINT32_MAX || id->field_len > RELOCK__HOLD_FIELD_MAX)
     return NULL;
   relock__hold_t *hold = calloc(1, offsetof(relock__hold_t, names) + id->key_len + id->field_len + 2);
   if (hold == NULL)
     return NULL;
-  hold->r = r;
   hold->ops = ops;
   hold->arg = arg;
   hold->owner = owner;
   hold->refs = 1;
   hold->key_len = (uint32_t)id->key_len;
-  hold->field_len = (uint32_t)id->field_len;
+  hold->field_len = (unsigned)id->field_len;
   memcpy(hold->names, id->key, id->key_len);
   memcpy(hold->names + id->key_len + 1, id->field, id->field_len);
   relock__list_init(&hold->renew_link);
-  relock__timer_init(&hold->expiry, on_expiry, hold);
+  relock__timer_init(&hold->expiry, on_expiry, r); /* the hold is the timer's container */
   relock__htab_insert(&r->holds, &hold->node, hold_hash(id));
   return hold;
 }
@@ -415,6 +412,7 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
 /* -- validation -------------------------------------------------------------*/
 
 typedef struct check_fixed {
+  relock__renewal_t *r;
   relock__hold_t *hold;
   relock_future_t *out;
 } check_fixed_t;
@@ -428,7 +426,7 @@ static void on_fixed_checked(relock_future_t *f, void *arg) {
   } else {
     int held = relock_future_bool(f) && !hold->removed && !hold->lost;
     if (!held && !hold->removed && hold->releases_in_flight == 0)
-      forget(hold->r, hold); /* its lease ran out early (or it was deleted) */
+      forget(op->r, hold); /* its lease ran out early (or it was deleted) */
     relock__future_succeed_bool(op->out, held);
   }
   relock_future_release(op->out);
@@ -481,6 +479,7 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__ho
     relock_future_release(out);
     return NULL;
   }
+  op->r = r;
   op->hold = hold;
   op->out = relock_future_retain(out);
   hold->refs++;

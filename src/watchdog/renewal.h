@@ -49,6 +49,9 @@ static inline int64_t relock__validity_margin_ms(int64_t lease_ms) { return leas
 
 typedef struct relock__renewal relock__renewal_t;
 
+/* The longest field a hold takes (its length is packed in 16 bits). */
+#define RELOCK__HOLD_FIELD_MAX 65535
+
 /* A hold's identity: its key in Redis and its field in that key (for a
  * lock, "<client-id>:<owner>"). */
 typedef struct relock__hold_id {
@@ -72,7 +75,6 @@ typedef struct relock__hold {
   relock__hnode_t node;       /* in renewal->holds, by key and field */
   relock__link_t renew_link;  /* in renewal->renewing while renewed */
   relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
-  relock__renewal_t *r;
   const relock__holder_ops_t *ops;
   void *arg;                  /* for ops (a reference, dropped with the hold) */
   uint64_t owner;             /* for ops->on_lost */
@@ -80,12 +82,12 @@ typedef struct relock__hold {
   int64_t lease_ms;           /* what a partial release keeps the lease at */
   uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
   int refs;                   /* the table's, plus each batch's in flight */
+  int releases_in_flight;     /* a 0 from renew may be our own release */
+  uint32_t key_len;
+  unsigned field_len : 16;    /* packed: a hold is kept per held lock */
   unsigned watchdog : 1;
   unsigned lost : 1;
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
-  int releases_in_flight;     /* a 0 from renew may be our own release */
-  uint32_t key_len;
-  uint32_t field_len;
   char names[];               /* the key, NUL, the field, NUL */
 } relock__hold_t;
 
