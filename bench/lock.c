@@ -421,10 +421,10 @@ static void on_settle_poll(struct ev_loop *loop, ev_timer *t, int revents) {
   wt_t *wt = t->data;
   relock_client_t *c = wt->client;
   /* The subscriber connection opened meanwhile: its health-check timer. */
-  size_t health = relock__timer_pending(&c->pubsub.conn.health_timer) ? 1 : 0;
-  if (c->cmd.ninflight == 0 && c->cmd.nwaiting == 0 &&
+  size_t health = relock__timer_pending(&c->redis.pubsub.conn.health_timer) ? 1 : 0;
+  if (c->redis.cmd.ninflight == 0 && c->redis.cmd.nwaiting == 0 &&
       relock__wheel_count(&c->wheel) == wt->timers_before + wt->total + health &&
-      relock__pubsub_channels(&c->pubsub) == wt->names) {
+      relock__pubsub_channels(&c->redis.pubsub) == wt->names) {
     wt->t_settled = bench_now_ns();
     ev_timer_stop(loop, t);
     ev_break(loop, EVBREAK_ALL);
@@ -512,7 +512,7 @@ static int waiters(const char *host, int port, size_t names, size_t per_name) {
   ev_timer_start(wt.loop, &poll);
   ev_run(wt.loop, 0);
   long long heap1 = bench_heap_bytes();
-  size_t channels = relock__pubsub_channels(&wt.client->pubsub);
+  size_t channels = relock__pubsub_channels(&wt.client->redis.pubsub);
   size_t single = count_single_subscribers(&wt);
 
   /* the holders let go; every waiter acquires in turn */

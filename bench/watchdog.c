@@ -108,7 +108,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *p, int revents) {
   }
 }
 
-static int idle(const bench_t *b) { return b->client->cmd.ninflight == 0 && b->client->cmd.nwaiting == 0; }
+static int idle(const bench_t *b) { return b->client->redis.cmd.ninflight == 0 && b->client->redis.cmd.nwaiting == 0; }
 
 static void on_idle_check(struct ev_loop *loop, ev_prepare *p, int revents) {
   (void)revents;

@@ -9,8 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
 #include <relock/error.h>
 
 #include "client/client_impl.h"
@@ -42,24 +40,14 @@ static void on_close_notify(struct ev_loop *loop, ev_timer *w, int revents) {
     client_destroy(c);
 }
 
-static void part_closed(relock_client_t *c) {
-  if (--c->parts_open > 0)
-    return;
-  /* Every request has completed and every timer of ours is stopped; the
-   * wheel can go. */
+/* Every request has completed and every timer of ours is stopped: the
+ * wheel can go. */
+static void on_redis_closed(relock__redis_t *r, void *arg) {
+  (void)r;
+  relock_client_t *c = arg;
   relock__wheel_close(&c->wheel);
   c->down = 1;
   ev_timer_start(c->loop, &c->close_notify);
-}
-
-static void on_cmd_closed(relock__conn_t *conn, void *arg) {
-  (void)conn;
-  part_closed(arg);
-}
-
-static void on_pubsub_closed(relock__pubsub_t *ps, void *arg) {
-  (void)ps;
-  part_closed(arg);
 }
 
 int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
@@ -70,10 +58,8 @@ int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   c->closing = 1;
   c->close_cb = cb;
   c->close_arg = arg;
-  c->parts_open = 2;
   relock__renewal_close(&c->renewal); /* no renewal outlives close */
-  relock__pubsub_close(&c->pubsub);
-  relock__conn_close(&c->cmd);
+  relock__redis_close(&c->redis);
   return 0;
 }
 
@@ -136,17 +122,14 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     r = RELOCK_ENOMEM;
     goto fail_waitqs;
   }
-  if ((r = relock__renewal_init(&c->renewal, c)) != 0)
+  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.watchdog_timeout_ms)) != 0)
     goto fail_renewal;
-  if ((r = relock__pubsub_init(&c->pubsub, c->loop, &c->wheel, &c->settings, &c->rng, on_pubsub_closed, c)) != 0)
-    goto fail_pubsub;
-  relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = c};
-  relock__conn_init(&c->cmd, c->loop, &c->wheel, &c->settings, "command", &hooks, &c->rng);
-  relock__conn_start(&c->cmd);
+  if ((r = relock__redis_init(&c->redis, c->loop, &c->wheel, &c->settings, &c->rng, on_redis_closed, c)) != 0)
+    goto fail_redis;
   relock__error_set(err, 0, NULL);
   return c;
 
-fail_pubsub:
+fail_redis:
   relock__renewal_close(&c->renewal);
 fail_renewal:
   relock__htab_cleanup(&c->waitqs);
@@ -175,7 +158,7 @@ static relock_future_t *send_request(relock_client_t *c, relock_future_t *f, rel
     relock_future_release(f);
     return NULL;
   }
-  relock__conn_send(relock__route(c, key, keylen), req, c->settings.command_timeout_ms);
+  relock__conn_send(relock__route(&c->redis, key, keylen), req, c->settings.command_timeout_ms);
   return f;
 }
 
@@ -217,26 +200,19 @@ relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *fo
     return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
   if (format == NULL)
     return relock__future_failed(c->loop, RELOCK_EINVAL, "format is NULL");
-  char *cmd = NULL;
-  va_list ap;
-  va_start(ap, format);
-  int len = redisvFormatCommand(&cmd, format, ap);
-  va_end(ap);
-  if (len == -1) /* hiredis: out of memory */
-    return NULL;
-  if (len <= 0)
-    return relock__future_failed(c->loop, RELOCK_EINVAL, "invalid format \"%.40s\"", format);
-  if (strncmp(cmd, "*0\r\n", 4) == 0) { /* no arguments: nothing to send */
-    redisFreeCommand(cmd);
-    return relock__future_failed(c->loop, RELOCK_EINVAL, "the format \"%.40s\" makes a command of no words", format);
-  }
   relock_future_t *f = relock__future_new(c->loop);
-  relock__request_t *req = NULL;
-  if (f != NULL && (req = relock__request_new(relock_future_retain(f), (size_t)len)) != NULL)
-    memcpy(req->cmd, cmd, (size_t)len);
-  redisFreeCommand(cmd);
   if (f == NULL)
     return NULL;
+  const char *invalid;
+  va_list ap;
+  va_start(ap, format);
+  relock__request_t *req = relock__request_vformat(relock_future_retain(f), format, ap, &invalid);
+  va_end(ap);
+  if (req == NULL && invalid != NULL) {
+    relock_future_release(f); /* the request's reference */
+    relock__future_fail(f, RELOCK_EINVAL, "%s: \"%.40s\"", invalid, format);
+    return f;
+  }
   return send_request(c, f, req, NULL, 0);
 }
 
@@ -266,7 +242,7 @@ relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel
     return NULL;
   sub->cb = cb;
   sub->arg = arg;
-  relock_future_t *f = relock__pubsub_subscribe(&c->pubsub, &sub->listener, channel, len, 0, on_message, sub);
+  relock_future_t *f = relock__pubsub_subscribe(&c->redis.pubsub, &sub->listener, channel, len, 0, on_message, sub);
   if (f == NULL) {
     free(sub);
     return NULL;

@@ -7,26 +7,23 @@
 
 #include <relock/client.h>
 
-#include "redis/conn.h"
 #include "base/hashtab.h"
-#include "redis/pubsub.h"
-#include "watchdog/renewal.h"
 #include "config/settings.h"
 #include "loop/wheel.h"
+#include "redis/redis.h"
+#include "watchdog/renewal.h"
 
 struct relock_client {
   struct ev_loop *loop;
   int own_loop;
   relock__settings_t settings;
   relock__wheel_t wheel;
-  relock__conn_t cmd;       /* commands and scripts */
-  relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
+  relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
   relock__renewal_t renewal; /* the watchdog: what this client holds */
   relock__htab_t waitqs;    /* lock wait queues, by lock name */
   uint64_t rng;             /* xorshift state for jitter and request ids */
 
   int closing;
-  int parts_open;           /* connections not yet fully down */
   int down;                 /* everything is down; the close callback is due */
   int free_when_down;       /* relock_client_free came before that */
   int in_close_cb;

@@ -1,53 +1,24 @@
-/* The lock object: names, release, force release, queries, lost-lock
- * notification. Acquisition and waiting are in lock_acquire.c. */
+/* The lock object: its life, release, force release, queries, and the
+ * watchdog's holder (it tells the lost callback). Acquisition and waiting
+ * are in lock_acquire.c; Redisson's names in keys.c. */
 #include <config.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
-
 #include <relock/error.h>
 
 #include "base/error.h"
-#include "redis/call.h"
+#include "future/promise.h"
+#include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
-#include "future/promise.h"
-#include "base/random.h"
-#include "watchdog/renewal.h"
+#include "redis/call.h"
 #include "redis/scripts.h"
+#include "watchdog/renewal.h"
 
 /* -- the object -------------------------------------------------------------*/
-
-char *relock__lock_derived_name(const relock_lock_t *lock, const char *prefix, const char *suffix, size_t *len) {
-  /* Redisson: a name with a hash tag already keeps it; otherwise the whole
-   * name becomes the tag, which is the slot the lock key itself hashes to. */
-  int tagged = memchr(lock->name, '{', lock->len) != NULL;
-  size_t plen = strlen(prefix), slen = suffix != NULL ? strlen(suffix) : 0;
-  size_t n = plen + 1 + lock->len + (tagged ? 0 : 2) + slen;
-  char *s = malloc(n + 1);
-  if (s == NULL)
-    return NULL;
-  char *p = s;
-  memcpy(p, prefix, plen);
-  p += plen;
-  *p++ = ':';
-  if (!tagged)
-    *p++ = '{';
-  memcpy(p, lock->name, lock->len);
-  p += lock->len;
-  if (!tagged)
-    *p++ = '}';
-  if (slen > 0)
-    memcpy(p, suffix, slen);
-  s[n] = '\0';
-  if (len != NULL)
-    *len = n;
-  return s;
-}
 
 relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err) {
   if (client == NULL || name == NULL || name[0] == '\0') {
@@ -66,7 +37,7 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
   lock->refs = 1;
   lock->len = len;
   memcpy(lock->name, name, len + 1);
-  lock->channel = relock__lock_derived_name(lock, "redisson_lock__channel", NULL, &lock->channel_len);
+  lock->channel = relock__lock_channel_name(lock->name, len, &lock->channel_len);
   if (lock->channel == NULL) {
     free(lock);
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
@@ -76,12 +47,12 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
   return lock;
 }
 
-relock_lock_t *relock__lock_retain(relock_lock_t *lock) {
+relock_lock_t *relock__lock_ref(relock_lock_t *lock) {
   lock->refs++;
   return lock;
 }
 
-void relock__lock_release(relock_lock_t *lock) {
+void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
   free(lock->channel);
@@ -92,16 +63,10 @@ void relock_lock_free(relock_lock_t *lock) {
   if (lock == NULL)
     return;
   lock->lost_cb = NULL; /* nobody to tell any more */
-  relock__lock_release(lock);
+  relock__lock_unref(lock);
 }
 
 const char *relock_lock_name(const relock_lock_t *lock) { return lock != NULL ? lock->name : NULL; }
-
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
-  int n = snprintf(field, RELOCK__FIELD_MAX, "%s:%llu", lock->client->settings.client_id,
-                   (unsigned long long)owner);
-  return (size_t)n;
-}
 
 size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner, char *buf, size_t size) {
   if (lock == NULL)
@@ -120,78 +85,70 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   lock->lost_arg = arg;
 }
 
-void relock__lock_notify_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *fmt, ...) {
-  if (lock->lost_cb == NULL)
-    return;
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
+/* -- the watchdog's holder ---------------------------------------------------*/
+
+static void on_hold_lost(void *arg, uint64_t owner, int reason, const char *msg) {
+  relock_lock_t *lock = arg;
+  if (lock->lost_cb != NULL)
+    lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
 }
 
-int64_t relock__latch_ttl_ms(const relock_client_t *c) {
-  /* A latch must outlive every retry of the request it answers for. */
-  const relock__settings_t *s = &c->settings;
-  return (int64_t)(s->retry_attempts + 1) * (s->command_timeout_ms + s->retry_interval_ms) + s->command_timeout_ms;
-}
+static void on_hold_dropped(void *arg) { relock__lock_unref(arg); }
 
-void relock__request_id(relock_client_t *c, char id[33]) {
-  static const char hex[] = "0123456789abcdef";
-  for (int half = 0; half < 2; half++) {
-    uint64_t x = relock__random(&c->rng);
-    for (int i = 0; i < 16; i++)
-      id[half * 16 + i] = hex[(x >> (i * 4)) & 15];
-  }
-  id[32] = '\0';
+static const relock__holder_ops_t holder_ops = {on_hold_lost, on_hold_dropped};
+
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
+  char field[RELOCK__FIELD_MAX];
+  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  return relock__renewal_acquired(&lock->client->renewal, &id, owner, &holder_ops, relock__lock_ref(lock), watchdog,
+                                  lease_ms, sent_ns);
 }
 
 /* -- reply conversions ------------------------------------------------------*/
 
-static int server_error(relock_future_t *f, const redisReply *reply) {
-  if (reply->type != REDIS_REPLY_ERROR)
+static int server_error(relock_future_t *f, const relock_reply_t *reply) {
+  if (reply->type != RELOCK_REPLY_ERROR)
     return 0;
   relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
   return 1;
 }
 
 /* An integer reply (or nil: -1), for the release script. */
-static void reply_to_int(relock_future_t *f, redisReply *reply, void *arg) {
+static void reply_to_int(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
   if (server_error(f, reply))
     return;
-  if (reply->type == REDIS_REPLY_INTEGER)
+  if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
-  else if (reply->type == REDIS_REPLY_NIL)
+  else if (reply->type == RELOCK_REPLY_NIL)
     relock__future_succeed_int(f, -1);
-  else if (reply->type == REDIS_REPLY_STRING)
+  else if (reply->type == RELOCK_REPLY_STRING)
     relock__future_succeed_int(f, strtoll(reply->str, NULL, 10));
   else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", reply->type);
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
 }
 
-static void reply_to_bool(relock_future_t *f, redisReply *reply, void *arg) {
+static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
   if (server_error(f, reply))
     return;
-  if (reply->type == REDIS_REPLY_INTEGER)
+  if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_bool(f, reply->integer != 0);
   else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", reply->type);
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
 }
 
 /* HGET's answer: the count, 0 for nil. */
-static void reply_to_count(relock_future_t *f, redisReply *reply, void *arg) {
+static void reply_to_count(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
   if (server_error(f, reply))
     return;
-  if (reply->type == REDIS_REPLY_NIL)
+  if (reply->type == RELOCK_REPLY_NIL)
     relock__future_succeed_int(f, 0);
-  else if (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_INTEGER)
+  else if (reply->type == RELOCK_REPLY_STRING || reply->type == RELOCK_REPLY_INTEGER)
     reply_to_int(f, reply, NULL);
   else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", reply->type);
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
 }
 
 /* -- release ----------------------------------------------------------------*/
@@ -207,17 +164,17 @@ static void on_release_done(relock_future_t *f, void *arg) {
   relock_lock_t *lock = op->lock;
   relock__renewal_t *r = &lock->client->renewal;
   char field[RELOCK__FIELD_MAX];
-  relock__lock_field(lock, op->owner, field);
+  relock__hold_id_t id = relock__lock_hold(lock, op->owner, field);
   int err = relock_future_error(f);
   if (err != 0) {
-    relock__renewal_release_done(r, lock, op->owner, RELOCK__RELEASE_FAILED);
+    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
     relock__future_fail(op->out, err, "%s", relock_future_message(f));
   } else {
     int64_t answer = relock_future_int(f);
     relock__release_outcome_t outcome = answer == 1   ? RELOCK__RELEASE_FREED
                                         : answer == 0 ? RELOCK__RELEASE_REMAINS
                                                       : RELOCK__RELEASE_NOT_OWNER;
-    int lost = relock__renewal_release_done(r, lock, op->owner, outcome);
+    int lost = relock__renewal_release_done(r, &id, outcome);
     if (outcome == RELOCK__RELEASE_NOT_OWNER && lost)
       relock__future_fail(op->out, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name, field);
     else if (outcome == RELOCK__RELEASE_NOT_OWNER)
@@ -227,19 +184,17 @@ static void on_release_done(relock_future_t *f, void *arg) {
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
   }
   relock_future_release(op->out);
-  relock__lock_release(lock);
+  relock__lock_unref(lock);
   free(op);
   relock_future_release(f);
 }
 
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms) {
   relock_client_t *c = lock->client;
-  char id[33], field[RELOCK__FIELD_MAX], lease[24], ttl[24];
-  relock__request_id(c, id);
-  char suffix[40];
-  snprintf(suffix, sizeof suffix, ":%s", id);
+  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], lease[24], ttl[24];
+  relock__request_id(&c->rng, id);
   size_t latch_len;
-  char *latch = relock__lock_derived_name(lock, "redisson_unlock_latch", suffix, &latch_len);
+  char *latch = relock__unlock_latch_name(lock->name, lock->len, id, &latch_len);
   if (latch == NULL)
     return NULL;
   size_t field_len = relock__lock_field(lock, owner, field);
@@ -250,7 +205,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
                    1,
                    (size_t)snprintf(lease, sizeof lease, "%lld", (long long)lease_ms),
                    field_len,
-                   (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(c)),
+                   (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(&c->settings)),
                    7};
   relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_RELEASE],
                               .nkeys = 3,
@@ -259,7 +214,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
                               .lens = lens,
                               .on_reply = reply_to_int,
                               .retry_safe = 1}; /* the latch makes a repeat harmless */
-  relock_future_t *f = relock__call(c, &spec);
+  relock_future_t *f = relock__call(&c->redis, &spec);
   free(latch);
   return f;
 }
@@ -275,15 +230,17 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
     relock_future_release(out);
     return NULL;
   }
-  relock__renewal_release_started(&c->renewal, lock, owner);
-  relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, lock, owner));
+  char field[RELOCK__FIELD_MAX];
+  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  relock__renewal_release_started(&c->renewal, &id);
+  relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, &id));
   if (f == NULL) {
-    relock__renewal_release_done(&c->renewal, lock, owner, RELOCK__RELEASE_FAILED);
+    relock__renewal_release_done(&c->renewal, &id, RELOCK__RELEASE_FAILED);
     free(op);
     relock_future_release(out);
     return NULL;
   }
-  op->lock = relock__lock_retain(lock);
+  op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
   relock_future_on_done(f, on_release_done, op);
@@ -303,7 +260,7 @@ static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t 
                               .lens = lens,
                               .on_reply = on_reply,
                               .retry_safe = 1};
-  return relock__call(lock->client, &spec);
+  return relock__call(&lock->client->redis, &spec);
 }
 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
@@ -355,11 +312,15 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
 int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  return relock__renewal_validity_ms(&lock->client->renewal, lock, owner);
+  char field[RELOCK__FIELD_MAX];
+  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  return relock__renewal_validity_ms(&lock->client->renewal, &id);
 }
 
 relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
-  return relock__renewal_validate(&lock->client->renewal, lock, owner);
+  char field[RELOCK__FIELD_MAX];
+  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  return relock__renewal_validate(&lock->client->renewal, &id);
 }

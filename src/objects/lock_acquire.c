@@ -32,19 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
-
 #include <relock/error.h>
 
-#include "redis/call.h"
 #include "base/clock.h"
+#include "base/random.h"
+#include "future/promise.h"
+#include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
-#include "future/promise.h"
+#include "redis/call.h"
 #include "redis/pubsub.h"
-#include "base/random.h"
-#include "watchdog/renewal.h"
 #include "redis/scripts.h"
+#include "watchdog/renewal.h"
 
 #define ACQUIRED INT64_MIN /* the try's answer when the lock is ours */
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
@@ -73,7 +72,7 @@ typedef struct acquire {
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
   int64_t wait_ms;
-  char latch_id[33];        /* this try's request id */
+  char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
 } acquire_t;
 
 struct waitq {
@@ -120,7 +119,7 @@ static void queue_maybe_free(waitq_t *q) {
   q->confirm = NULL;
   relock__pubsub_unsubscribe(&q->listener);
   relock_future_release(confirm);
-  relock__lock_release(q->lock);
+  relock__lock_unref(q->lock);
   free(q);
 }
 
@@ -215,15 +214,15 @@ static int join_queue(acquire_t *op) {
     if ((q = calloc(1, sizeof(*q))) == NULL)
       return -1;
     q->client = c;
-    q->lock = relock__lock_retain(op->lock);
+    q->lock = relock__lock_ref(op->lock);
     relock__list_init(&q->idle);
     relock__list_init(&q->trying);
     relock__htab_insert(&c->waitqs, &q->node, name_hash(op->lock));
-    relock_future_t *f = relock__pubsub_subscribe(&c->pubsub, &q->listener, q->lock->channel,
+    relock_future_t *f = relock__pubsub_subscribe(&c->redis.pubsub, &q->listener, q->lock->channel,
                                                   q->lock->channel_len, 0, on_message, q);
     if (f == NULL) {
       relock__htab_remove(&c->waitqs, &q->node);
-      relock__lock_release(q->lock);
+      relock__lock_unref(q->lock);
       free(q);
       return -1;
     }
@@ -253,9 +252,7 @@ static void on_fire_and_forget(relock_future_t *f, void *arg) {
 
 /* The latch of op's current try (a malloc'ed string), NULL when out of memory. */
 static char *latch_name(const acquire_t *op, size_t *len) {
-  char suffix[40];
-  snprintf(suffix, sizeof suffix, ":%s", op->latch_id);
-  return relock__lock_derived_name(op->lock, "relock_lock_latch", suffix, len);
+  return relock__acquire_latch_name(op->lock->name, op->lock->len, op->latch_id, len);
 }
 
 /* Gives back the hold op's try took, if it took one: the latch says so in
@@ -275,7 +272,7 @@ static void undo(acquire_t *op) {
                               .argv = argv,
                               .lens = lens,
                               .retry_safe = 1}; /* deleting the latch makes a repeat harmless */
-  relock_future_t *f = relock__call(lock->client, &spec);
+  relock_future_t *f = relock__call(&lock->client->redis, &spec);
   free(latch);
   if (f != NULL)
     relock_future_on_done(f, on_fire_and_forget, NULL);
@@ -291,7 +288,7 @@ static void drop_latch(acquire_t *op) {
   const char *argv[] = {"DEL", latch};
   const size_t lens[] = {3, len};
   relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = 1};
-  relock_future_t *f = relock__call(op->lock->client, &spec);
+  relock_future_t *f = relock__call(&op->lock->client->redis, &spec);
   free(latch);
   if (f != NULL)
     relock_future_on_done(f, on_fire_and_forget, NULL);
@@ -304,7 +301,7 @@ static void finish(acquire_t *op) {
   relock__timer_stop(&op->deadline);
   leave_queue(op);
   relock_future_release(op->out);
-  relock__lock_release(op->lock);
+  relock__lock_unref(op->lock);
   free(op);
 }
 
@@ -358,16 +355,16 @@ static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
-static void on_try_reply(relock_future_t *f, redisReply *reply, void *arg) {
+static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
-  if (reply->type == REDIS_REPLY_NIL)
+  if (reply->type == RELOCK_REPLY_NIL)
     relock__future_succeed_int(f, ACQUIRED);
-  else if (reply->type == REDIS_REPLY_INTEGER)
+  else if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
-  else if (reply->type == REDIS_REPLY_ERROR)
+  else if (reply->type == RELOCK_REPLY_ERROR)
     relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
   else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", reply->type);
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", (int)reply->type);
 }
 
 /* A try answered "acquired". Reported only if the answer came while the
@@ -386,12 +383,12 @@ static void on_acquired(acquire_t *op) {
           "was given back",
           op->lock->name, (long long)took_ms, (long long)op->lease_ms);
     } else {
-      relock__request_id(c, op->latch_id);
+      relock__request_id(&c->rng, op->latch_id);
       try_acquire(op);
     }
     return;
   }
-  int rc = relock__renewal_acquired(&c->renewal, op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
+  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
     end(op, rc, 0, "%s tracking lock %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed", op->lock->name);
@@ -451,7 +448,7 @@ static void try_acquire(acquire_t *op) {
     const char *argv[] = {lock->name, latch, lease, field, ttl};
     const size_t lens[] = {lock->len, latch_len, (size_t)snprintf(lease, sizeof lease, "%lld", (long long)op->lease_ms),
                            relock__lock_field(lock, op->owner, field),
-                           (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(c))};
+                           (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(&c->settings))};
     relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE],
                                 .nkeys = 2,
                                 .argc = 5,
@@ -464,7 +461,7 @@ static void try_acquire(acquire_t *op) {
     set_state(op, TRYING);
     op->woken = 0;
     op->sent_ns = relock__now_ns();
-    f = relock__call(c, &spec);
+    f = relock__call(&c->redis, &spec);
     free(latch);
   }
   if (f == NULL) {
@@ -522,7 +519,7 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
     relock_future_release(out);
     return NULL;
   }
-  op->lock = relock__lock_retain(lock);
+  op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
   op->watchdog = lease_ms == RELOCK_INFINITE;
@@ -533,7 +530,7 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
   relock__list_init(&op->qlink);
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
-  relock__request_id(c, op->latch_id);
+  relock__request_id(&c->rng, op->latch_id);
   relock__future_set_cancel(out, on_cancel, op);
   if (wait_ms > 0)
     relock__timer_start(&c->wheel, &op->deadline, wait_ms);

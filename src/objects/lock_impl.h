@@ -1,4 +1,5 @@
-/* The lock object's insides, shared by lock.c, lock_wait.c and renewal.c. */
+/* The lock object's insides, shared by lock.c, lock_acquire.c and sync.c
+ * (and white-box tests). */
 #ifndef RELOCK_LOCK_IMPL_H
 #define RELOCK_LOCK_IMPL_H
 
@@ -8,9 +9,8 @@
 #include <relock/lock.h>
 
 #include "client/client_impl.h"
-
-/* "<client-id>:<owner>": 64 + 1 + 20 digits + NUL fit. */
-#define RELOCK__FIELD_MAX 96
+#include "objects/keys.h"
+#include "watchdog/renewal.h"
 
 struct relock_lock {
   relock_client_t *client;
@@ -23,20 +23,25 @@ struct relock_lock {
   char name[];
 };
 
-relock_lock_t *relock__lock_retain(relock_lock_t *lock);
-void relock__lock_release(relock_lock_t *lock);
+relock_lock_t *relock__lock_ref(relock_lock_t *lock);
+void relock__lock_unref(relock_lock_t *lock);
 
 /* Writes owner's field; returns its length. */
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]);
+static inline size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  return relock__field(lock->client->settings.client_id, owner, field);
+}
 
-/* A name derived from the lock's the way Redisson derives its channel and
- * latch names, so that it lands in the lock's cluster slot:
- * "prefix:{name}" or, when the name has a hash tag already, "prefix:name";
- * then suffix. Returns a malloc'ed string (NULL when out of memory). */
-char *relock__lock_derived_name(const relock_lock_t *lock, const char *prefix, const char *suffix, size_t *len);
+/* owner's hold of lock, as the watchdog knows it; field (owner's, written
+ * here) must outlive the result. */
+static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner,
+                                                  char field[RELOCK__FIELD_MAX]) {
+  size_t n = relock__lock_field(lock, owner, field);
+  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .field = field, .field_len = n};
+}
 
-/* Tells the lock's lost callback (if any). */
-void relock__lock_notify_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Registers owner's new hold of lock with the watchdog (renewal.h's
+ * relock__renewal_acquired, the lock being the holder that is told when it
+ * is lost). */
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns);
 
 #endif /* RELOCK_LOCK_IMPL_H */

@@ -8,12 +8,6 @@
 
 #include "objects/lock_impl.h"
 
-/* How long a latch (acquire or release) remembers its answer. */
-int64_t relock__latch_ttl_ms(const relock_client_t *c);
-
-/* A random request id: 32 hex digits. */
-void relock__request_id(relock_client_t *c, char id[33]);
-
 /* Sends the release script for one hold of owner (keeping lease_ms for the
  * holds that remain). The future succeeds with the script's answer: 1 freed,
  * 0 holds remain, -1 not the owner. NULL when out of memory. */

@@ -13,7 +13,7 @@
 #include "redis/router.h"
 
 typedef struct call {
-  relock_client_t *client;
+  relock__redis_t *redis;
   relock_future_t *out;     /* the caller's future; the call holds a reference */
   relock_future_t *attempt; /* the attempt in flight, if any */
   relock__conn_t *conn;
@@ -56,13 +56,13 @@ static int transient(relock_future_t *attempt) {
 
 /* The server's "not now" (it did not run the command): the attempt fails
  * with it, so that on_attempt_done retries it while it may. */
-static int not_now_reply(const redisReply *reply) {
-  return reply->type == REDIS_REPLY_ERROR && not_now(reply->str);
+static int not_now_reply(const relock_reply_t *reply) {
+  return reply->type == RELOCK_REPLY_ERROR && not_now(reply->str);
 }
 
 /* The reply of an attempt completes the caller's future directly, unless
  * it is a "not now" to retry. */
-static void on_attempt_reply(relock_future_t *attempt, redisReply *reply, void *arg) {
+static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *reply, void *arg) {
   call_t *call = arg;
   if (call->retry_safe && not_now_reply(reply)) {
     relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
@@ -78,10 +78,10 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   int err = relock_future_error(attempt);
   if (relock_future_is_done(call->out)) { /* answered, or cancelled */
     call_free(call);
-  } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->client->closing &&
+  } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
-    int64_t delay = relock__jitter_ms(&call->client->rng, call->client->settings.retry_interval_ms);
-    relock__timer_start(&call->client->wheel, &call->backoff, delay);
+    int64_t delay = relock__jitter_ms(call->redis->rng, call->redis->settings->retry_interval_ms);
+    relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else {
     relock__future_fail(call->out, err, "%s", relock_future_message(attempt));
     call_free(call);
@@ -112,7 +112,7 @@ static void on_call_cancel(relock_future_t *out, void *arg) {
 
 static void start_attempt(call_t *call) {
   call->attempts_left--;
-  relock_future_t *attempt = relock__future_new(call->client->loop);
+  relock_future_t *attempt = relock__future_new(call->redis->loop);
   relock__request_t *req = attempt != NULL ? relock__request_new(relock_future_retain(attempt), call->len) : NULL;
   if (req == NULL) {
     if (attempt != NULL) {
@@ -129,12 +129,12 @@ static void start_attempt(call_t *call) {
   req->arg = call;
   call->attempt = attempt;
   relock_future_on_done(attempt, on_attempt_done, call); /* the inline slot: cannot fail */
-  relock__conn_send(call->conn, req, call->client->settings.command_timeout_ms);
+  relock__conn_send(call->conn, req, call->redis->settings->command_timeout_ms);
 }
 
-relock_future_t *relock__call(relock_client_t *client, const relock__call_spec_t *spec) {
+relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
   /* Format once, through a throw-away request, and keep the bytes. */
-  relock_future_t *out = relock__future_new(client->loop);
+  relock_future_t *out = relock__future_new(redis->loop);
   if (out == NULL)
     return NULL;
   relock__request_t *tmp =
@@ -153,17 +153,17 @@ relock_future_t *relock__call(relock_client_t *client, const relock__call_spec_t
   memcpy(call->cmd, tmp->cmd, tmp->len + 1);
   relock__request_discard(tmp);
 
-  call->client = client;
+  call->redis = redis;
   call->out = relock_future_retain(out);
   int key = spec->script != NULL ? 0 : 1;
-  call->conn = spec->argc > key ? relock__route(client, spec->argv[key], spec->lens[key])
-                                : relock__route(client, NULL, 0);
+  call->conn = spec->argc > key ? relock__route(redis, spec->argv[key], spec->lens[key])
+                                : relock__route(redis, NULL, 0);
   call->on_reply = spec->on_reply != NULL ? spec->on_reply : relock__reply_to_future;
   call->arg = spec->arg;
   call->script = spec->script;
   call->retry_safe = spec->retry_safe;
   call->deadline_ns = spec->deadline_ns;
-  call->attempts_left = 1 + client->settings.retry_attempts;
+  call->attempts_left = 1 + redis->settings->retry_attempts;
   relock__timer_init(&call->backoff, on_backoff, call);
   relock__future_set_cancel(out, on_call_cancel, call);
   start_attempt(call);

@@ -14,8 +14,8 @@
 
 #include <relock/future.h>
 
-#include "client/client_impl.h"
 #include "redis/conn.h"
+#include "redis/redis.h"
 #include "redis/scripts.h"
 
 typedef struct relock__call_spec {
@@ -32,6 +32,6 @@ typedef struct relock__call_spec {
 
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a
  * command) routes it. Returns NULL only when out of memory. */
-relock_future_t *relock__call(relock_client_t *client, const relock__call_spec_t *spec);
+relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec);
 
 #endif /* RELOCK_CALL_H */

@@ -43,7 +43,6 @@ relock__request_t *relock__request_new(relock_future_t *future, size_t len) {
   req->cmd[len] = '\0';
   relock__list_init(&req->link);
   req->future = future;
-  req->on_reply = relock__reply_to_future;
   req->len = len;
   return req;
 }
@@ -77,6 +76,26 @@ relock__request_t *relock__request_script(relock_future_t *future, const relock_
   relock__request_t *req = relock__request_argv(future, argc + 3, all, all_lens);
   if (req != NULL)
     req->script = script;
+  return req;
+}
+
+relock__request_t *relock__request_vformat(relock_future_t *future, const char *format, va_list ap,
+                                           const char **invalid) {
+  *invalid = NULL;
+  char *cmd = NULL;
+  int len = redisvFormatCommand(&cmd, format, ap);
+  if (len == -1) /* hiredis: out of memory */
+    return NULL;
+  if (len <= 0) {
+    *invalid = "invalid format";
+    return NULL;
+  }
+  relock__request_t *req = NULL;
+  if (strncmp(cmd, "*0\r\n", 4) == 0) /* no arguments: nothing to send */
+    *invalid = "the format makes a command of no words";
+  else if ((req = relock__request_new(future, (size_t)len)) != NULL)
+    memcpy(req->cmd, cmd, (size_t)len);
+  redisFreeCommand(cmd);
   return req;
 }
 
@@ -191,6 +210,31 @@ static int resend_as_eval(relock__conn_t *c, relock__request_t *req) {
   return hand_to_hiredis(c, req, req->eval_cmd, req->len);
 }
 
+/* Hands reply to fn as the library's own type: a scalar as a view (the
+ * hot path, acquire and release, allocates nothing), an aggregate as a
+ * copy for the duration of the call. Without fn the future keeps a copy. */
+static void deliver(relock_future_t *f, const redisReply *reply, relock__reply_fn fn, void *arg) {
+  relock_reply_t view;
+  relock_reply_t *copy = NULL;
+  if (fn == NULL && reply->type != REDIS_REPLY_ERROR) {
+    if ((copy = relock__reply_copy(reply)) == NULL)
+      relock__future_fail(f, RELOCK_ENOMEM, "out of memory copying a reply");
+    else if (!relock__future_succeed_ptr(f, copy, relock__reply_free))
+      relock__reply_free(copy);
+    return;
+  }
+  if (fn == NULL)
+    fn = relock__reply_to_future;
+  if (relock__reply_view(reply, &view) == 0) {
+    fn(f, &view, arg);
+  } else if ((copy = relock__reply_copy(reply)) == NULL) {
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory copying a reply");
+  } else {
+    fn(f, copy, arg);
+    relock__reply_free(copy);
+  }
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   relock__request_t *req = privdata;
   redisReply *reply = r;
@@ -225,7 +269,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   relock__reply_fn fn = req->on_reply;
   void *arg = req->arg;
   request_done(req); /* frees req: hiredis is done with it */
-  fn(f, reply, arg);
+  deliver(f, reply, fn, arg);
   relock_future_release(f);
 }
 
@@ -260,13 +304,13 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   }
 }
 
-void relock__reply_to_future(relock_future_t *f, redisReply *reply, void *arg) {
+void relock__reply_to_future(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply->type == RELOCK_REPLY_ERROR) {
     relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
     return;
   }
-  relock_reply_t *copy = relock__reply_copy(reply);
+  relock_reply_t *copy = relock__reply_dup(reply);
   if (copy == NULL) {
     relock__future_fail(f, RELOCK_ENOMEM, "out of memory copying a reply");
     return;

@@ -13,9 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ev.h>
-#include <hiredis/async.h>
+#include <stdarg.h>
 
+#include <ev.h>
+
+#include <relock/client.h>
 #include <relock/future.h>
 
 #include "base/list.h"
@@ -23,19 +25,26 @@
 #include "config/settings.h"
 #include "loop/wheel.h"
 
+/* hiredis stays behind this layer: the modules above see these only as
+ * pointers they never follow. */
+struct redisAsyncContext;
+struct redisReader;
+struct redisReply;
+
 typedef struct relock__conn relock__conn_t;
 typedef struct relock__request relock__request_t;
 
 /* Completes future from a reply (never NULL; for a script, never NOSCRIPT);
- * arg is the request's. The default, relock__reply_to_future, copies the
- * reply tree. */
-typedef void (*relock__reply_fn)(relock_future_t *future, redisReply *reply, void *arg);
+ * arg is the request's. The reply is valid during the call only: a scalar
+ * is a view into hiredis's reply (no allocation), an aggregate a copy freed
+ * afterwards. */
+typedef void (*relock__reply_fn)(relock_future_t *future, const relock_reply_t *reply, void *arg);
 
 struct relock__request {
   relock__link_t link;     /* in conn->waiting or conn->inflight */
   relock__conn_t *conn;
   relock_future_t *future; /* the request's own reference */
-  relock__reply_fn on_reply;
+  relock__reply_fn on_reply; /* NULL: the future gets a copy of the reply */
   void *arg;               /* for on_reply */
   relock__timer_t timer;
   const relock__script_t *script; /* for the NOSCRIPT fallback */
@@ -58,7 +67,7 @@ typedef struct relock__conn_hooks {
   void (*on_ready)(relock__conn_t *c, void *arg);  /* handshake done */
   void (*on_down)(relock__conn_t *c, void *arg);   /* a ready connection dropped */
   void (*on_closed)(relock__conn_t *c, void *arg); /* fully down after close */
-  const char *(*on_push)(relock__conn_t *c, const redisReply *reply, void *arg);
+  const char *(*on_push)(relock__conn_t *c, const struct redisReply *reply, void *arg);
   void *arg;
 } relock__conn_hooks_t;
 
@@ -78,7 +87,7 @@ struct relock__conn {
   relock__conn_hooks_t hooks;
   uint64_t *rng;           /* the client's, for back-off jitter */
 
-  redisAsyncContext *ac;
+  struct redisAsyncContext *ac;
   relock__conn_state_t state;
   int closing;
   int in_on_connect;       /* freeing the context now would be a use-after-free */
@@ -109,7 +118,7 @@ struct relock__conn {
   uint64_t pings;          /* PINGs sent, for tests and statistics */
   uint64_t dead;           /* connections presumed dead, for the same */
 
-  redisReader *reader;     /* a raw connection's, once ready */
+  struct redisReader *reader; /* a raw connection's, once ready */
 
   int unexpected_reply;    /* the server sent a reply nobody asked for */
   int last_err;            /* why the last attempt failed (0: none) */
@@ -139,6 +148,13 @@ relock__request_t *relock__request_argv(relock_future_t *future, int argc, const
 relock__request_t *relock__request_script(relock_future_t *future, const relock__script_t *script, int nkeys,
                                           int argc, const char *const *argv, const size_t *lens);
 
+/* A request for a command in hiredis's printf-like format ("SET %s %b").
+ * NULL when the format is refused (*invalid says why: it is invalid, or
+ * makes no words) or memory ran out (*invalid NULL); future's reference
+ * stays the caller's then. */
+relock__request_t *relock__request_vformat(relock_future_t *future, const char *format, va_list ap,
+                                           const char **invalid);
+
 /* Frees a request that was never sent (it releases its future). */
 void relock__request_discard(relock__request_t *req);
 
@@ -153,6 +169,6 @@ int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv,
 
 /* The default reply handler: the future succeeds with a copy of the reply
  * tree, or fails with RELOCK_ESERVER and the server's text for an error. */
-void relock__reply_to_future(relock_future_t *future, redisReply *reply, void *arg);
+void relock__reply_to_future(relock_future_t *future, const relock_reply_t *reply, void *arg);
 
 #endif /* RELOCK_CONN_H */

@@ -1,5 +1,6 @@
-/* Deep copies of hiredis replies into relock_reply_t trees, one allocation
- * each, and relock_future_reply, which hands one out from a future.
+/* Deep copies of hiredis replies (and of our own) into relock_reply_t trees,
+ * one allocation each; views of scalar replies; relock_future_reply, which
+ * hands a copy out from a future.
  *
  * The copy is made in two passes over the reply with the same walk: the first
  * only counts nodes, element pointers and string bytes, the second lays them
@@ -33,9 +34,16 @@ typedef struct layout {
   char *byte;
 } layout_t;
 
+/* A node to copy: one of hiredis's, or one of ours (at most one is set;
+ * neither is a NULL element of a hiredis array, copied as NIL). */
+typedef struct src {
+  const redisReply *h;
+  const relock_reply_t *own;
+} src_t;
+
 /* An aggregate whose elements are being visited. */
 typedef struct frame {
-  const redisReply *src;
+  src_t src;
   relock_reply_t **dst; /* its copy's element array (second pass) */
   size_t next;          /* the element to visit next */
 } frame_t;
@@ -85,12 +93,31 @@ static int has_text(relock_reply_type_t t) {
   return t == RELOCK_REPLY_STRING || t == RELOCK_REPLY_STATUS || t == RELOCK_REPLY_ERROR;
 }
 
-/* The number of elements r's copy will have (NULL counts as a NIL leaf). */
-static size_t children(const redisReply *r) {
-  if (r == NULL || map_type(r) != RELOCK_REPLY_ARRAY || r->element == NULL)
-    return 0;
-  return r->elements;
+static relock_reply_type_t src_type(src_t s) {
+  return s.h != NULL ? map_type(s.h) : s.own != NULL ? s.own->type : RELOCK_REPLY_NIL;
 }
+
+/* The number of elements s's copy will have. */
+static size_t children(src_t s) {
+  if (src_type(s) != RELOCK_REPLY_ARRAY)
+    return 0;
+  if (s.h != NULL)
+    return s.h->element != NULL ? s.h->elements : 0;
+  return s.own->element != NULL ? s.own->elements : 0;
+}
+
+static src_t child(src_t s, size_t i) {
+  return s.h != NULL ? (src_t){s.h->element[i], NULL} : (src_t){NULL, s.own->element[i]};
+}
+
+/* s's text (a has_text type), NULL for none. */
+static const char *text(src_t s, size_t *len) {
+  const char *str = s.h != NULL ? s.h->str : s.own != NULL ? s.own->str : NULL;
+  *len = str == NULL ? 0 : s.h != NULL ? s.h->len : s.own->len;
+  return str;
+}
+
+static int64_t integer(src_t s) { return s.h != NULL ? s.h->integer : s.own != NULL ? s.own->integer : 0; }
 
 static void count(size_t *total, size_t n, layout_t *l) {
   if (*total > SIZE_MAX - n)
@@ -101,10 +128,11 @@ static void count(size_t *total, size_t n, layout_t *l) {
 
 /* Counts (first pass) or copies (second pass) one node, not its elements.
  * In the second pass *elems receives the copy's element array. */
-static relock_reply_t *visit(const redisReply *r, layout_t *l, relock_reply_t ***elems) {
-  relock_reply_type_t type = r != NULL ? map_type(r) : RELOCK_REPLY_NIL;
+static relock_reply_t *visit(src_t r, layout_t *l, relock_reply_t ***elems) {
+  relock_reply_type_t type = src_type(r);
   size_t n = children(r);
-  size_t len = has_text(type) && r->str != NULL ? r->len : 0;
+  size_t len = 0;
+  const char *str = has_text(type) ? text(r, &len) : NULL;
   if (!l->fill) {
     count(&l->nodes, 1, l);
     count(&l->ptrs, n, l);
@@ -118,12 +146,12 @@ static relock_reply_t *visit(const redisReply *r, layout_t *l, relock_reply_t **
   relock_reply_t *copy = l->node++;
   *copy = (relock_reply_t){.type = type, .integer = 0, .str = NULL, .len = 0, .element = NULL, .elements = n};
   if (type == RELOCK_REPLY_INTEGER)
-    copy->integer = r->integer; /* a RESP3 boolean holds 0 or 1 here too */
+    copy->integer = integer(r); /* a RESP3 boolean holds 0 or 1 here too */
   if (has_text(type)) {
     char *s = l->byte;
     l->byte += len + 1;
     if (len > 0)
-      memcpy(s, r->str, len);
+      memcpy(s, str, len);
     s[len] = '\0';
     copy->str = s;
     copy->len = len;
@@ -140,7 +168,7 @@ static relock_reply_t *visit(const redisReply *r, layout_t *l, relock_reply_t **
 /* Visits root and everything under it in pre-order, so the root's copy comes
  * first in the block. Returns the root's copy (second pass), or NULL with
  * l->overflow set when the walk's stack could not grow. */
-static relock_reply_t *walk(const redisReply *root, layout_t *l) {
+static relock_reply_t *walk(src_t root, layout_t *l) {
   frame_t inline_stack[16]; /* hiredis 0.14 nests 7 deep at most */
   frame_t *stack = inline_stack;
   size_t cap = sizeof inline_stack / sizeof inline_stack[0];
@@ -152,16 +180,16 @@ static relock_reply_t *walk(const redisReply *root, layout_t *l) {
     stack[depth++] = (frame_t){root, elems, 0};
   while (depth > 0) {
     frame_t *top = &stack[depth - 1];
-    if (top->next == top->src->elements) {
+    if (top->next == children(top->src)) {
       depth--;
       continue;
     }
-    const redisReply *child = top->src->element[top->next];
-    relock_reply_t *child_copy = visit(child, l, &elems);
+    src_t kid = child(top->src, top->next);
+    relock_reply_t *child_copy = visit(kid, l, &elems);
     if (l->fill)
       top->dst[top->next] = child_copy;
     top->next++;
-    if (children(child) == 0)
+    if (children(kid) == 0)
       continue;
     if (depth == cap) {
       frame_t *grown = cap > SIZE_MAX / 2 / sizeof(*stack) ? NULL : malloc(2 * cap * sizeof(*stack));
@@ -176,16 +204,14 @@ static relock_reply_t *walk(const redisReply *root, layout_t *l) {
       stack = grown;
       cap *= 2;
     }
-    stack[depth++] = (frame_t){child, elems, 0};
+    stack[depth++] = (frame_t){kid, elems, 0};
   }
   if (stack != inline_stack)
     free(stack);
   return copy;
 }
 
-relock_reply_t *relock__reply_copy(const redisReply *r) {
-  if (r == NULL)
-    return NULL;
+static relock_reply_t *copy_tree(src_t r) {
   layout_t l = {0};
   walk(r, &l);
   if (l.overflow)
@@ -217,6 +243,24 @@ relock_reply_t *relock__reply_copy(const redisReply *r) {
     return NULL;
   }
   return copy; /* == block */
+}
+
+relock_reply_t *relock__reply_copy(const redisReply *r) { return r != NULL ? copy_tree((src_t){r, NULL}) : NULL; }
+
+relock_reply_t *relock__reply_dup(const relock_reply_t *r) { return r != NULL ? copy_tree((src_t){NULL, r}) : NULL; }
+
+int relock__reply_view(const redisReply *r, relock_reply_t *view) {
+  relock_reply_type_t type = map_type(r);
+  if (type == RELOCK_REPLY_ARRAY)
+    return -1;
+  *view = (relock_reply_t){.type = type};
+  if (type == RELOCK_REPLY_INTEGER)
+    view->integer = r->integer;
+  if (has_text(type)) {
+    view->str = r->str != NULL ? r->str : "";
+    view->len = r->str != NULL ? r->len : 0;
+  }
+  return 0;
 }
 
 void relock__reply_free(void *reply) { free(reply); }

@@ -1,5 +1,7 @@
-/* Copies of hiredis replies as the public relock_reply_t (private to the
- * library): a command future carries one, so its reply outlives hiredis's. */
+/* hiredis replies as the public relock_reply_t (private to the library):
+ * copies, which a command future carries so that its reply outlives
+ * hiredis's, and views, which the reply handlers above src/redis/ read
+ * without an allocation and without seeing hiredis. */
 #ifndef RELOCK_REPLY_H
 #define RELOCK_REPLY_H
 
@@ -15,6 +17,14 @@ struct redisReply;
  * key, value, key, value ...). An empty ARRAY has element NULL; only STRING,
  * STATUS and ERROR have a str (never NULL for them). */
 relock_reply_t *relock__reply_copy(const struct redisReply *r);
+
+/* The same copy of one of ours (a view, or another copy). */
+relock_reply_t *relock__reply_dup(const relock_reply_t *r);
+
+/* Fills *view with r (not NULL) as relock__reply_copy would, but pointing
+ * into r, valid while r is: no allocation. Only for a reply without
+ * elements: returns -1 (and fills nothing) when r is an aggregate. */
+int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
 
 /* Frees a copy (NULL is fine); fits relock__future_succeed_ptr's dtor. */
 void relock__reply_free(void *reply);

@@ -3,8 +3,8 @@
 
 #include "redis/router.h"
 
-relock__conn_t *relock__route(relock_client_t *client, const char *key, size_t len) {
+relock__conn_t *relock__route(relock__redis_t *redis, const char *key, size_t len) {
   (void)key;
   (void)len;
-  return &client->cmd;
+  return &redis->cmd;
 }

@@ -6,9 +6,10 @@
 
 #include <stddef.h>
 
-#include "client/client_impl.h"
+#include "redis/conn.h"
+#include "redis/redis.h"
 
 /* The connection that serves key (len bytes; NULL for a keyless command). */
-relock__conn_t *relock__route(relock_client_t *client, const char *key, size_t len);
+relock__conn_t *relock__route(relock__redis_t *redis, const char *key, size_t len);
 
 #endif /* RELOCK_ROUTER_H */

@@ -5,16 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
-
 #include <relock/error.h>
 
-#include "redis/call.h"
 #include "base/clock.h"
-#include "objects/lock_impl.h"
 #include "future/promise.h"
-#include "watchdog/renewal.h"
+#include "redis/call.h"
 #include "redis/scripts.h"
+#include "watchdog/renewal.h"
 
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
@@ -22,19 +19,20 @@ static void on_expiry(relock__timer_t *t, int status, void *arg);
 
 /* -- holds ------------------------------------------------------------------*/
 
-static uint64_t hold_hash(const relock_lock_t *lock, uint64_t owner) {
-  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, lock->name, lock->len), &owner, sizeof owner);
+static uint64_t hold_hash(const relock__hold_id_t *id) {
+  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, id->key, id->key_len), id->field, id->field_len);
 }
 
-relock__hold_t *relock__renewal_find(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
+relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id_t *id) {
   if (r->closing) /* the table is gone with the client's close */
     return NULL;
-  uint64_t h = hold_hash(lock, owner);
+  uint64_t h = hold_hash(id);
   relock__hnode_t *n;
   for (RELOCK__HTAB_EACH(&r->holds, h, n)) {
     relock__hold_t *hold = relock__container_of(n, relock__hold_t, node);
-    if (n->hash == h && hold->owner == owner && hold->lock->len == lock->len &&
-        memcmp(hold->lock->name, lock->name, lock->len) == 0)
+    if (n->hash == h && hold->key_len == id->key_len && hold->field_len == id->field_len &&
+        memcmp(relock__hold_key(hold), id->key, id->key_len) == 0 &&
+        memcmp(relock__hold_field(hold), id->field, id->field_len) == 0)
       return hold;
   }
   return NULL;
@@ -43,7 +41,7 @@ relock__hold_t *relock__renewal_find(relock__renewal_t *r, relock_lock_t *lock, 
 static void hold_unref(relock__hold_t *hold) {
   if (--hold->refs > 0)
     return;
-  relock__lock_release(hold->lock);
+  hold->ops->drop(hold->arg);
   free(hold);
 }
 
@@ -71,35 +69,29 @@ static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
   stop_renewing(r, hold);
   hold->lost = 1;
   r->lost++;
-  relock__timer_start(&r->client->wheel, &hold->expiry, r->lost_kept_ms);
+  relock__timer_start(r->wheel, &hold->expiry, r->lost_kept_ms);
 }
 
 /* A fixed lease has run out, or a lost hold has been remembered long
  * enough: the hold is forgotten. */
 static void on_expiry(relock__timer_t *t, int status, void *arg) {
-  (void)t;
-  relock__hold_t *hold = arg;
   if (status != 0) /* the client is closing: renewal_close forgets it */
     return;
-  forget(&hold->lock->client->renewal, hold);
+  forget(arg, relock__container_of(t, relock__hold_t, expiry));
 }
 
-/* Tells the hold's lock object. Its callback may do anything, closing the
- * client included: callers hold a reference on the hold and walk no list. */
+/* Tells the hold's holder. Its callback may do anything, closing the
+ * client included: callers hold a reference on the hold (and so on its
+ * holder's arg) and walk no list. */
 static void notify_lost(relock__hold_t *hold, int reason) {
-  char field[RELOCK__FIELD_MAX];
-  relock_lock_t *lock = relock__lock_retain(hold->lock);
-  relock__lock_field(lock, hold->owner, field);
+  char msg[512];
+  const char *key = relock__hold_key(hold), *field = relock__hold_field(hold);
   if (reason == RELOCK_ELOST)
-    relock__lock_notify_lost(lock, hold->owner, reason,
-                             "lock %s lost: its holder %s is gone from Redis (deleted, or expired)", lock->name,
-                             field);
+    snprintf(msg, sizeof msg, "lock %s lost: its holder %s is gone from Redis (deleted, or expired)", key, field);
   else
-    relock__lock_notify_lost(lock, hold->owner, reason,
-                             "lock %s lost: its lease ran out while Redis could not be reached to renew it "
-                             "(holder %s)",
-                             lock->name, field);
-  relock__lock_release(lock);
+    snprintf(msg, sizeof msg,
+             "lock %s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", key, field);
+  hold->ops->on_lost(hold->arg, hold->owner, reason, msg);
 }
 
 static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason) {
@@ -109,34 +101,56 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
   hold_unref(hold);
 }
 
-int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner, int watchdog,
-                             int64_t lease_ms, uint64_t sent_ns) {
-  if (r->closing)
+static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
+                                 const relock__holder_ops_t *ops, void *arg) {
+  if (id->key_len > UINT32_MAX || id->field_len > RELOCK__HOLD_FIELD_MAX)
+    return NULL;
+  relock__hold_t *hold = calloc(1, offsetof(relock__hold_t, names) + id->key_len + id->field_len + 2);
+  if (hold == NULL)
+    return NULL;
+  hold->ops = ops;
+  hold->arg = arg;
+  hold->owner = owner;
+  hold->refs = 1;
+  hold->key_len = (uint32_t)id->key_len;
+  hold->field_len = (unsigned)id->field_len;
+  memcpy(hold->names, id->key, id->key_len);
+  memcpy(hold->names + id->key_len + 1, id->field, id->field_len);
+  relock__list_init(&hold->renew_link);
+  relock__timer_init(&hold->expiry, on_expiry, r); /* the hold is the timer's container */
+  relock__htab_insert(&r->holds, &hold->node, hold_hash(id));
+  return hold;
+}
+
+int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
+                             const relock__holder_ops_t *ops, void *arg, int watchdog, int64_t lease_ms,
+                             uint64_t sent_ns) {
+  if (r->closing) {
+    ops->drop(arg);
     return RELOCK_ECLOSED;
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  }
+  relock__hold_t *hold = relock__renewal_find(r, id);
   if (hold != NULL && !hold->lost && hold->deadline_ns <= relock__now_ns()) {
     /* Past its validity the earlier hold may have expired before this
      * acquisition ran, which then started a count of its own: counting on
      * from the old one would let an inner release free the lock under the
      * outer holder. The old hold is lost; the new one starts afresh. */
     declare_lost(r, hold, RELOCK_ETIMEDOUT);
-    if (r->closing)
+    if (r->closing) {
+      ops->drop(arg);
       return RELOCK_ECLOSED;
-    hold = relock__renewal_find(r, lock, owner);
+    }
+    hold = relock__renewal_find(r, id);
   }
   if (hold != NULL && hold->lost) { /* a fresh hold after a lost one */
     forget(r, hold);
     hold = NULL;
   }
-  if (hold == NULL) {
-    if ((hold = calloc(1, sizeof(*hold))) == NULL)
-      return RELOCK_ENOMEM;
-    hold->lock = relock__lock_retain(lock);
-    hold->owner = owner;
-    hold->refs = 1;
-    relock__list_init(&hold->renew_link);
-    relock__timer_init(&hold->expiry, on_expiry, hold);
-    relock__htab_insert(&r->holds, &hold->node, hold_hash(lock, owner));
+  if (hold != NULL) {
+    ops->drop(arg); /* the hold has its reference already */
+  } else if ((hold = hold_new(r, id, owner, ops, arg)) == NULL) {
+    ops->drop(arg);
+    return RELOCK_ENOMEM;
   }
   hold->count++;
   /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
@@ -155,22 +169,22 @@ int relock__renewal_acquired(relock__renewal_t *r, relock_lock_t *lock, uint64_t
     relock__timer_stop(&hold->expiry);
     relock__list_push_back(&r->renewing, &hold->renew_link);
     if (r->nrenewing++ == 0)
-      relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
+      relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
   }
   if (!hold->watchdog) /* forgotten once its lease has surely run out */
-    relock__timer_start(&r->client->wheel, &hold->expiry, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+    relock__timer_start(r->wheel, &hold->expiry, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
   return 0;
 }
 
-void relock__renewal_release_started(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+void relock__renewal_release_started(relock__renewal_t *r, const relock__hold_id_t *id) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
   if (hold != NULL)
     hold->releases_in_flight++;
 }
 
-int relock__renewal_release_done(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner,
+int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *id,
                                  relock__release_outcome_t outcome) {
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  relock__hold_t *hold = relock__renewal_find(r, id);
   if (hold == NULL)
     return 0;
   hold->releases_in_flight--;
@@ -178,7 +192,7 @@ int relock__renewal_release_done(relock__renewal_t *r, relock_lock_t *lock, uint
   switch (outcome) {
   case RELOCK__RELEASE_FAILED: /* nothing is known: the deadline decides */
     if (hold->watchdog && !lost && hold->releases_in_flight == 0 && !r->closing)
-      relock__timer_start(&r->client->wheel, &r->check, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+      relock__timer_start(r->wheel, &r->check, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
     break;
   case RELOCK__RELEASE_REMAINS:
     if (lost)
@@ -202,13 +216,13 @@ int relock__renewal_release_done(relock__renewal_t *r, relock_lock_t *lock, uint
   return lost;
 }
 
-int64_t relock__renewal_lease_for(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t *id) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
   return hold != NULL && hold->lease_ms > 0 ? hold->lease_ms : r->watchdog_ms;
 }
 
-int64_t relock__renewal_validity_ms(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_t *id) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
   if (hold == NULL)
     return RELOCK_ENOTOWNER;
   if (hold->lost)
@@ -226,14 +240,14 @@ typedef struct batch {
   relock__hold_t *holds[RELOCK__RENEW_BATCH];
 } batch_t;
 
-static void on_batch_reply(relock_future_t *f, redisReply *reply, void *arg) {
+static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   batch_t *b = arg;
   relock__renewal_t *r = b->r;
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply->type == RELOCK_REPLY_ERROR) {
     relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
     return;
   }
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != b->n) {
+  if (reply->type != RELOCK_REPLY_ARRAY || reply->elements != b->n) {
     relock__future_fail(f, RELOCK_EPROTO, "renewal answered with an unexpected reply");
     return;
   }
@@ -275,15 +289,14 @@ static void on_batch_done(relock_future_t *f, void *arg) {
 static void send_batch(relock__renewal_t *r, batch_t *b) {
   const char *argv[2 * RELOCK__RENEW_BATCH + 1];
   size_t lens[2 * RELOCK__RENEW_BATCH + 1];
-  char fields[RELOCK__RENEW_BATCH][RELOCK__FIELD_MAX];
   char lease[24];
   size_t n = b->n;
   for (size_t i = 0; i < n; i++) {
     relock__hold_t *hold = b->holds[i];
-    argv[i] = hold->lock->name;
-    lens[i] = hold->lock->len;
-    lens[n + 1 + i] = relock__lock_field(hold->lock, hold->owner, fields[i]);
-    argv[n + 1 + i] = fields[i];
+    argv[i] = relock__hold_key(hold);
+    lens[i] = hold->key_len;
+    argv[n + 1 + i] = relock__hold_field(hold);
+    lens[n + 1 + i] = hold->field_len;
   }
   lens[n] = (size_t)snprintf(lease, sizeof lease, "%lld", (long long)r->watchdog_ms);
   argv[n] = lease;
@@ -296,7 +309,7 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
                               .arg = b,
                               .retry_safe = 1};
   b->sent_ns = relock__now_ns();
-  relock_future_t *f = relock__call(r->client, &spec);
+  relock_future_t *f = relock__call(r->redis, &spec);
   if (f == NULL) { /* out of memory: the next cycle tries again */
     for (size_t i = 0; i < n; i++)
       hold_unref(b->holds[i]);
@@ -347,7 +360,7 @@ static void arm_check(relock__renewal_t *r, uint64_t now, uint64_t earliest) {
     return;
   int64_t until = relock__ms_until(earliest, now);
   if (until < r->watchdog_ms / 3)
-    relock__timer_start(&r->client->wheel, &r->check, until + 1);
+    relock__timer_start(r->wheel, &r->check, until + 1);
 }
 
 static void on_check(relock__timer_t *t, int status, void *arg) {
@@ -391,7 +404,7 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
   else
     free(b);
   if (r->nrenewing > 0) {
-    relock__timer_start(&r->client->wheel, &r->cycle, r->watchdog_ms / 3);
+    relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
     arm_check(r, now, earliest);
   }
 }
@@ -399,6 +412,7 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
 /* -- validation -------------------------------------------------------------*/
 
 typedef struct check_fixed {
+  relock__renewal_t *r;
   relock__hold_t *hold;
   relock_future_t *out;
 } check_fixed_t;
@@ -412,7 +426,7 @@ static void on_fixed_checked(relock_future_t *f, void *arg) {
   } else {
     int held = relock_future_bool(f) && !hold->removed && !hold->lost;
     if (!held && !hold->removed && hold->releases_in_flight == 0)
-      forget(&hold->lock->client->renewal, hold); /* its lease ran out early (or it was deleted) */
+      forget(op->r, hold); /* its lease ran out early (or it was deleted) */
     relock__future_succeed_bool(op->out, held);
   }
   relock_future_release(op->out);
@@ -421,21 +435,21 @@ static void on_fixed_checked(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
-static void reply_to_bool(relock_future_t *f, redisReply *reply, void *arg) {
+static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
-  if (reply->type == REDIS_REPLY_INTEGER)
+  if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_bool(f, reply->integer != 0);
-  else if (reply->type == REDIS_REPLY_ERROR)
+  else if (reply->type == RELOCK_REPLY_ERROR)
     relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
   else
     relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to HEXISTS", reply->type);
 }
 
-relock_future_t *relock__renewal_validate(relock__renewal_t *r, relock_lock_t *lock, uint64_t owner) {
-  relock_future_t *out = relock__future_new(r->client->loop);
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id) {
+  relock_future_t *out = relock__future_new(r->redis->loop);
   if (out == NULL)
     return NULL;
-  relock__hold_t *hold = relock__renewal_find(r, lock, owner);
+  relock__hold_t *hold = relock__renewal_find(r, id);
   if (hold == NULL || hold->lost) { /* nothing valid to check */
     relock__future_succeed_bool(out, 0);
     return out;
@@ -456,17 +470,16 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, relock_lock_t *l
   }
   /* A fixed lease is not extended by asking: HEXISTS. */
   check_fixed_t *op = malloc(sizeof(*op));
-  char field[RELOCK__FIELD_MAX];
-  size_t field_len = relock__lock_field(lock, owner, field);
-  const char *argv[] = {"HEXISTS", lock->name, field};
-  const size_t lens[] = {7, lock->len, field_len};
+  const char *argv[] = {"HEXISTS", relock__hold_key(hold), relock__hold_field(hold)};
+  const size_t lens[] = {7, hold->key_len, hold->field_len};
   relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .on_reply = reply_to_bool, .retry_safe = 1};
-  relock_future_t *f = op != NULL ? relock__call(r->client, &spec) : NULL;
+  relock_future_t *f = op != NULL ? relock__call(r->redis, &spec) : NULL;
   if (f == NULL) {
     free(op);
     relock_future_release(out);
     return NULL;
   }
+  op->r = r;
   op->hold = hold;
   op->out = relock_future_retain(out);
   hold->refs++;
@@ -474,12 +487,13 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, relock_lock_t *l
   return out;
 }
 
-int relock__renewal_init(relock__renewal_t *r, relock_client_t *client) {
+int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__wheel_t *wheel, int64_t watchdog_ms) {
   memset(r, 0, sizeof(*r));
   if (relock__htab_init(&r->holds, 64) != 0)
     return RELOCK_ENOMEM;
-  r->client = client;
-  r->watchdog_ms = client->settings.watchdog_timeout_ms;
+  r->redis = redis;
+  r->wheel = wheel;
+  r->watchdog_ms = watchdog_ms;
   r->lost_kept_ms = RELOCK__LOST_KEPT_MS;
   relock__list_init(&r->renewing);
   relock__timer_init(&r->cycle, on_cycle, r);

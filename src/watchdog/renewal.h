@@ -1,15 +1,15 @@
 /* The watchdog: what this client holds, and the renewal of the locks held
  * without a fixed lease.
  *
- * Every hold (a lock name and an owner) is tracked with its local hold count
+ * Every hold (a key and a field in it) is tracked with its local hold count
  * and, for a watchdog lease, the local deadline until which the lock is known
  * to be held: the time the last successful acquisition or renewal was *sent*
  * plus the lease, never later than Redis's own expiry. Every third of the
  * watchdog timeout all watchdog holds are renewed, in batches of up to 100
  * keys per script call; batches are independent and retried on transient
  * errors. A hold whose renewal answers 0, or whose local deadline passes
- * without a successful renewal, is lost: its lock object's lost callback is
- * told, and a later release by that owner reports RELOCK_ELOST (for
+ * without a successful renewal, is lost: its holder's on_lost is told, and
+ * a later release by that owner reports RELOCK_ELOST (for
  * RELOCK__LOST_KEPT_MS; then the hold is forgotten). Renewal of a hold stops
  * the moment its last hold is released. The cycle timer runs only while
  * something is renewed: an idle client never wakes.
@@ -18,7 +18,11 @@
  * the send time of its last successful acquisition or renewal plus the lease,
  * less a drift margin for the server's clock running faster than ours. A
  * fixed-lease hold is forgotten once that time has passed (Redis lets it
- * expire; a later release finds nothing to release). */
+ * expire; a later release finds nothing to release).
+ *
+ * The watchdog knows holds as plain data - a key, a field, an opaque owner
+ * and whom to tell - never the objects that took them, so that every kind
+ * of object (lock, semaphore, ...) can use it. */
 #ifndef RELOCK_RENEWAL_H
 #define RELOCK_RENEWAL_H
 
@@ -30,9 +34,7 @@
 #include "base/hashtab.h"
 #include "base/list.h"
 #include "loop/wheel.h"
-
-struct relock_client;
-struct relock_lock;
+#include "redis/redis.h"
 
 #define RELOCK__RENEW_BATCH 100
 
@@ -45,24 +47,56 @@ struct relock_lock;
  * PEXPIRE and of our clock. */
 static inline int64_t relock__validity_margin_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
 
+typedef struct relock__renewal relock__renewal_t;
+
+/* The longest field a hold takes (its length is packed in 16 bits). */
+#define RELOCK__HOLD_FIELD_MAX 65535
+
+/* A hold's identity: its key in Redis and its field in that key (for a
+ * lock, "<client-id>:<owner>"). */
+typedef struct relock__hold_id {
+  const char *key;
+  size_t key_len;
+  const char *field;
+  size_t field_len;
+} relock__hold_id_t;
+
+/* Whom a hold belongs to: what the watchdog calls with the arg it was
+ * given. on_lost tells that owner's hold was found lost (reason
+ * RELOCK_ELOST or RELOCK_ETIMEDOUT, msg saying what happened); it may do
+ * anything, close the client included. drop lets go of the reference the
+ * hold kept on arg. */
+typedef struct relock__holder_ops {
+  void (*on_lost)(void *arg, uint64_t owner, int reason, const char *msg);
+  void (*drop)(void *arg);
+} relock__holder_ops_t;
+
 typedef struct relock__hold {
-  relock__hnode_t node;       /* in renewal->holds, by name and owner */
+  relock__hnode_t node;       /* in renewal->holds, by key and field */
   relock__link_t renew_link;  /* in renewal->renewing while renewed */
   relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
-  struct relock_lock *lock;   /* whose lost callback to call (a reference) */
-  uint64_t owner;
+  const relock__holder_ops_t *ops;
+  void *arg;                  /* for ops (a reference, dropped with the hold) */
+  uint64_t owner;             /* for ops->on_lost */
   int64_t count;              /* holds taken minus holds released */
   int64_t lease_ms;           /* what a partial release keeps the lease at */
   uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
   int refs;                   /* the table's, plus each batch's in flight */
+  int releases_in_flight;     /* a 0 from renew may be our own release */
+  uint32_t key_len;
+  unsigned field_len : 16;    /* packed: a hold is kept per held lock */
   unsigned watchdog : 1;
   unsigned lost : 1;
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
-  int releases_in_flight;     /* a 0 from renew may be our own release */
+  char names[];               /* the key, NUL, the field, NUL */
 } relock__hold_t;
 
-typedef struct relock__renewal {
-  struct relock_client *client;
+static inline const char *relock__hold_key(const relock__hold_t *h) { return h->names; }
+static inline const char *relock__hold_field(const relock__hold_t *h) { return h->names + h->key_len + 1; }
+
+struct relock__renewal {
+  relock__redis_t *redis;     /* where renewals and validations are sent */
+  relock__wheel_t *wheel;
   relock__htab_t holds;
   relock__link_t renewing;
   size_t nrenewing;
@@ -76,21 +110,26 @@ typedef struct relock__renewal {
   uint64_t batches;
   uint64_t renewed;
   uint64_t lost;
-} relock__renewal_t;
+};
 
-int relock__renewal_init(relock__renewal_t *r, struct relock_client *client);
+/* Renewals go to redis (which need not be set up yet); holds' timers run on
+ * wheel; watchdog_ms is the lease of a watchdog hold. */
+int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__wheel_t *wheel, int64_t watchdog_ms);
 
 /* Stops renewing and forgets every hold (without releasing anything). */
 void relock__renewal_close(relock__renewal_t *r);
 
-relock__hold_t *relock__renewal_find(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id_t *id);
 
-/* owner acquired lock (one more hold); the acquisition was sent at sent_ns.
+/* owner took the hold id (one more hold); the acquisition was sent at
+ * sent_ns. The watchdog takes over one reference on arg: it keeps it with a
+ * new hold and drops it (ops->drop) at once otherwise, errors included.
  * Returns 0, RELOCK_ENOMEM (the hold is then not renewed) or RELOCK_ECLOSED
  * (the client closed, possibly from the lost callback of an earlier hold
  * found past its validity, which this one replaces). */
-int relock__renewal_acquired(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner, int watchdog,
-                             int64_t lease_ms, uint64_t sent_ns);
+int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
+                             const relock__holder_ops_t *ops, void *arg, int watchdog, int64_t lease_ms,
+                             uint64_t sent_ns);
 
 typedef enum relock__release_outcome {
   RELOCK__RELEASE_FAILED = 0, /* no answer: nothing is known */
@@ -103,21 +142,21 @@ typedef enum relock__release_outcome {
  * in flight a renewal answering 0 is not taken for a loss. release_done
  * returns 1 if owner's hold had been lost (or is found lost by this answer),
  * so that the release reports RELOCK_ELOST rather than "not owner". */
-void relock__renewal_release_started(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
-int relock__renewal_release_done(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner,
+void relock__renewal_release_started(relock__renewal_t *r, const relock__hold_id_t *id);
+int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *id,
                                  relock__release_outcome_t outcome);
 
-/* The lease a partial release keeps for owner's remaining holds. */
-int64_t relock__renewal_lease_for(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+/* The lease a partial release keeps for the hold's remaining holds. */
+int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t *id);
 
-/* How long owner's hold of lock is known to be valid from now, in ms (0: it
- * must be taken as lost now), without asking Redis. RELOCK_ENOTOWNER when
- * this client has no such hold, RELOCK_ELOST when it was found lost. */
-int64_t relock__renewal_validity_ms(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+/* How long the hold is known to be valid from now, in ms (0: it must be
+ * taken as lost now), without asking Redis. RELOCK_ENOTOWNER when this
+ * client has no such hold, RELOCK_ELOST when it was found lost. */
+int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_t *id);
 
-/* Asks Redis whether owner still holds lock, renewing a watchdog hold on the
- * way (its validity starts again; an answer "gone" declares it lost). The
- * future succeeds with a boolean. NULL when out of memory. */
-relock_future_t *relock__renewal_validate(relock__renewal_t *r, struct relock_lock *lock, uint64_t owner);
+/* Asks Redis whether the hold is still there, renewing a watchdog hold on
+ * the way (its validity starts again; an answer "gone" declares it lost).
+ * The future succeeds with a boolean. NULL when out of memory. */
+relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id);
 
 #endif /* RELOCK_RENEWAL_H */

@@ -54,7 +54,7 @@
  *                 report carries no deadline (a fixed lease is not tracked
  *                 at all), so the caller counts its lease from the report:
  *                 validity = arrival + LEASE - MARGIN.
- *   OLD_REENTRY   today's relock__renewal_acquired() in src/renewal.c: a
+ *   OLD_REENTRY   today's relock__renewal_acquired() in src/watchdog/renewal.c: a
  *                 new hold is counted onto an existing hold whose deadline
  *                 has passed but that the watchdog has not yet declared
  *                 lost (the new rule first drops such a hold: it is lost)

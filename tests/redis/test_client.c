@@ -222,7 +222,7 @@ static void test_commands_wait_for_the_connection(void **state) {
   relock_future_t *fs[50];
   for (int i = 0; i < 50; i++)
     fs[i] = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "n"}, NULL);
-  assert_int_equal(fx->client->cmd.state != RELOCK__CONN_READY, 1);
+  assert_int_equal(fx->client->redis.cmd.state != RELOCK__CONN_READY, 1);
   for (int i = 0; i < 50; i++) {
     assert_int_equal(relock_future_wait(fs[i], 5000), 0);
     assert_int_equal(fx_ok(fs[i])->integer, i + 1);
@@ -302,7 +302,7 @@ static int all_called(void *arg) {
 
 static int conn_ready(void *arg) {
   relock_client_t *c = arg;
-  return c->cmd.state == RELOCK__CONN_READY;
+  return c->redis.cmd.state == RELOCK__CONN_READY;
 }
 
 /* 1,000 INCRs in flight when fault() strikes: each completes exactly once,
@@ -311,7 +311,7 @@ static void in_flight_fault(fx_t *fx, void (*fault)(fx_t *fx)) {
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
   fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
-  uint64_t connects = fx->client->cmd.connects;
+  uint64_t connects = fx->client->redis.cmd.connects;
   tally_t t = {0};
   for (int i = 0; i < 1000; i++) {
     relock_future_t *f = relock_client_command_async(fx->client, 2, (const char *const[]){"INCR", "n"}, NULL);
@@ -327,7 +327,7 @@ static void in_flight_fault(fx_t *fx, void (*fault)(fx_t *fx)) {
   assert_int_equal(t.other, 0);
   assert_true(t.lost > 0);
   assert_true(fx_run_until(fx->client->loop, conn_ready, fx->client, 5000));
-  assert_true(fx->client->cmd.connects > connects);
+  assert_true(fx->client->redis.cmd.connects > connects);
   relock_future_t *f = FX_CMD(fx->client, "PING");
   assert_string_equal(fx_ok(f)->str, "PONG");
   relock_future_release(f);
@@ -452,7 +452,7 @@ static relock_future_t *renew_script(relock_client_t *c) {
   relock__request_t *req =
       relock__request_script(relock_future_retain(f), &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW], 1, 3, argv, lens);
   assert_non_null(req);
-  relock__conn_send(&c->cmd, req, 5000);
+  relock__conn_send(&c->redis.cmd, req, 5000);
   assert_int_equal(relock_future_wait(f, 5000), 0);
   return f;
 }
@@ -540,7 +540,7 @@ static relock_future_t *get_call(relock_client_t *c, int retry_safe) {
   const char *argv[] = {"GET", "k"};
   const size_t lens[] = {3, 1};
   relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = retry_safe};
-  relock_future_t *f = relock__call(c, &spec);
+  relock_future_t *f = relock__call(&c->redis, &spec);
   assert_non_null(f);
   return f;
 }

@@ -80,8 +80,8 @@ typedef struct {
 
 static int both_replaced(void *arg) {
   replaced_t *r = arg;
-  return r->c->cmd.connects > r->cmd_connects && r->c->cmd.state == RELOCK__CONN_READY &&
-         r->c->pubsub.conn.connects > r->sub_connects && r->c->pubsub.conn.state == RELOCK__CONN_READY;
+  return r->c->redis.cmd.connects > r->cmd_connects && r->c->redis.cmd.state == RELOCK__CONN_READY &&
+         r->c->redis.pubsub.conn.connects > r->sub_connects && r->c->redis.pubsub.conn.state == RELOCK__CONN_READY;
 }
 
 static int lost_calls;
@@ -127,18 +127,18 @@ static void test_blackhole_replaces_connections(void **state) {
   assert_non_null(wait);
   run_for(a, 300);
   assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_PENDING);
-  assert_int_equal(a->pubsub.conn.state, RELOCK__CONN_READY);
+  assert_int_equal(a->redis.pubsub.conn.state, RELOCK__CONN_READY);
   uint64_t batches = a->renewal.batches;
 
-  replaced_t r = {a, a->cmd.connects, a->pubsub.conn.connects};
+  replaced_t r = {a, a->redis.cmd.connects, a->redis.pubsub.conn.connects};
   uint64_t t0 = relock__now_ns();
   relock_test_proxy_blackhole_current(proxy);
   int ok = fx_run_until(relock_client_loop(a), both_replaced, &r, 5000);
   double ms = fx_ms_since(t0);
   print_message("# connection replaced after blackhole in %.0f ms\n", ms);
   assert_true(ok);
-  assert_true(a->cmd.dead >= 1);
-  assert_true(a->pubsub.conn.dead >= 1);
+  assert_true(a->redis.cmd.dead >= 1);
+  assert_true(a->redis.pubsub.conn.dead >= 1);
   if (!relock_test_under_valgrind())
     assert_true(ms <= 200 + 500 + 600); /* ping interval + command timeout + slack */
 
@@ -188,7 +188,7 @@ static void test_blackhole_fails_pending_with_connlost(void **state) {
   /* A command sent before the PING has the same timeout, and times out
    * first; one sent after it is failed by the health check. */
   run_for(a, 400);
-  assert_int_equal(a->cmd.ping_pending, 1);
+  assert_int_equal(a->redis.cmd.ping_pending, 1);
   relock_future_t *f = relock_client_command_async(a, 2, (const char *const[]){"GET", "k"}, NULL);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(10000)), RELOCK_ECONNLOST);
   print_message("# pending command failed after %.0f ms: %s\n", fx_ms_since(t0), relock_future_message(f));
@@ -218,21 +218,21 @@ static void test_idle_connections_are_pinged(void **state) {
   relock_future_release(FX_CMD(a, "SET", "k", "v"));
   /* the subscriber connection, subscribed (RESP2: PING answers ["pong", ""]) */
   relock__listener_t l;
-  relock_future_t *sub = relock__pubsub_subscribe(&a->pubsub, &l, "chan", 4, 0, count_nothing, NULL);
+  relock_future_t *sub = relock__pubsub_subscribe(&a->redis.pubsub, &l, "chan", 4, 0, count_nothing, NULL);
   assert_int_equal(relock_future_wait(sub, fx_slack_ms(5000)), 0);
   relock_future_release(sub);
   reset_stats(fx->redis);
   run_for(a, 1000);
   long long pings = server_pings(fx->redis);
   print_message("# %lld PINGs in 1 s at a 100 ms interval; command %llu, subscriber %llu\n", pings,
-                (unsigned long long)a->cmd.pings, (unsigned long long)a->pubsub.conn.pings);
-  assert_true(a->cmd.pings >= 4);
-  assert_true(a->pubsub.conn.pings >= 4);
+                (unsigned long long)a->redis.cmd.pings, (unsigned long long)a->redis.pubsub.conn.pings);
+  assert_true(a->redis.cmd.pings >= 4);
+  assert_true(a->redis.pubsub.conn.pings >= 4);
   assert_true(pings >= 8);
   /* every PING was answered: nothing was presumed dead or replaced */
-  assert_int_equal(a->cmd.dead + a->pubsub.conn.dead, 0);
-  assert_int_equal(a->cmd.connects, 1);
-  assert_int_equal(a->pubsub.conn.connects, 1);
+  assert_int_equal(a->redis.cmd.dead + a->redis.pubsub.conn.dead, 0);
+  assert_int_equal(a->redis.cmd.connects, 1);
+  assert_int_equal(a->redis.pubsub.conn.connects, 1);
   relock__pubsub_unsubscribe(&l);
   relock_client_free(a);
 }
@@ -248,7 +248,7 @@ static void test_ping_interval_zero_pings_nothing(void **state) {
   reset_stats(fx->redis);
   run_for(a, 600);
   assert_int_equal(server_pings(fx->redis), 0);
-  assert_int_equal(a->cmd.pings, 0);
+  assert_int_equal(a->redis.cmd.pings, 0);
   relock_client_free(a);
 }
 
@@ -262,7 +262,7 @@ static void test_busy_connection_is_not_pinged(void **state) {
   uint64_t t0 = relock__now_ns();
   while (fx_ms_since(t0) < 1000) /* one command after another: never idle for 200 ms */
     relock_future_release(FX_CMD(a, "GET", "k"));
-  assert_int_equal(a->cmd.pings, 0);
+  assert_int_equal(a->redis.cmd.pings, 0);
   relock_client_free(a);
 }
 
@@ -477,13 +477,13 @@ static int resubscribed(void *arg) {
 static int bad_case_child(const bad_case_t *bc, relock_client_t *a) {
   struct ev_loop *loop = relock_client_loop(a);
   int command = bc->get_reply[0] != '\0';
-  relock__conn_t *c = command ? &a->cmd : &a->pubsub.conn;
+  relock__conn_t *c = command ? &a->redis.cmd : &a->redis.pubsub.conn;
   relock_future_t *f;
   relock__listener_t l;
   if (command) {
     f = relock_client_command_async(a, 2, (const char *const[]){"GET", "k"}, NULL);
   } else {
-    f = relock__pubsub_subscribe(&a->pubsub, &l, "chan", 4, 0, ignore_message, NULL);
+    f = relock__pubsub_subscribe(&a->redis.pubsub, &l, "chan", 4, 0, ignore_message, NULL);
   }
   CHILD_CHECK(f != NULL);
   int r = relock_future_wait(f, fx_slack_ms(5000));

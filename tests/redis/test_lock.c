@@ -342,7 +342,7 @@ static void test_force_release_wakes_waiter(void **state) {
   relock_lock_free(lb);
 }
 
-static int no_channels(void *arg) { return relock__pubsub_channels(&((relock_client_t *)arg)->pubsub) == 0; }
+static int no_channels(void *arg) { return relock__pubsub_channels(&((relock_client_t *)arg)->redis.pubsub) == 0; }
 
 static void test_cancel_during_wait(void **state) {
   fx_t *fx = *state;
@@ -351,11 +351,11 @@ static void test_cancel_during_wait(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
-  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub), 1);
+  assert_int_equal(relock__pubsub_channels(&fx->b->redis.pubsub), 1);
   assert_int_equal(relock_future_cancel(wait), 1);
   assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_CANCELLED);
   relock_future_release(wait);
-  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub) <= 1, 1); /* unsubscribing */
+  assert_int_equal(relock__pubsub_channels(&fx->b->redis.pubsub) <= 1, 1); /* unsubscribing */
   assert_int_equal(RELEASE(la, 1), 1);
   relock_future_release(FX_CMD(fx->b, "PING")); /* let b's loop run */
   assert_int_equal(value_of(relock_lock_is_locked_async(la)), 0); /* b did not take it */
@@ -382,7 +382,7 @@ static void test_cancel_races_a_successful_try(void **state) {
 
 static int joined_queue(void *arg) {
   relock_client_t *c = arg;
-  return relock__pubsub_channels(&c->pubsub) == 1;
+  return relock__pubsub_channels(&c->redis.pubsub) == 1;
 }
 
 static void test_unlock_between_try_and_subscribe_is_not_missed(void **state) {
@@ -394,7 +394,7 @@ static void test_unlock_between_try_and_subscribe_is_not_missed(void **state) {
    * connection is not even connected yet */
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_true(fx_run_until(fx->b->loop, joined_queue, fx->b, 2000));
-  assert_int_not_equal(fx->b->pubsub.conn.state, RELOCK__CONN_READY);
+  assert_int_not_equal(fx->b->redis.pubsub.conn.state, RELOCK__CONN_READY);
   /* now a releases, on a's loop: b runs nothing meanwhile, so the unlock
    * message goes out before b's SUBSCRIBE */
   assert_int_equal(RELEASE(la, 1), 1);
@@ -446,7 +446,7 @@ static void test_waiters_share_a_subscription_and_one_unlock_wakes_one(void **st
   }
   relock_future_t *all = relock_future_all(waits, N, NULL);
   assert_int_equal(relock_future_wait(all, 300), RELOCK_EPENDING); /* all subscribed and waiting */
-  assert_int_equal(relock__pubsub_channels(&fx->b->pubsub), 1);
+  assert_int_equal(relock__pubsub_channels(&fx->b->redis.pubsub), 1);
   char buf[256];
   relock_test_redis_cmd(fx->redis, buf, sizeof buf, "PUBSUB", "NUMSUB", "redisson_lock__channel:{res}", NULL);
   assert_non_null(strstr(buf, ":1\r\n")); /* one subscription for five waiters */
@@ -495,11 +495,11 @@ static void test_waiters_keep_their_place_across_subscriber_reconnect(void **sta
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
-  uint64_t connects = fx->b->pubsub.conn.connects;
+  uint64_t connects = fx->b->redis.pubsub.conn.connects;
   char reply[64];
   relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "KILL", "TYPE", "pubsub", NULL);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING); /* re-checked, still held */
-  assert_true(fx->b->pubsub.conn.connects > connects);
+  assert_true(fx->b->redis.pubsub.conn.connects > connects);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(la, 1), 1);
   assert_int_equal(relock_future_wait(wait, 5000), 0);

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "support/client_fixture.h"
-#include "objects/lock_ops.h"
+#include "objects/keys.h"
 
 /* The other process: another client id, thread 7. */
 #define OTHER_UUID "5f0c7e2a-9b1d-4c3e-8a7f-0123456789ab"
@@ -958,7 +958,7 @@ static void assert_latch(fx_t *fx, const char *key, const char *prefix, const ch
   RAW(fx, buf, "GET", key);
   assert_string_equal(buf, want);
   long long pttl = RAW_INT(fx, "PTTL", key);
-  assert_true(pttl > 0 && pttl <= relock__latch_ttl_ms(fx->client));
+  assert_true(pttl > 0 && pttl <= relock__latch_ttl_ms(&fx->client->settings));
 }
 
 static void test_unlock_latch(void **state) {

@@ -90,6 +90,13 @@ static int64_t value_of(relock_future_t *f) {
   return v;
 }
 
+/* The watchdog's hold of l by owner (NULL: none). */
+static relock__hold_t *hold_of(relock_client_t *c, relock_lock_t *l, uint64_t owner) {
+  char field[RELOCK__FIELD_MAX];
+  relock__hold_id_t id = relock__lock_hold(l, owner, field);
+  return relock__renewal_find(&c->renewal, &id);
+}
+
 /* The hold count of owner's field of l in Redis (0: no field). */
 static long long raw_count(fx_t *fx, relock_lock_t *l, uint64_t owner) {
   char field[RELOCK__FIELD_MAX], buf[128];
@@ -305,8 +312,8 @@ static void test_failed_acquire_gives_back_its_hold(void **state) {
   /* Both tries ran in Redis (owner 1 re-entered: 2); the undo follows them. */
   assert_true(until_count(fx, fx->a, l, 1, 1, 3000)); /* on the old code: stays 2 */
   assert_int_equal(raw_count(fx, l, 2), 0);
-  assert_int_equal(relock__renewal_find(&fx->a->renewal, l, 1)->count, 1);
-  assert_null(relock__renewal_find(&fx->a->renewal, l, 2));
+  assert_int_equal(hold_of(fx->a, l, 1)->count, 1);
+  assert_null(hold_of(fx->a, l, 2));
   assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1); /* one release frees it */
   relock_lock_free(l);
 }
@@ -332,7 +339,7 @@ static void test_bounded_wait_bounds_the_try_in_flight(void **state) {
   assert_true(until_count(fx, fx->a, l, 1, 1, 3000) || raw_count(fx, l, 1) == 0);
   relock_test_proxy_delay(fx->proxy, 0);
   assert_true(until_count(fx, fx->a, l, 1, 0, 5000));
-  assert_null(relock__renewal_find(&fx->a->renewal, l, 1));
+  assert_null(hold_of(fx->a, l, 1));
   relock_lock_free(l);
 }
 

@@ -112,7 +112,7 @@ static void test_listeners_share_one_subscription(void **state) {
   relock_subscription_t *sb = subscribe(fx, "shared", &b);
   relock_subscription_t *sc = subscribe(fx, "other", &c);
   assert_int_equal(numsub(fx, "shared"), 1); /* one connection, one SUBSCRIBE */
-  assert_int_equal(relock__pubsub_channels(&fx->client->pubsub), 2);
+  assert_int_equal(relock__pubsub_channels(&fx->client->redis.pubsub), 2);
   assert_int_equal(publish(fx, "shared", "1"), 1); /* one receiving connection */
   want_t wa = {&a, 1, 0}, wb = {&b, 1, 0};
   assert_true(fx_run_until(fx->client->loop, got, &wa, 2000));
@@ -154,7 +154,7 @@ static void test_messages_arrive_in_order(void **state) {
 static void resubscribes_after(fx_t *fx, int restart) {
   inbox_t in = {0};
   relock_subscription_t *sub = subscribe(fx, "survivor", &in);
-  uint64_t connects = fx->client->pubsub.conn.connects;
+  uint64_t connects = fx->client->redis.pubsub.conn.connects;
   if (restart) {
     assert_int_equal(relock_test_redis_restart(fx->redis), 0);
   } else {
@@ -166,7 +166,7 @@ static void resubscribes_after(fx_t *fx, int restart) {
   want_t gap = {&in, 0, 1};
   assert_true(fx_run_until(fx->client->loop, got, &gap, 5000)); /* told: messages may be lost */
   assert_int_equal(in.gaps, 1);
-  assert_true(fx->client->pubsub.conn.connects > connects);
+  assert_true(fx->client->redis.pubsub.conn.connects > connects);
   assert_int_equal(publish(fx, "survivor", "after"), 1); /* the gap notice comes after resubscribing */
   want_t w = {&in, 1, 1};
   assert_true(fx_run_until(fx->client->loop, got, &w, 2000));
@@ -228,7 +228,7 @@ static void test_unsubscribe_before_confirmation(void **state) {
   relock_future_release(f);
   /* the subscriber connection was still connecting: nothing was sent, and
    * nothing is left behind */
-  assert_int_equal(relock__pubsub_channels(&fx->client->pubsub), 0);
+  assert_int_equal(relock__pubsub_channels(&fx->client->redis.pubsub), 0);
   relock_future_release(FX_CMD(fx->client, "PING"));
   assert_int_equal(numsub(fx, "quick"), 0);
   assert_int_equal(in.messages, 0);
@@ -269,7 +269,7 @@ static void test_many_channels(void **state) {
   for (int i = 0; i < N; i++)
     relock_future_release(fs[i]);
   free(fs);
-  assert_int_equal(relock__pubsub_channels(&fx->client->pubsub), N);
+  assert_int_equal(relock__pubsub_channels(&fx->client->redis.pubsub), N);
   assert_int_equal(publish(fx, "lock-777", "x"), 1);
   want_t w = {&in[777], 1, 0};
   assert_true(fx_run_until(fx->client->loop, got, &w, 2000));

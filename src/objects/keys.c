@@ -1,0 +1,74 @@
+/* Redisson's naming: fields, derived names, request ids, latch TTL (keys.h). */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/random.h"
+#include "objects/keys.h"
+
+size_t relock__field(const char *client_id, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  int n = snprintf(field, RELOCK__FIELD_MAX, "%s:%llu", client_id, (unsigned long long)owner);
+  return (size_t)n;
+}
+
+char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len) {
+  /* Redisson: a name with a hash tag already keeps it; otherwise the whole
+   * name becomes the tag, which is the slot the object's key hashes to. */
+  int tagged = memchr(name, '{', len) != NULL;
+  size_t plen = strlen(prefix), slen = suffix != NULL ? strlen(suffix) : 0;
+  size_t n = plen + 1 + len + (tagged ? 0 : 2) + slen;
+  char *s = malloc(n + 1);
+  if (s == NULL)
+    return NULL;
+  char *p = s;
+  memcpy(p, prefix, plen);
+  p += plen;
+  *p++ = ':';
+  if (!tagged)
+    *p++ = '{';
+  memcpy(p, name, len);
+  p += len;
+  if (!tagged)
+    *p++ = '}';
+  if (slen > 0)
+    memcpy(p, suffix, slen);
+  s[n] = '\0';
+  if (out_len != NULL)
+    *out_len = n;
+  return s;
+}
+
+char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len) {
+  return relock__derived_name(name, len, "redisson_lock__channel", NULL, out_len);
+}
+
+static char *latch_name(const char *name, size_t len, const char *prefix, const char *id, size_t *out_len) {
+  char suffix[RELOCK__REQUEST_ID_SIZE + 8];
+  snprintf(suffix, sizeof suffix, ":%s", id);
+  return relock__derived_name(name, len, prefix, suffix, out_len);
+}
+
+char *relock__unlock_latch_name(const char *name, size_t len, const char *id, size_t *out_len) {
+  return latch_name(name, len, "redisson_unlock_latch", id, out_len);
+}
+
+char *relock__acquire_latch_name(const char *name, size_t len, const char *id, size_t *out_len) {
+  return latch_name(name, len, "relock_lock_latch", id, out_len);
+}
+
+void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]) {
+  static const char hex[] = "0123456789abcdef";
+  for (int half = 0; half < 2; half++) {
+    uint64_t x = relock__random(rng);
+    for (int i = 0; i < 16; i++)
+      id[half * 16 + i] = hex[(x >> (i * 4)) & 15];
+  }
+  id[32] = '\0';
+}
+
+int64_t relock__latch_ttl_ms(const relock__settings_t *s) {
+  /* A latch must outlive every retry of the request it answers for. */
+  return (int64_t)(s->retry_attempts + 1) * (s->command_timeout_ms + s->retry_interval_ms) + s->command_timeout_ms;
+}

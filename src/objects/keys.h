@@ -1,0 +1,51 @@
+/* Redisson's naming, for every object: the field a holder is known by in
+ * Redis, the names derived from an object's name (its unlock channel, its
+ * latches), request ids and how long a latch lives (DESIGN.md §3).
+ *
+ * Plain inputs only (a name and its length, the client id, the settings),
+ * so that any object - lock, semaphore, fair lock - names things the way
+ * Redisson does without depending on another object. */
+#ifndef RELOCK_KEYS_H
+#define RELOCK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/settings.h"
+
+/* "<client-id>:<owner>": 64 + 1 + 20 digits + NUL fit. */
+#define RELOCK__FIELD_MAX 96
+
+/* A request id: 32 hex digits and a NUL. */
+#define RELOCK__REQUEST_ID_SIZE 33
+
+/* Writes the field "<client_id>:<owner>" (owner in decimal); returns its
+ * length. */
+size_t relock__field(const char *client_id, uint64_t owner, char field[RELOCK__FIELD_MAX]);
+
+/* A name derived from an object's name (len bytes) the way Redisson derives
+ * its channel and latch names, so that it lands in the object's cluster
+ * slot: "prefix:{name}" or, when the name has a hash tag already,
+ * "prefix:name"; then suffix (NULL: none). Returns a malloc'ed string, its
+ * length in *out_len (may be NULL); NULL when out of memory. */
+char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len);
+
+/* The lock's unlock channel: "redisson_lock__channel:{name}". */
+char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len);
+
+/* The latch remembering the answer to release request id:
+ * "redisson_unlock_latch:{name}:<id>". */
+char *relock__unlock_latch_name(const char *name, size_t len, const char *id, size_t *out_len);
+
+/* The latch remembering what acquire request id took:
+ * "relock_lock_latch:{name}:<id>" (ours: Redisson has no such latch). */
+char *relock__acquire_latch_name(const char *name, size_t len, const char *id, size_t *out_len);
+
+/* A random request id (32 hex digits) from the xorshift state rng. */
+void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]);
+
+/* How long a latch (acquire or release) remembers its answer: longer than
+ * every retry of the request it answers for. */
+int64_t relock__latch_ttl_ms(const relock__settings_t *s);
+
+#endif /* RELOCK_KEYS_H */

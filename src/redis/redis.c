@@ -1,0 +1,51 @@
+/* The Redis side of a client: its connections, opened and closed together
+ * (redis.h). */
+#include <config.h>
+
+#include <string.h>
+
+#include <relock/error.h>
+
+#include "redis/redis.h"
+
+static void part_closed(relock__redis_t *r) {
+  if (--r->open == 0 && r->on_closed != NULL)
+    r->on_closed(r, r->closed_arg);
+}
+
+static void on_cmd_closed(relock__conn_t *conn, void *arg) {
+  (void)conn;
+  part_closed(arg);
+}
+
+static void on_pubsub_closed(relock__pubsub_t *ps, void *arg) {
+  (void)ps;
+  part_closed(arg);
+}
+
+int relock__redis_init(relock__redis_t *r, struct ev_loop *loop, relock__wheel_t *wheel,
+                       const relock__settings_t *settings, uint64_t *rng,
+                       void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg) {
+  memset(r, 0, sizeof(*r));
+  r->loop = loop;
+  r->wheel = wheel;
+  r->settings = settings;
+  r->rng = rng;
+  r->on_closed = on_closed;
+  r->closed_arg = closed_arg;
+  if (relock__pubsub_init(&r->pubsub, loop, wheel, settings, rng, on_pubsub_closed, r) != 0)
+    return RELOCK_ENOMEM;
+  relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = r};
+  relock__conn_init(&r->cmd, loop, wheel, settings, "command", &hooks, rng);
+  relock__conn_start(&r->cmd);
+  return 0;
+}
+
+void relock__redis_close(relock__redis_t *r) {
+  if (r->closing)
+    return;
+  r->closing = 1;
+  r->open = 2;
+  relock__pubsub_close(&r->pubsub);
+  relock__conn_close(&r->cmd);
+}

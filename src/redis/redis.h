@@ -1,0 +1,43 @@
+/* The Redis side of a client, as the layers above it use it: the loop,
+ * wheel, settings and random state the connections run on, the command
+ * connection and the subscriber. Commands (call.h) and routing (router.h)
+ * take this rather than the client, so that nothing in src/redis/ or
+ * src/watchdog/ depends on the client that embeds it. */
+#ifndef RELOCK_REDIS_H
+#define RELOCK_REDIS_H
+
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "config/settings.h"
+#include "loop/wheel.h"
+#include "redis/conn.h"
+#include "redis/pubsub.h"
+
+typedef struct relock__redis relock__redis_t;
+
+struct relock__redis {
+  struct ev_loop *loop;
+  relock__wheel_t *wheel;
+  const relock__settings_t *settings;
+  uint64_t *rng;            /* xorshift state for jitter and request ids */
+  relock__conn_t cmd;       /* commands and scripts */
+  relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
+  int closing;              /* no retry starts any more */
+  int open;                 /* connections not yet fully down after close */
+  void (*on_closed)(relock__redis_t *r, void *arg);
+  void *closed_arg;
+};
+
+/* Sets up the connections (the command connection starts connecting at
+ * once). Returns 0 or RELOCK_ENOMEM (nothing to undo then). */
+int relock__redis_init(relock__redis_t *r, struct ev_loop *loop, relock__wheel_t *wheel,
+                       const relock__settings_t *settings, uint64_t *rng,
+                       void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg);
+
+/* Fails everything pending with RELOCK_ECLOSED and closes the connections;
+ * on_closed runs once both are fully down (possibly from inside this call). */
+void relock__redis_close(relock__redis_t *r);
+
+#endif /* RELOCK_REDIS_H */
