@@ -9,7 +9,8 @@
 #
 #   tests/unit/layers.sh [SRCDIR]
 #
-# Prints every violation with its file and line; exits 1 if there is one.
+# Prints TAP: every violation, with its file and line, then "not ok" and
+# exit 1 if there is one.
 set -u
 srcdir=${1:-${srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}}
 cd "$srcdir" || exit 1
@@ -130,10 +131,13 @@ done
 
 # The checks report by printing (their loops run in subshells): any line
 # printed is a violation.
+# TAP, like every test of the suite: one test case; the violations as
+# diagnostics.
 report=$(check)
+echo "1..1"
 if [ -n "$report" ]; then
-  echo "$report"
-  echo "layers: $(echo "$report" | wc -l) violation(s)"
+  echo "$report" | sed 's/^/# /'
+  echo "not ok 1 - layering of src/: $(echo "$report" | wc -l) violation(s)"
   exit 1
 fi
-echo "layers: src/ follows its layers ($layers), hiredis stays in src/redis/"
+echo "ok 1 - layering of src/: no include points up, no cycle, hiredis in src/redis/ only ($layers)"
