@@ -18,6 +18,31 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
+/* -- the watchdog's holder ---------------------------------------------------*/
+
+static relock_lock_t *lock_of(const relock__holder_t *h) {
+  return relock__container_of(h, relock_lock_t, holder);
+}
+
+static const char *holder_key(const relock__holder_t *h, size_t *len) {
+  *len = lock_of(h)->len;
+  return lock_of(h)->name;
+}
+
+static size_t holder_field(const relock__holder_t *h, uint64_t owner, char field[RELOCK__HOLD_FIELD_MAX]) {
+  return relock__lock_field(lock_of(h), owner, field);
+}
+
+static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const char *msg) {
+  relock_lock_t *lock = lock_of(h);
+  if (lock->lost_cb != NULL)
+    lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
+}
+
+static void holder_drop(relock__holder_t *h) { relock__lock_unref(lock_of(h)); }
+
+static const relock__holder_ops_t holder_ops = {holder_key, holder_field, holder_lost, holder_drop};
+
 /* -- the object -------------------------------------------------------------*/
 
 relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err) {
@@ -33,6 +58,7 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
     return NULL;
   }
+  lock->holder.ops = &holder_ops;
   lock->client = client;
   lock->refs = 1;
   lock->len = len;
@@ -85,23 +111,10 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   lock->lost_arg = arg;
 }
 
-/* -- the watchdog's holder ---------------------------------------------------*/
-
-static void on_hold_lost(void *arg, uint64_t owner, int reason, const char *msg) {
-  relock_lock_t *lock = arg;
-  if (lock->lost_cb != NULL)
-    lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
-}
-
-static void on_hold_dropped(void *arg) { relock__lock_unref(arg); }
-
-static const relock__holder_ops_t holder_ops = {on_hold_lost, on_hold_dropped};
-
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
-  return relock__renewal_acquired(&lock->client->renewal, &id, owner, &holder_ops, relock__lock_ref(lock), watchdog,
-                                  lease_ms, sent_ns);
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
+  return relock__renewal_acquired(&lock->client->renewal, &id, &relock__lock_ref(lock)->holder, watchdog, lease_ms,
+                                  sent_ns);
 }
 
 /* -- reply conversions ------------------------------------------------------*/
@@ -163,8 +176,7 @@ static void on_release_done(relock_future_t *f, void *arg) {
   release_t *op = arg;
   relock_lock_t *lock = op->lock;
   relock__renewal_t *r = &lock->client->renewal;
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(lock, op->owner, field);
+  relock__hold_id_t id = relock__lock_hold(lock, op->owner);
   int err = relock_future_error(f);
   if (err != 0) {
     relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
@@ -175,6 +187,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
                                         : answer == 0 ? RELOCK__RELEASE_REMAINS
                                                       : RELOCK__RELEASE_NOT_OWNER;
     int lost = relock__renewal_release_done(r, &id, outcome);
+    char field[RELOCK__FIELD_MAX];
+    relock__lock_field(lock, op->owner, field);
     if (outcome == RELOCK__RELEASE_NOT_OWNER && lost)
       relock__future_fail(op->out, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name, field);
     else if (outcome == RELOCK__RELEASE_NOT_OWNER)
@@ -230,8 +244,7 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
     relock_future_release(out);
     return NULL;
   }
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
   relock__renewal_release_started(&c->renewal, &id);
   relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, &id));
   if (f == NULL) {
@@ -312,15 +325,13 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
 int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
   return relock__renewal_validity_ms(&lock->client->renewal, &id);
 }
 
 relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(lock, owner, field);
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
   return relock__renewal_validate(&lock->client->renewal, &id);
 }

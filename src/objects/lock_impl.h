@@ -13,6 +13,7 @@
 #include "watchdog/renewal.h"
 
 struct relock_lock {
+  relock__holder_t holder;  /* what the watchdog knows the lock by */
   relock_client_t *client;
   int refs;                 /* the caller's, and one per operation or hold */
   relock_lost_cb lost_cb;
@@ -31,12 +32,11 @@ static inline size_t relock__lock_field(const relock_lock_t *lock, uint64_t owne
   return relock__field(lock->client->settings.client_id, owner, field);
 }
 
-/* owner's hold of lock, as the watchdog knows it; field (owner's, written
- * here) must outlive the result. */
-static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner,
-                                                  char field[RELOCK__FIELD_MAX]) {
-  size_t n = relock__lock_field(lock, owner, field);
-  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .field = field, .field_len = n};
+_Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must fit the watchdog's buffers");
+
+/* owner's hold of lock, as the watchdog knows it. */
+static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner) {
+  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .owner = owner};
 }
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's

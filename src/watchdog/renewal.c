@@ -20,7 +20,15 @@ static void on_expiry(relock__timer_t *t, int status, void *arg);
 /* -- holds ------------------------------------------------------------------*/
 
 static uint64_t hold_hash(const relock__hold_id_t *id) {
-  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, id->key, id->key_len), id->field, id->field_len);
+  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, id->key, id->key_len), &id->owner, sizeof id->owner);
+}
+
+static const char *hold_key(const relock__hold_t *hold, size_t *len) {
+  return hold->holder->ops->key(hold->holder, len);
+}
+
+static size_t hold_field(const relock__hold_t *hold, char field[RELOCK__HOLD_FIELD_MAX]) {
+  return hold->holder->ops->field(hold->holder, hold->owner, field);
 }
 
 relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id_t *id) {
@@ -30,9 +38,11 @@ relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id
   relock__hnode_t *n;
   for (RELOCK__HTAB_EACH(&r->holds, h, n)) {
     relock__hold_t *hold = relock__container_of(n, relock__hold_t, node);
-    if (n->hash == h && hold->key_len == id->key_len && hold->field_len == id->field_len &&
-        memcmp(relock__hold_key(hold), id->key, id->key_len) == 0 &&
-        memcmp(relock__hold_field(hold), id->field, id->field_len) == 0)
+    if (n->hash != h || hold->owner != id->owner)
+      continue;
+    size_t len;
+    const char *key = hold_key(hold, &len);
+    if (len == id->key_len && memcmp(key, id->key, len) == 0)
       return hold;
   }
   return NULL;
@@ -41,7 +51,7 @@ relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id
 static void hold_unref(relock__hold_t *hold) {
   if (--hold->refs > 0)
     return;
-  hold->ops->drop(hold->arg);
+  hold->holder->ops->drop(hold->holder);
   free(hold);
 }
 
@@ -84,14 +94,19 @@ static void on_expiry(relock__timer_t *t, int status, void *arg) {
  * client included: callers hold a reference on the hold (and so on its
  * holder's arg) and walk no list. */
 static void notify_lost(relock__hold_t *hold, int reason) {
-  char msg[512];
-  const char *key = relock__hold_key(hold), *field = relock__hold_field(hold);
+  char msg[512], field[RELOCK__HOLD_FIELD_MAX];
+  size_t key_len;
+  const char *key = hold_key(hold, &key_len);
+  hold_field(hold, field);
+  int n = key_len > sizeof msg ? (int)sizeof msg : (int)key_len;
   if (reason == RELOCK_ELOST)
-    snprintf(msg, sizeof msg, "lock %s lost: its holder %s is gone from Redis (deleted, or expired)", key, field);
+    snprintf(msg, sizeof msg, "lock %.*s lost: its holder %s is gone from Redis (deleted, or expired)", n, key,
+             field);
   else
     snprintf(msg, sizeof msg,
-             "lock %s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", key, field);
-  hold->ops->on_lost(hold->arg, hold->owner, reason, msg);
+             "lock %.*s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", n, key,
+             field);
+  hold->holder->ops->on_lost(hold->holder, hold->owner, reason, msg);
 }
 
 static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason) {
@@ -101,32 +116,23 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
   hold_unref(hold);
 }
 
-static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
-                                 const relock__holder_ops_t *ops, void *arg) {
-  if (id->key_len > UINT32_MAX || id->field_len > RELOCK__HOLD_FIELD_MAX)
-    return NULL;
-  relock__hold_t *hold = calloc(1, offsetof(relock__hold_t, names) + id->key_len + id->field_len + 2);
+static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder) {
+  relock__hold_t *hold = calloc(1, sizeof(*hold));
   if (hold == NULL)
     return NULL;
-  hold->ops = ops;
-  hold->arg = arg;
-  hold->owner = owner;
+  hold->holder = holder;
+  hold->owner = id->owner;
   hold->refs = 1;
-  hold->key_len = (uint32_t)id->key_len;
-  hold->field_len = (unsigned)id->field_len;
-  memcpy(hold->names, id->key, id->key_len);
-  memcpy(hold->names + id->key_len + 1, id->field, id->field_len);
   relock__list_init(&hold->renew_link);
   relock__timer_init(&hold->expiry, on_expiry, r); /* the hold is the timer's container */
   relock__htab_insert(&r->holds, &hold->node, hold_hash(id));
   return hold;
 }
 
-int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
-                             const relock__holder_ops_t *ops, void *arg, int watchdog, int64_t lease_ms,
-                             uint64_t sent_ns) {
+int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
+                             int watchdog, int64_t lease_ms, uint64_t sent_ns) {
   if (r->closing) {
-    ops->drop(arg);
+    holder->ops->drop(holder);
     return RELOCK_ECLOSED;
   }
   relock__hold_t *hold = relock__renewal_find(r, id);
@@ -137,7 +143,7 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
      * outer holder. The old hold is lost; the new one starts afresh. */
     declare_lost(r, hold, RELOCK_ETIMEDOUT);
     if (r->closing) {
-      ops->drop(arg);
+      holder->ops->drop(holder);
       return RELOCK_ECLOSED;
     }
     hold = relock__renewal_find(r, id);
@@ -147,9 +153,9 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
     hold = NULL;
   }
   if (hold != NULL) {
-    ops->drop(arg); /* the hold has its reference already */
-  } else if ((hold = hold_new(r, id, owner, ops, arg)) == NULL) {
-    ops->drop(arg);
+    holder->ops->drop(holder); /* the hold has its reference already */
+  } else if ((hold = hold_new(r, id, holder)) == NULL) {
+    holder->ops->drop(holder);
     return RELOCK_ENOMEM;
   }
   hold->count++;
@@ -289,14 +295,13 @@ static void on_batch_done(relock_future_t *f, void *arg) {
 static void send_batch(relock__renewal_t *r, batch_t *b) {
   const char *argv[2 * RELOCK__RENEW_BATCH + 1];
   size_t lens[2 * RELOCK__RENEW_BATCH + 1];
-  char lease[24];
+  char lease[24], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
   size_t n = b->n;
   for (size_t i = 0; i < n; i++) {
     relock__hold_t *hold = b->holds[i];
-    argv[i] = relock__hold_key(hold);
-    lens[i] = hold->key_len;
-    argv[n + 1 + i] = relock__hold_field(hold);
-    lens[n + 1 + i] = hold->field_len;
+    argv[i] = hold_key(hold, &lens[i]);
+    argv[n + 1 + i] = fields[i];
+    lens[n + 1 + i] = hold_field(hold, fields[i]);
   }
   lens[n] = (size_t)snprintf(lease, sizeof lease, "%lld", (long long)r->watchdog_ms);
   argv[n] = lease;
@@ -470,8 +475,11 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__ho
   }
   /* A fixed lease is not extended by asking: HEXISTS. */
   check_fixed_t *op = malloc(sizeof(*op));
-  const char *argv[] = {"HEXISTS", relock__hold_key(hold), relock__hold_field(hold)};
-  const size_t lens[] = {7, hold->key_len, hold->field_len};
+  char field[RELOCK__HOLD_FIELD_MAX];
+  size_t key_len, field_len = hold_field(hold, field);
+  const char *key = hold_key(hold, &key_len);
+  const char *argv[] = {"HEXISTS", key, field};
+  const size_t lens[] = {7, key_len, field_len};
   relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .on_reply = reply_to_bool, .retry_safe = 1};
   relock_future_t *f = op != NULL ? relock__call(r->redis, &spec) : NULL;
   if (f == NULL) {

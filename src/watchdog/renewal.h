@@ -20,9 +20,10 @@
  * fixed-lease hold is forgotten once that time has passed (Redis lets it
  * expire; a later release finds nothing to release).
  *
- * The watchdog knows holds as plain data - a key, a field, an opaque owner
- * and whom to tell - never the objects that took them, so that every kind
- * of object (lock, semaphore, ...) can use it. */
+ * The watchdog knows holds as plain data - a key, an opaque owner, a lease,
+ * a deadline - and a holder interface that names the key and the field and
+ * is told of a loss; never the objects that took them, so that every kind of
+ * object (lock, semaphore, ...) can use it. */
 #ifndef RELOCK_RENEWAL_H
 #define RELOCK_RENEWAL_H
 
@@ -49,50 +50,58 @@ static inline int64_t relock__validity_margin_ms(int64_t lease_ms) { return leas
 
 typedef struct relock__renewal relock__renewal_t;
 
-/* The longest field a hold takes (its length is packed in 16 bits). */
-#define RELOCK__HOLD_FIELD_MAX 65535
+/* The longest field of a hold, NUL included. */
+#define RELOCK__HOLD_FIELD_MAX 96
 
-/* A hold's identity: its key in Redis and its field in that key (for a
- * lock, "<client-id>:<owner>"). */
+/* A hold's identity: its key in Redis and the opaque owner the holder
+ * knows it by (for a lock, the owner whose field "<client-id>:<owner>" is
+ * in the key). */
 typedef struct relock__hold_id {
   const char *key;
   size_t key_len;
-  const char *field;
-  size_t field_len;
+  uint64_t owner;
 } relock__hold_id_t;
 
-/* Whom a hold belongs to: what the watchdog calls with the arg it was
- * given. on_lost tells that owner's hold was found lost (reason
- * RELOCK_ELOST or RELOCK_ETIMEDOUT, msg saying what happened); it may do
- * anything, close the client included. drop lets go of the reference the
- * hold kept on arg. */
+typedef struct relock__holder relock__holder_t;
+
+/* What the watchdog asks of whoever took a hold. The watchdog keeps one
+ * pointer to the holder per hold, not copies of the key and the field: a
+ * hold is kept per held lock, so its size is the client's memory per lock.
+ *   key      the key (valid while the holder lives), its length in *len;
+ *   field    writes owner's field in the key (NUL-terminated), returns its
+ *            length (< RELOCK__HOLD_FIELD_MAX);
+ *   on_lost  owner's hold was found lost (reason RELOCK_ELOST or
+ *            RELOCK_ETIMEDOUT, msg saying what happened); it may do
+ *            anything, close the client included;
+ *   drop     lets go of the reference the hold kept on the holder. */
 typedef struct relock__holder_ops {
-  void (*on_lost)(void *arg, uint64_t owner, int reason, const char *msg);
-  void (*drop)(void *arg);
+  const char *(*key)(const relock__holder_t *h, size_t *len);
+  size_t (*field)(const relock__holder_t *h, uint64_t owner, char field[RELOCK__HOLD_FIELD_MAX]);
+  void (*on_lost)(relock__holder_t *h, uint64_t owner, int reason, const char *msg);
+  void (*drop)(relock__holder_t *h);
 } relock__holder_ops_t;
 
+/* Embedded in the object that takes holds (a lock); the callbacks find the
+ * object from it. */
+struct relock__holder {
+  const relock__holder_ops_t *ops;
+};
+
 typedef struct relock__hold {
-  relock__hnode_t node;       /* in renewal->holds, by key and field */
+  relock__hnode_t node;       /* in renewal->holds, by key and owner */
   relock__link_t renew_link;  /* in renewal->renewing while renewed */
   relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
-  const relock__holder_ops_t *ops;
-  void *arg;                  /* for ops (a reference, dropped with the hold) */
-  uint64_t owner;             /* for ops->on_lost */
+  relock__holder_t *holder;   /* a reference, dropped with the hold */
+  uint64_t owner;
   int64_t count;              /* holds taken minus holds released */
   int64_t lease_ms;           /* what a partial release keeps the lease at */
   uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
   int refs;                   /* the table's, plus each batch's in flight */
   int releases_in_flight;     /* a 0 from renew may be our own release */
-  uint32_t key_len;
-  unsigned field_len : 16;    /* packed: a hold is kept per held lock */
   unsigned watchdog : 1;
   unsigned lost : 1;
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
-  char names[];               /* the key, NUL, the field, NUL */
 } relock__hold_t;
-
-static inline const char *relock__hold_key(const relock__hold_t *h) { return h->names; }
-static inline const char *relock__hold_field(const relock__hold_t *h) { return h->names + h->key_len + 1; }
 
 struct relock__renewal {
   relock__redis_t *redis;     /* where renewals and validations are sent */
@@ -121,15 +130,15 @@ void relock__renewal_close(relock__renewal_t *r);
 
 relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id_t *id);
 
-/* owner took the hold id (one more hold); the acquisition was sent at
- * sent_ns. The watchdog takes over one reference on arg: it keeps it with a
- * new hold and drops it (ops->drop) at once otherwise, errors included.
+/* The hold id was taken (one more hold) through holder; the acquisition
+ * was sent at sent_ns. The watchdog takes over one reference on holder: it
+ * keeps it with a new hold and drops it (ops->drop) at once otherwise,
+ * errors included.
  * Returns 0, RELOCK_ENOMEM (the hold is then not renewed) or RELOCK_ECLOSED
  * (the client closed, possibly from the lost callback of an earlier hold
  * found past its validity, which this one replaces). */
-int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t owner,
-                             const relock__holder_ops_t *ops, void *arg, int watchdog, int64_t lease_ms,
-                             uint64_t sent_ns);
+int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
+                             int watchdog, int64_t lease_ms, uint64_t sent_ns);
 
 typedef enum relock__release_outcome {
   RELOCK__RELEASE_FAILED = 0, /* no answer: nothing is known */

@@ -92,8 +92,7 @@ static int64_t value_of(relock_future_t *f) {
 
 /* The watchdog's hold of l by owner (NULL: none). */
 static relock__hold_t *hold_of(relock_client_t *c, relock_lock_t *l, uint64_t owner) {
-  char field[RELOCK__FIELD_MAX];
-  relock__hold_id_t id = relock__lock_hold(l, owner, field);
+  relock__hold_id_t id = relock__lock_hold(l, owner);
   return relock__renewal_find(&c->renewal, &id);
 }
 
