@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include <relock/common.h>
+#include <relock/error.h>
 
 struct ev_loop;
 
@@ -116,15 +117,15 @@ RELOCK_EXTERN void relock_future_release(relock_future_t *future);
  * All inputs must belong to the same loop (a completed future of no loop,
  * such as one refused for invalid arguments, goes with any); n >= 1. The
  * inputs are retained until they complete, so the caller may release them.
- * Returns NULL with
- * *err set on invalid arguments or out of memory (err may be NULL). */
-RELOCK_EXTERN relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, int *err);
+ * Returns NULL with err set (RELOCK_EINVAL and what is wrong, or
+ * RELOCK_ENOMEM) on invalid arguments or out of memory; err may be NULL. */
+RELOCK_EXTERN relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, relock_error_t *err);
 
 /* A future that succeeds as soon as one of the n futures succeeds (value: the
  * index of that future, an integer), and fails once all of them have failed
  * or been cancelled, with the error and message of the first failure.
  * Cancelling it cancels the inputs still pending. Same rules as _all. */
-RELOCK_EXTERN relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, int *err);
+RELOCK_EXTERN relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, relock_error_t *err);
 
 #ifdef __cplusplus
 }

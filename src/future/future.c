@@ -13,7 +13,11 @@
 #include <relock/error.h>
 #include <relock/future.h>
 
+#include "base/error.h"
 #include "future/promise.h"
+
+/* Refuses a call: NULL, with err (which may be NULL) saying why. */
+#define invalid(err, ...) (relock__error_set((err), RELOCK_EINVAL, __VA_ARGS__), (relock_future_t *)NULL)
 
 #define FUTURE_MAGIC 0x46757475u /* "Futu" */
 #define FUTURE_DEAD 0xdeadf00du
@@ -472,36 +476,32 @@ static void on_combinator_cancel(relock_future_t *out, void *arg) {
   combinator_unref(c);
 }
 
-static relock_future_t *combine(relock_future_t *const *futures, size_t n, int is_all, int *err) {
-  int dummy;
-  if (err == NULL)
-    err = &dummy;
-  *err = RELOCK_EINVAL;
-  if (futures == NULL || n == 0 || futures[0] == NULL)
-    return NULL;
+static relock_future_t *combine(relock_future_t *const *futures, size_t n, int is_all, relock_error_t *err) {
+  if (futures == NULL)
+    return invalid(err, "futures is NULL");
+  if (n == 0)
+    return invalid(err, "n must be >= 1");
   /* A completed future of no loop (an operation refused at once, say) goes
    * with any loop: it will never need one. */
   struct ev_loop *loop = NULL;
   int have_loop = 0;
   for (size_t i = 0; i < n; i++) {
     if (futures[i] == NULL)
-      return NULL;
+      return invalid(err, "futures[%zu] is NULL", i);
     struct ev_loop *l = relock_future_loop(futures[i]);
     if (l == NULL && relock_future_is_done(futures[i]))
       continue;
     if (have_loop && l != loop)
-      return NULL;
+      return invalid(err, "futures[%zu] belongs to another loop than the futures before it", i);
     loop = l;
     have_loop = 1;
   }
 
-  *err = RELOCK_ENOMEM;
   combinator_t *c = calloc(1, sizeof(*c) + n * sizeof(c->inputs[0]));
-  if (c == NULL)
-    return NULL;
-  relock_future_t *out = relock__future_new(loop);
+  relock_future_t *out = c != NULL ? relock__future_new(loop) : NULL;
   if (out == NULL) {
     free(c);
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory combining %zu futures", n);
     return NULL;
   }
   c->out = relock_future_retain(out); /* c's own reference, until it finishes */
@@ -527,17 +527,18 @@ static relock_future_t *combine(relock_future_t *const *futures, size_t n, int i
     c->unsettled -= n - i;
     combinator_unref(c);
     relock_future_release(out);
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory combining %zu futures", n);
     return NULL;
   }
   combinator_unref(c);
-  *err = RELOCK_OK;
+  relock__error_set(err, RELOCK_OK, NULL);
   return out;
 }
 
-relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, int *err) {
+relock_future_t *relock_future_all(relock_future_t *const *futures, size_t n, relock_error_t *err) {
   return combine(futures, n, 1, err);
 }
 
-relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, int *err) {
+relock_future_t *relock_future_any(relock_future_t *const *futures, size_t n, relock_error_t *err) {
   return combine(futures, n, 0, err);
 }

@@ -554,25 +554,25 @@ static void test_invalid_args_futures_and_errors(void **state) {
   row(rep == NULL, "relock_future_reply(NULL)", "NULL", "%s", rep ? "non-NULL" : "NULL");
 
   stage("combinators");
-  int err = 0;
+  relock_error_t err;
   relock_future_t *c = relock_future_all(NULL, 1, &err);
-  row(c == NULL && err == RELOCK_EINVAL, "relock_future_all(NULL, 1, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
-      c ? "a future" : "NULL", rc_name(err));
+  row(c == NULL && err.code == RELOCK_EINVAL, "relock_future_all(NULL, 1, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
+      c ? "a future" : "NULL", rc_name(err.code));
   relock_future_release(c);
   c = relock_future_all(&done, 0, &err);
-  row(c == NULL && err == RELOCK_EINVAL, "relock_future_all(fs, 0, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
-      c ? "a future" : "NULL", rc_name(err));
+  row(c == NULL && err.code == RELOCK_EINVAL, "relock_future_all(fs, 0, &err)", "NULL, RELOCK_EINVAL", "%s, %s",
+      c ? "a future" : "NULL", rc_name(err.code));
   relock_future_release(c);
   relock_future_t *with_null[2] = {done, NULL};
   c = relock_future_any(with_null, 2, &err);
-  row(c == NULL && err == RELOCK_EINVAL, "relock_future_any({f, NULL}, 2, &err)", "NULL, RELOCK_EINVAL",
-      "%s, %s", c ? "a future" : "NULL", rc_name(err));
+  row(c == NULL && err.code == RELOCK_EINVAL, "relock_future_any({f, NULL}, 2, &err)", "NULL, RELOCK_EINVAL",
+      "%s, %s", c ? "a future" : "NULL", rc_name(err.code));
   relock_future_release(c);
   relock_future_t *other = relock_client_commandf_async(fx->b, "PING"); /* another client: another loop */
   relock_future_t *two_loops[2] = {done, other};
   c = relock_future_all(two_loops, 2, &err);
-  row(c == NULL && err == RELOCK_EINVAL, "relock_future_all(futures of two loops)", "NULL, RELOCK_EINVAL",
-      "%s, %s", c ? "a future" : "NULL", rc_name(err));
+  row(c == NULL && err.code == RELOCK_EINVAL, "relock_future_all(futures of two loops)", "NULL, RELOCK_EINVAL",
+      "%s, %s", c ? "a future" : "NULL", rc_name(err.code));
   relock_future_release(c);
   c = relock_future_any(two_loops, 2, NULL);
   row(c == NULL, "relock_future_any(futures of two loops, err NULL)", "NULL", "%s", c ? "a future" : "NULL");

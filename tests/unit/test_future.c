@@ -564,10 +564,10 @@ static void test_all_succeeds_when_every_input_succeeds(void **state) {
   (void)state;
   relock_future_t *in[3];
   make_futures(in, 3, NULL);
-  int err = 1;
+  relock_error_t err = {.code = 1};
   relock_future_t *all = relock_future_all(in, 3, &err);
   assert_non_null(all);
-  assert_int_equal(err, 0);
+  assert_int_equal(err.code, 0);
   relock__future_succeed(in[2]);
   relock__future_succeed(in[0]);
   assert_false(relock_future_is_done(all));
@@ -679,15 +679,18 @@ static void test_combinator_waits_on_loop(void **state) {
 
 static void test_combinator_invalid_arguments(void **state) {
   loop_fixture_t *fx = *state;
-  int err = 0;
+  relock_error_t err = {0};
   relock_future_t *in[2] = {relock__future_new(fx->loop), relock__future_new(NULL)};
   assert_null(relock_future_all(in, 0, &err));
-  assert_int_equal(err, RELOCK_EINVAL);
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "n must be >= 1");
   assert_null(relock_future_any(NULL, 2, &err));
-  assert_int_equal(err, RELOCK_EINVAL);
-  err = 0;
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "futures is NULL");
+  err.code = 0;
   assert_null(relock_future_all(in, 2, &err)); /* two different loops */
-  assert_int_equal(err, RELOCK_EINVAL);
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  assert_string_equal(err.message, "futures[1] belongs to another loop than the futures before it");
   relock_future_t *with_null[2] = {in[0], NULL};
   assert_null(relock_future_any(with_null, 2, NULL));
   release_futures(in, 2);
