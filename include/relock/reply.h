@@ -1,8 +1,7 @@
 /* Redis replies as relock hands them out: the value of a succeeded command
  * future (relock_client_command_async). */
-/* Not RELOCK_REPLY_H: the library's private src/redis/reply.h has that. */
-#ifndef RELOCK_PUBLIC_REPLY_H
-#define RELOCK_PUBLIC_REPLY_H
+#ifndef RELOCK_REPLY_H
+#define RELOCK_REPLY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,4 +39,4 @@ RELOCK_EXTERN const relock_reply_t *relock_future_reply(const relock_future_t *f
 #ifdef __cplusplus
 }
 #endif
-#endif /* RELOCK_PUBLIC_REPLY_H */
+#endif /* RELOCK_REPLY_H */

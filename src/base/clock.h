@@ -1,6 +1,6 @@
 /* The monotonic clock every relock deadline is measured on. */
-#ifndef RELOCK_CLOCK_H
-#define RELOCK_CLOCK_H
+#ifndef RELOCK__BASE_CLOCK_H
+#define RELOCK__BASE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
@@ -34,4 +34,4 @@ static inline uint64_t relock__deadline_after(uint64_t now_ns, int64_t ms) {
   return now_ns + (uint64_t)ms * (uint64_t)RELOCK__NS_PER_MS;
 }
 
-#endif /* RELOCK_CLOCK_H */
+#endif /* RELOCK__BASE_CLOCK_H */

@@ -1,7 +1,7 @@
 /* Filling a relock_error_t: the one helper every constructor and option
  * setter reports through, so that all of them fill it the same way. */
-#ifndef RELOCK_BASE_ERROR_H
-#define RELOCK_BASE_ERROR_H
+#ifndef RELOCK__BASE_ERROR_H
+#define RELOCK__BASE_ERROR_H
 
 #include <relock/error.h>
 
@@ -9,4 +9,4 @@
  * NULL leaves the message empty (for success: code 0). Returns code. */
 int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#endif /* RELOCK_BASE_ERROR_H */
+#endif /* RELOCK__BASE_ERROR_H */

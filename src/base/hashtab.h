@@ -1,8 +1,8 @@
 /* A small intrusive hash table with chaining: nodes live in the caller's
  * structures; the caller hashes and compares keys. It grows by doubling and
  * never shrinks. */
-#ifndef RELOCK_HASHTAB_H
-#define RELOCK_HASHTAB_H
+#ifndef RELOCK__BASE_HASHTAB_H
+#define RELOCK__BASE_HASHTAB_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,4 +88,4 @@ static inline void relock__htab_remove(relock__htab_t *t, relock__hnode_t *node)
   n##_l_ != n##_head_ && ((n) = relock__container_of(n##_l_, relock__hnode_t, link), 1); \
   n##_l_ = n##_l_->next
 
-#endif /* RELOCK_HASHTAB_H */
+#endif /* RELOCK__BASE_HASHTAB_H */

@@ -1,7 +1,7 @@
 /* Intrusive circular doubly-linked lists with a sentinel head. A node can be
  * unlinked in O(1) without knowing which list holds it. */
-#ifndef RELOCK_LIST_H
-#define RELOCK_LIST_H
+#ifndef RELOCK__BASE_LIST_H
+#define RELOCK__BASE_LIST_H
 
 #include <stddef.h>
 
@@ -30,4 +30,4 @@ static inline void relock__list_remove(relock__link_t *node) {
 /* The structure of type `type` whose member `member` is the link at ptr. */
 #define relock__container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
-#endif /* RELOCK_LIST_H */
+#endif /* RELOCK__BASE_LIST_H */

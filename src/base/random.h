@@ -2,8 +2,8 @@
  * ids. xorshift64 over a per-client state seeded at creation (never 0);
  * nothing here is meant to resist an attacker (the hash tables have their
  * own keyed hash, hash.c). */
-#ifndef RELOCK_RANDOM_H
-#define RELOCK_RANDOM_H
+#ifndef RELOCK__BASE_RANDOM_H
+#define RELOCK__BASE_RANDOM_H
 
 #include <stdint.h>
 
@@ -24,4 +24,4 @@ static inline int64_t relock__jitter_ms(uint64_t *state, int64_t base_ms) {
   return base_ms - half + (half > 0 ? (int64_t)(x % (uint64_t)(half + 1)) : 0);
 }
 
-#endif /* RELOCK_RANDOM_H */
+#endif /* RELOCK__BASE_RANDOM_H */

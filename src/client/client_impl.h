@@ -1,7 +1,7 @@
-/* The client's insides, shared by the modules built on it (router, objects)
- * and by white-box tests. */
-#ifndef RELOCK_CLIENT_IMPL_H
-#define RELOCK_CLIENT_IMPL_H
+/* The client's insides, shared by the objects built on it and by white-box
+ * tests. */
+#ifndef RELOCK__CLIENT_CLIENT_IMPL_H
+#define RELOCK__CLIENT_CLIENT_IMPL_H
 
 #include <ev.h>
 
@@ -32,4 +32,4 @@ struct relock_client {
   ev_timer close_notify;    /* calls close_cb from the loop, never from close */
 };
 
-#endif /* RELOCK_CLIENT_IMPL_H */
+#endif /* RELOCK__CLIENT_CLIENT_IMPL_H */

@@ -1,7 +1,7 @@
 /* The inside of relock_options_t, shared by the option table (options.c),
  * URL parsing (url.c) and the client's copy of its settings (settings.c). */
-#ifndef RELOCK_OPTIONS_IMPL_H
-#define RELOCK_OPTIONS_IMPL_H
+#ifndef RELOCK__CONFIG_OPTIONS_IMPL_H
+#define RELOCK__CONFIG_OPTIONS_IMPL_H
 
 #include <stdint.h>
 #include <sys/un.h>
@@ -39,4 +39,4 @@ struct relock_options {
  * so that it does not linger in freed memory. */
 void relock__options_free_string(char *s, int secret);
 
-#endif /* RELOCK_OPTIONS_IMPL_H */
+#endif /* RELOCK__CONFIG_OPTIONS_IMPL_H */

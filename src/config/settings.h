@@ -1,8 +1,8 @@
 /* The client's own copy of its options, validated and made once at
  * creation, so that nothing depends on the caller's options object
  * afterwards and the client reads plain fields. */
-#ifndef RELOCK_SETTINGS_H
-#define RELOCK_SETTINGS_H
+#ifndef RELOCK__CONFIG_SETTINGS_H
+#define RELOCK__CONFIG_SETTINGS_H
 
 #include <stdint.h>
 
@@ -36,4 +36,4 @@ int relock__settings_init(relock__settings_t *s, const relock_options_t *opts, r
 
 void relock__settings_cleanup(relock__settings_t *s);
 
-#endif /* RELOCK_SETTINGS_H */
+#endif /* RELOCK__CONFIG_SETTINGS_H */

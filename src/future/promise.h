@@ -5,8 +5,8 @@
  * the try-functions below. A try-function returns 1 if it completed the
  * future and 0 if the future had already completed (it was cancelled, say),
  * in which case nothing changes and the caller keeps what it passed in. */
-#ifndef RELOCK_PROMISE_H
-#define RELOCK_PROMISE_H
+#ifndef RELOCK__FUTURE_PROMISE_H
+#define RELOCK__FUTURE_PROMISE_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,4 +59,4 @@ int relock__in_future_callback(void);
  * callbacks, or inside a future callback. */
 int relock__future_would_block(struct ev_loop *loop);
 
-#endif /* RELOCK_PROMISE_H */
+#endif /* RELOCK__FUTURE_PROMISE_H */

@@ -14,8 +14,8 @@
  * Timers with the same deadline tick fire in the order they were scheduled;
  * timers fire in deadline-tick order. A callback may schedule and cancel any
  * timer, itself included. */
-#ifndef RELOCK_WHEEL_H
-#define RELOCK_WHEEL_H
+#ifndef RELOCK__LOOP_WHEEL_H
+#define RELOCK__LOOP_WHEEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -88,4 +88,4 @@ static inline int relock__timer_pending(const relock__timer_t *timer) { return t
 /* Pending timers, for tests and statistics. */
 static inline size_t relock__wheel_count(const relock__wheel_t *wheel) { return wheel->count; }
 
-#endif /* RELOCK_WHEEL_H */
+#endif /* RELOCK__LOOP_WHEEL_H */

@@ -5,8 +5,8 @@
  * Plain inputs only (a name and its length, the client id, the settings),
  * so that any object - lock, semaphore, fair lock - names things the way
  * Redisson does without depending on another object. */
-#ifndef RELOCK_KEYS_H
-#define RELOCK_KEYS_H
+#ifndef RELOCK__OBJECTS_KEYS_H
+#define RELOCK__OBJECTS_KEYS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,4 +48,4 @@ void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]);
  * every retry of the request it answers for. */
 int64_t relock__latch_ttl_ms(const relock__settings_t *s);
 
-#endif /* RELOCK_KEYS_H */
+#endif /* RELOCK__OBJECTS_KEYS_H */

@@ -1,7 +1,7 @@
 /* The lock object's insides, shared by lock.c, lock_acquire.c and sync.c
  * (and white-box tests). */
-#ifndef RELOCK_LOCK_IMPL_H
-#define RELOCK_LOCK_IMPL_H
+#ifndef RELOCK__OBJECTS_LOCK_IMPL_H
+#define RELOCK__OBJECTS_LOCK_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,4 +44,4 @@ static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uin
  * is lost). */
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns);
 
-#endif /* RELOCK_LOCK_IMPL_H */
+#endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

@@ -1,6 +1,6 @@
 /* Pieces of the lock operations shared by lock.c and lock_acquire.c. */
-#ifndef RELOCK_LOCK_OPS_H
-#define RELOCK_LOCK_OPS_H
+#ifndef RELOCK__OBJECTS_LOCK_OPS_H
+#define RELOCK__OBJECTS_LOCK_OPS_H
 
 #include <stdint.h>
 
@@ -13,4 +13,4 @@
  * 0 holds remain, -1 not the owner. NULL when out of memory. */
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms);
 
-#endif /* RELOCK_LOCK_OPS_H */
+#endif /* RELOCK__OBJECTS_LOCK_OPS_H */

@@ -6,8 +6,8 @@
  * lock release's latch), it is sent again after a jittered back-off, up to
  * the configured retry attempts. Other failures and the last attempt's
  * failure complete the call's future. */
-#ifndef RELOCK_CALL_H
-#define RELOCK_CALL_H
+#ifndef RELOCK__REDIS_CALL_H
+#define RELOCK__REDIS_CALL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,4 +34,4 @@ typedef struct relock__call_spec {
  * command) routes it. Returns NULL only when out of memory. */
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec);
 
-#endif /* RELOCK_CALL_H */
+#endif /* RELOCK__REDIS_CALL_H */

@@ -7,8 +7,8 @@
  * for it within their timeout; requests in flight when it drops fail with
  * RELOCK_ECONNLOST. A request whose future completed early (timeout, cancel,
  * close) stays allocated until hiredis hands back its callback. */
-#ifndef RELOCK_CONN_H
-#define RELOCK_CONN_H
+#ifndef RELOCK__REDIS_CONN_H
+#define RELOCK__REDIS_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -171,4 +171,4 @@ int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv,
  * tree, or fails with RELOCK_ESERVER and the server's text for an error. */
 void relock__reply_to_future(relock_future_t *future, const relock_reply_t *reply, void *arg);
 
-#endif /* RELOCK_CONN_H */
+#endif /* RELOCK__REDIS_CONN_H */

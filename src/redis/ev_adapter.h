@@ -1,8 +1,8 @@
 /* Attaches a hiredis async context to a libev loop. Written here rather than
  * taken from hiredis's header-only adapter, whose unused statics break
  * -Werror builds and whose details differ between hiredis versions. */
-#ifndef RELOCK_EV_ADAPTER_H
-#define RELOCK_EV_ADAPTER_H
+#ifndef RELOCK__REDIS_EV_ADAPTER_H
+#define RELOCK__REDIS_EV_ADAPTER_H
 
 #include <ev.h>
 #include <hiredis/async.h>
@@ -16,4 +16,4 @@ int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop);
  * stops the read watcher); fn NULL gives it back to hiredis. */
 void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *arg);
 
-#endif /* RELOCK_EV_ADAPTER_H */
+#endif /* RELOCK__REDIS_EV_ADAPTER_H */

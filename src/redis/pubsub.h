@@ -8,8 +8,8 @@
  * listeners is subscribed again, and its listeners are told that a gap
  * happened (messages published meanwhile are lost), so that a lock waiter
  * re-checks instead of trusting it saw every unlock. */
-#ifndef RELOCK_PUBSUB_H
-#define RELOCK_PUBSUB_H
+#ifndef RELOCK__REDIS_PUBSUB_H
+#define RELOCK__REDIS_PUBSUB_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -73,4 +73,4 @@ static inline size_t relock__pubsub_channels(const relock__pubsub_t *ps) { retur
  * and closes the connection; on_closed runs once it is down. */
 void relock__pubsub_close(relock__pubsub_t *ps);
 
-#endif /* RELOCK_PUBSUB_H */
+#endif /* RELOCK__REDIS_PUBSUB_H */

@@ -3,8 +3,8 @@
  * connection and the subscriber. Commands (call.h) and routing (router.h)
  * take this rather than the client, so that nothing in src/redis/ or
  * src/watchdog/ depends on the client that embeds it. */
-#ifndef RELOCK_REDIS_H
-#define RELOCK_REDIS_H
+#ifndef RELOCK__REDIS_REDIS_H
+#define RELOCK__REDIS_REDIS_H
 
 #include <stdint.h>
 
@@ -40,4 +40,4 @@ int relock__redis_init(relock__redis_t *r, struct ev_loop *loop, relock__wheel_t
  * on_closed runs once both are fully down (possibly from inside this call). */
 void relock__redis_close(relock__redis_t *r);
 
-#endif /* RELOCK_REDIS_H */
+#endif /* RELOCK__REDIS_REDIS_H */

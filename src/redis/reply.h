@@ -2,8 +2,8 @@
  * copies, which a command future carries so that its reply outlives
  * hiredis's, and views, which the reply handlers above src/redis/ read
  * without an allocation and without seeing hiredis. */
-#ifndef RELOCK_REPLY_H
-#define RELOCK_REPLY_H
+#ifndef RELOCK__REDIS_REPLY_H
+#define RELOCK__REDIS_REPLY_H
 
 #include <relock/client.h>
 
@@ -29,4 +29,4 @@ int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
 /* Frees a copy (NULL is fine); fits relock__future_succeed_ptr's dtor. */
 void relock__reply_free(void *reply);
 
-#endif /* RELOCK_REPLY_H */
+#endif /* RELOCK__REDIS_REPLY_H */

@@ -24,8 +24,8 @@
  * a deadline - and a holder interface that names the key and the field and
  * is told of a loss; never the objects that took them, so that every kind of
  * object (lock, semaphore, ...) can use it. */
-#ifndef RELOCK_RENEWAL_H
-#define RELOCK_RENEWAL_H
+#ifndef RELOCK__WATCHDOG_RENEWAL_H
+#define RELOCK__WATCHDOG_RENEWAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -168,4 +168,4 @@ int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_
  * The future succeeds with a boolean. NULL when out of memory. */
 relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id);
 
-#endif /* RELOCK_RENEWAL_H */
+#endif /* RELOCK__WATCHDOG_RENEWAL_H */
