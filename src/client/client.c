@@ -122,7 +122,7 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     r = RELOCK_ENOMEM;
     goto fail_waitqs;
   }
-  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.watchdog_timeout_ms)) != 0)
+  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
     goto fail_renewal;
   if ((r = relock__redis_init(&c->redis, c->loop, &c->wheel, &c->settings, &c->rng, on_redis_closed, c)) != 0)
     goto fail_redis;
@@ -158,7 +158,7 @@ static relock_future_t *send_request(relock_client_t *c, relock_future_t *f, rel
     relock_future_release(f);
     return NULL;
   }
-  relock__conn_send(relock__route(&c->redis, key, keylen), req, c->settings.command_timeout_ms);
+  relock__conn_send(relock__route(&c->redis, key, keylen), req, c->settings.opt.command_timeout_ms);
   return f;
 }
 

@@ -272,12 +272,17 @@ static int set_checked(relock_options_t *opts, const option_t *o, value_t v, rel
 
 /* -- the object ---------------------------------------------------------------*/
 
+void relock__options_cleanup(struct relock_options *o) {
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    if (options[i].type == OPT_STRING)
+      relock__options_free_string(*string_slot(o, &options[i]), options[i].secret);
+  memset(o, 0, sizeof(*o));
+}
+
 void relock_options_free(relock_options_t *opts) {
   if (opts == NULL)
     return;
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (options[i].type == OPT_STRING)
-      relock__options_free_string(*string_slot(opts, &options[i]), options[i].secret);
+  relock__options_cleanup(opts);
   free(opts);
 }
 
@@ -297,28 +302,35 @@ relock_options_t *relock_options_new(relock_error_t *err) {
   return opts;
 }
 
+int relock__options_copy_into(struct relock_options *dst, const struct relock_options *src, relock_error_t *err) {
+  *dst = *src;
+  for (size_t i = 0; i < N_OPTIONS; i++)
+    if (options[i].type == OPT_STRING)
+      *string_slot(dst, &options[i]) = NULL; /* not yet copied: nothing to free */
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option_t *o = &options[i];
+    if (o->type == OPT_STRING && store(dst, o, (value_t){*string_slot_c(src, o), 0}, err) != RELOCK_OK) {
+      relock__options_cleanup(dst);
+      return RELOCK_ENOMEM;
+    }
+  }
+  return relock__error_set(err, RELOCK_OK, NULL);
+}
+
 relock_options_t *relock_options_copy(const relock_options_t *src, relock_error_t *err) {
   if (src == NULL) {
     invalid(err, "opts is NULL");
     return NULL;
   }
-  relock_options_t *opts = calloc(1, sizeof(*opts));
+  relock_options_t *opts = malloc(sizeof(*opts));
   if (opts == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory copying options");
     return NULL;
   }
-  *opts = *src;
-  for (size_t i = 0; i < N_OPTIONS; i++)
-    if (options[i].type == OPT_STRING)
-      *string_slot(opts, &options[i]) = NULL; /* not yet copied: nothing to free */
-  for (size_t i = 0; i < N_OPTIONS; i++) {
-    const option_t *o = &options[i];
-    if (o->type == OPT_STRING && store(opts, o, (value_t){*string_slot_c(src, o), 0}, err) != RELOCK_OK) {
-      relock_options_free(opts);
-      return NULL;
-    }
+  if (relock__options_copy_into(opts, src, err) != RELOCK_OK) {
+    free(opts);
+    return NULL;
   }
-  relock__error_set(err, RELOCK_OK, NULL);
   return opts;
 }
 

@@ -1,5 +1,5 @@
 /* The inside of relock_options_t, shared by the option table (options.c),
- * URL parsing (url.c) and the client's copy of its settings (settings.c). */
+ * URL parsing (url.c) and the client's copy of its settings (settings.h). */
 #ifndef RELOCK__CONFIG_OPTIONS_IMPL_H
 #define RELOCK__CONFIG_OPTIONS_IMPL_H
 
@@ -7,6 +7,7 @@
 #include <sys/un.h>
 
 #include <relock/config.h>
+#include <relock/error.h>
 
 #define RELOCK__DEFAULT_HOST "127.0.0.1"
 #define RELOCK__DEFAULT_PORT 6379
@@ -38,5 +39,12 @@ struct relock_options {
 /* Frees a string of the options; a secret one (a password) is wiped first,
  * so that it does not linger in freed memory. */
 void relock__options_free_string(char *s, int secret);
+
+/* Copies src into dst (uninitialised), strings included. 0, or
+ * RELOCK_ENOMEM with err set and nothing in dst to free. */
+int relock__options_copy_into(struct relock_options *dst, const struct relock_options *src, relock_error_t *err);
+
+/* Frees the strings of o (wiping a password) and clears it. */
+void relock__options_cleanup(struct relock_options *o);
 
 #endif /* RELOCK__CONFIG_OPTIONS_IMPL_H */

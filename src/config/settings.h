@@ -1,6 +1,7 @@
 /* The client's own copy of its options, validated and made once at
  * creation, so that nothing depends on the caller's options object
- * afterwards and the client reads plain fields. */
+ * afterwards and the client reads plain fields (settings.opt.command_timeout_ms).
+ * A new option needs nothing here: it is a field of the options. */
 #ifndef RELOCK__CONFIG_SETTINGS_H
 #define RELOCK__CONFIG_SETTINGS_H
 
@@ -9,24 +10,12 @@
 #include <relock/config.h>
 #include <relock/error.h>
 
+#include "config/options_impl.h"
+
 typedef struct relock__settings {
-  char *host;
-  int port;
-  char *unix_path;
-  char *username;
-  char *password;
-  int db;
-  char *client_name;
-  int64_t connect_timeout_ms;
-  int64_t command_timeout_ms;
-  int retry_attempts;
-  int64_t retry_interval_ms;
-  int64_t reconnect_min_ms;
-  int64_t reconnect_max_ms;
-  char client_id[65];
-  int64_t watchdog_timeout_ms;
-  int64_t ping_interval_ms; /* 0: no PING */
-  char address[300]; /* "host:port" or the socket path, for messages */
+  struct relock_options opt; /* every option, validated: the client's own copy */
+  char client_id[65];        /* opt.client_id, or a generated UUID */
+  char address[300];         /* "host:port" or the socket path, for messages */
 } relock__settings_t;
 
 /* Validates opts (NULL: the defaults) and copies them, generating the client

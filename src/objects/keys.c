@@ -70,5 +70,5 @@ void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]) {
 
 int64_t relock__latch_ttl_ms(const relock__settings_t *s) {
   /* A latch must outlive every retry of the request it answers for. */
-  return (int64_t)(s->retry_attempts + 1) * (s->command_timeout_ms + s->retry_interval_ms) + s->command_timeout_ms;
+  return (int64_t)(s->opt.retry_attempts + 1) * (s->opt.command_timeout_ms + s->opt.retry_interval_ms) + s->opt.command_timeout_ms;
 }

@@ -523,7 +523,7 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
   op->out = relock_future_retain(out);
   op->owner = owner;
   op->watchdog = lease_ms == RELOCK_INFINITE;
-  op->lease_ms = op->watchdog ? c->settings.watchdog_timeout_ms : lease_ms;
+  op->lease_ms = op->watchdog ? c->settings.opt.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;
   op->wait_ms = wait_ms;
   op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;

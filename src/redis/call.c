@@ -80,7 +80,7 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
     call_free(call);
   } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
-    int64_t delay = relock__jitter_ms(call->redis->rng, call->redis->settings->retry_interval_ms);
+    int64_t delay = relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else {
     relock__future_fail(call->out, err, "%s", relock_future_message(attempt));
@@ -129,7 +129,7 @@ static void start_attempt(call_t *call) {
   req->arg = call;
   call->attempt = attempt;
   relock_future_on_done(attempt, on_attempt_done, call); /* the inline slot: cannot fail */
-  relock__conn_send(call->conn, req, call->redis->settings->command_timeout_ms);
+  relock__conn_send(call->conn, req, call->redis->settings->opt.command_timeout_ms);
 }
 
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
@@ -163,7 +163,7 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->script = spec->script;
   call->retry_safe = spec->retry_safe;
   call->deadline_ns = spec->deadline_ns;
-  call->attempts_left = 1 + redis->settings->retry_attempts;
+  call->attempts_left = 1 + redis->settings->opt.retry_attempts;
   relock__timer_init(&call->backoff, on_backoff, call);
   relock__future_set_cancel(out, on_call_cancel, call);
   start_attempt(call);

@@ -346,11 +346,11 @@ static void record_error(relock__conn_t *c, int err, const char *fmt, ...) {
  * clients that lost the same server don't come back in lockstep. */
 static int64_t backoff_ms(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
-  int64_t d = s->reconnect_min_ms;
-  for (unsigned i = 0; i < c->attempts && d < s->reconnect_max_ms; i++)
+  int64_t d = s->opt.reconnect_min_ms;
+  for (unsigned i = 0; i < c->attempts && d < s->opt.reconnect_max_ms; i++)
     d *= 2;
-  if (d > s->reconnect_max_ms)
-    d = s->reconnect_max_ms;
+  if (d > s->opt.reconnect_max_ms)
+    d = s->opt.reconnect_max_ms;
   return relock__jitter_ms(c->rng, d);
 }
 
@@ -448,19 +448,19 @@ static void start_handshake(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
   c->state = RELOCK__CONN_HANDSHAKE;
   c->hs_next = c->hs_count = 0;
-  if (s->password != NULL) {
-    if (s->username != NULL)
-      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s %s", s->username, s->password);
+  if (s->opt.password != NULL) {
+    if (s->opt.username != NULL)
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s %s", s->opt.username, s->opt.password);
     else
-      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s", s->password);
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s", s->opt.password);
     c->hs_steps[c->hs_count++] = HS_AUTH;
   }
-  if (s->db != 0) {
-    redisAsyncCommand(c->ac, on_handshake_reply, c, "SELECT %d", s->db);
+  if (s->opt.db != 0) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "SELECT %d", s->opt.db);
     c->hs_steps[c->hs_count++] = HS_SELECT;
   }
-  if (s->client_name != NULL) {
-    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", s->client_name);
+  if (s->opt.client_name != NULL) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", s->opt.client_name);
     c->hs_steps[c->hs_count++] = HS_SETNAME;
   }
   if (c->hs_count == 0)
@@ -528,7 +528,7 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
   if (status != 0 || c->ac == NULL)
     return;
   record_error(c, RELOCK_ETIMEDOUT, "no connection within %lld ms",
-               (long long)c->settings->connect_timeout_ms);
+               (long long)c->settings->opt.connect_timeout_ms);
   drop_context(c);
 }
 
@@ -736,13 +736,13 @@ static void health_arm(relock__conn_t *c, int64_t ms) {
 static void health_start(relock__conn_t *c) {
   c->last_rx = ev_now(c->loop);
   c->ping_pending = 0;
-  if (c->settings->ping_interval_ms > 0)
-    health_arm(c, c->settings->ping_interval_ms);
+  if (c->settings->opt.ping_interval_ms > 0)
+    health_arm(c, c->settings->opt.ping_interval_ms);
 }
 
 static void ping_answered(relock__conn_t *c) {
   c->ping_pending = 0;
-  health_arm(c, c->settings->ping_interval_ms);
+  health_arm(c, c->settings->opt.ping_interval_ms);
 }
 
 static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
@@ -763,13 +763,13 @@ static void send_ping(relock__conn_t *c) {
     r = redisAsyncFormattedCommand(c->ac, on_ping_reply, c, ping, sizeof ping - 1) == REDIS_OK ? 0 : -1;
   }
   if (r != 0) {
-    health_arm(c, c->settings->ping_interval_ms); /* try again later */
+    health_arm(c, c->settings->opt.ping_interval_ms); /* try again later */
     return;
   }
   c->pings++;
   c->ping_pending = 1;
   c->ping_sent = ev_now(c->loop);
-  health_arm(c, c->settings->command_timeout_ms);
+  health_arm(c, c->settings->opt.command_timeout_ms);
 }
 
 static void on_health_timer(relock__timer_t *t, int status, void *arg) {
@@ -780,27 +780,27 @@ static void on_health_timer(relock__timer_t *t, int status, void *arg) {
     return;
   int64_t quiet = ms_since(c, c->last_rx);
   if (!c->ping_pending) {
-    if (quiet >= s->ping_interval_ms)
+    if (quiet >= s->opt.ping_interval_ms)
       send_ping(c);
     else
-      health_arm(c, s->ping_interval_ms - quiet);
+      health_arm(c, s->opt.ping_interval_ms - quiet);
     return;
   }
-  if (c->last_rx >= c->ping_sent && quiet < s->command_timeout_ms) {
+  if (c->last_rx >= c->ping_sent && quiet < s->opt.command_timeout_ms) {
     /* Replies still arrive, the PING's is queued behind them: alive. */
-    health_arm(c, s->command_timeout_ms - quiet);
+    health_arm(c, s->opt.command_timeout_ms - quiet);
     return;
   }
   char byte;
   if (recv(c->ac->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
     /* The answer is there, unread: this process, not the peer, was stalled
      * (the loop blocked, the host suspended). */
-    health_arm(c, s->command_timeout_ms);
+    health_arm(c, s->opt.command_timeout_ms);
     return;
   }
   c->dead++;
   drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
-           (long long)s->command_timeout_ms, s->address);
+           (long long)s->opt.command_timeout_ms, s->address);
 }
 
 /* TCP keepalive with short settings, so that the kernel too gives up on a
@@ -814,9 +814,9 @@ static int keepalive_s(int64_t ms) {
 
 static void set_keepalive(relock__conn_t *c, int fd) {
   const relock__settings_t *s = c->settings;
-  if (s->unix_path != NULL)
+  if (s->opt.unix_path != NULL)
     return;
-  int64_t base = s->ping_interval_ms > 0 ? s->ping_interval_ms : s->command_timeout_ms;
+  int64_t base = s->opt.ping_interval_ms > 0 ? s->opt.ping_interval_ms : s->opt.command_timeout_ms;
   int on = 1;
   (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
 #ifdef TCP_KEEPIDLE
@@ -824,7 +824,7 @@ static void set_keepalive(relock__conn_t *c, int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
 #endif
 #ifdef TCP_KEEPINTVL
-  int intvl = keepalive_s(s->command_timeout_ms / 3);
+  int intvl = keepalive_s(s->opt.command_timeout_ms / 3);
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
 #endif
 #ifdef TCP_KEEPCNT
@@ -832,7 +832,7 @@ static void set_keepalive(relock__conn_t *c, int fd) {
   (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 #endif
 #ifdef TCP_USER_TIMEOUT
-  int64_t ut = base + s->command_timeout_ms;
+  int64_t ut = base + s->opt.command_timeout_ms;
   unsigned int user_timeout = ut > (int64_t)UINT_MAX ? UINT_MAX : (unsigned int)ut;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
 #endif
@@ -841,7 +841,7 @@ static void set_keepalive(relock__conn_t *c, int fd) {
 static void connect_now(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
   redisAsyncContext *ac =
-      s->unix_path != NULL ? redisAsyncConnectUnix(s->unix_path) : redisAsyncConnect(s->host, s->port);
+      s->opt.unix_path != NULL ? redisAsyncConnectUnix(s->opt.unix_path) : redisAsyncConnect(s->opt.host, s->opt.port);
   if (ac == NULL) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     schedule_reconnect(c);
@@ -868,7 +868,7 @@ static void connect_now(relock__conn_t *c) {
   c->unexpected_reply = 0;
   guard_replies(c, ac);
   c->state = RELOCK__CONN_CONNECTING;
-  relock__timer_start(c->wheel, &c->connect_timer, s->connect_timeout_ms);
+  relock__timer_start(c->wheel, &c->connect_timer, s->opt.connect_timeout_ms);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
   redisAsyncSetConnectCallback(ac, on_connect); /* arms the write watcher */
 }

@@ -294,7 +294,7 @@ int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__whee
   relock__list_init(&ps->orphans);
   if (relock__htab_init(&ps->channels, 16) != 0)
     return RELOCK_ENOMEM;
-  ps->timeout_ms = settings->command_timeout_ms;
+  ps->timeout_ms = settings->opt.command_timeout_ms;
   ps->on_closed = on_closed;
   ps->closed_arg = closed_arg;
   relock__conn_hooks_t hooks = {on_ready, on_down, on_conn_closed, on_push, ps};
