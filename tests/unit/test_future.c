@@ -67,6 +67,11 @@ static void complete_later(struct ev_loop *loop, completer_t *c, relock_future_t
   c->err = err;
   ev_timer_init(&c->timer, on_completer, after, 0.0);
   c->timer.data = c;
+  /* libev counts a timer from the loop's cached time, which is as old as
+   * the loop's last iteration (its creation, here): without the update a
+   * slow start (valgrind) makes the timer fire before `after` has passed
+   * since now. */
+  ev_now_update(loop);
   ev_timer_start(loop, &c->timer);
 }
 
