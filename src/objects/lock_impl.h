@@ -15,6 +15,7 @@
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
   relock_client_t *client;
+  relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   int refs;                 /* the caller's, and one per operation or hold */
   relock_lost_cb lost_cb;
   void *lost_arg;
