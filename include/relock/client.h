@@ -61,7 +61,8 @@ RELOCK_EXTERN int relock_client_close(relock_client_t *client, relock_close_cb c
  * (which must not be running: not from inside a callback). */
 RELOCK_EXTERN void relock_client_free(relock_client_t *client);
 
-/* The loop the client runs on (its own if it was made with NULL). */
+/* The loop the client runs on. A threaded client's (made with NULL) is run
+ * by the client's own thread: never run it or add watchers to it. */
 RELOCK_EXTERN struct ev_loop *relock_client_loop(const relock_client_t *client);
 
 /* The client's id (the UUID used in lock fields). */

@@ -86,13 +86,15 @@ RELOCK_EXTERN struct ev_loop *relock_future_loop(const relock_future_t *future);
  * added before it. On an already completed future it runs at once (or, while
  * the future is delivering its callbacks, right after those already queued).
  * A callback may release the future, add callbacks and complete or cancel
- * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM, in which case cb
- * will never be called. */
+ * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM /
+ * RELOCK_EWRONGTHREAD (an embedded client's future, from another thread) /
+ * RELOCK_EFORKED, in which case cb will never be called. */
 RELOCK_EXTERN int relock_future_on_done(relock_future_t *future, relock_future_cb cb, void *arg);
 
 /* Cancels a pending future: it completes as cancelled (its callbacks run) and
  * the operation behind it is told, so that it can undo what it started.
- * Returns 1 if this call cancelled it, 0 if it had already completed. */
+ * Returns 1 if this call cancelled it, 0 if it had already completed (or
+ * the call was refused: an embedded client's future, from another thread). */
 RELOCK_EXTERN int relock_future_cancel(relock_future_t *future);
 
 /* Runs the future's loop until the future completes or timeout_ms passes

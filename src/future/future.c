@@ -197,9 +197,13 @@ static int on_done(relock_future_t *f, relock_future_cb fn, void *arg);
 int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   if (f == NULL || fn == NULL)
     return RELOCK_EINVAL;
-  lock(f);
-  int r = on_done(f, fn, arg);
-  unlock(f);
+  if (f->exec == NULL)
+    return on_done(f, fn, arg);
+  int r = relock__exec_enter(f->exec, NULL); /* an embedded loop's thread only */
+  if (r != 0)
+    return r;
+  r = on_done(f, fn, arg);
+  relock__exec_leave(f->exec);
   return r;
 }
 
@@ -347,9 +351,15 @@ static int cancel(relock_future_t *f);
 int relock_future_cancel(relock_future_t *f) {
   if (f == NULL)
     return 0;
-  lock(f);
+  if (f->exec == NULL)
+    return cancel(f);
+  /* The operation's undo touches the loop's watchers: from another thread
+   * the loop must be woken to see them (and an embedded loop's may not be
+   * touched at all). */
+  if (relock__exec_enter(f->exec, NULL) != 0)
+    return 0;
   int r = cancel(f);
-  unlock(f);
+  relock__exec_leave(f->exec);
   return r;
 }
 
