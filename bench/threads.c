@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <ev.h>
@@ -74,6 +75,13 @@ static double server_cpu(relock_client_t *c) {
   }
   relock_future_release(f);
   return total;
+}
+
+/* Context switches of the whole process so far (every thread's). */
+static double context_switches(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
 }
 
 static relock_lock_t *lock_new(relock_client_t *c, const char *name) {
@@ -178,19 +186,20 @@ static int pairs(const char *host, int port, int threads, size_t names, double s
       bench_die("pthread_create", RELOCK_ENOMEM);
   }
   sleep_s(WARMUP_S);
-  double srv0 = server_cpu(c), cpu0 = bench_cpu_s();
+  double srv0 = server_cpu(c), cpu0 = bench_cpu_s(), cs0 = context_switches();
   uint64_t n0 = pairs_sum(t, threads), t0 = bench_now_ns();
   sleep_s(seconds);
   uint64_t n1 = pairs_sum(t, threads), t1 = bench_now_ns();
-  double cpu1 = bench_cpu_s(), srv1 = server_cpu(c);
+  double cpu1 = bench_cpu_s(), cs1 = context_switches(), srv1 = server_cpu(c);
   __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
   for (int i = 0; i < threads; i++)
     pthread_join(tid[i], NULL);
   double span = (double)(t1 - t0) / 1e9;
   printf("{\"threads\":%d,\"names\":%zu,\"mode\":\"%s\",\"seconds\":%.2f,\"pairs\":%llu,\"pairs_per_s\":%.0f,"
-         "\"client_cpu\":%.2f,\"server_cpu\":%.2f}\n",
+         "\"client_cpu\":%.2f,\"server_cpu\":%.2f,\"context_switches_per_pair\":%.1f}\n",
          threads, names, async ? "async" : "blocking", span, (unsigned long long)(n1 - n0),
-         (double)(n1 - n0) / span, (cpu1 - cpu0) / span, srv0 >= 0 && srv1 >= 0 ? (srv1 - srv0) / span : -1.0);
+         (double)(n1 - n0) / span, (cpu1 - cpu0) / span, srv0 >= 0 && srv1 >= 0 ? (srv1 - srv0) / span : -1.0,
+         n1 > n0 ? (cs1 - cs0) / (double)(n1 - n0) : 0.0);
   relock_client_free(c);
   return 0;
 }
