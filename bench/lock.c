@@ -41,7 +41,15 @@
 #include "bench.h"
 #include "client/client_impl.h" /* the waiters' subscriptions and pending timers */
 
+/* latency and handoff: a client with a loop thread of its own, called
+ * through the blocking API as users do. */
 static relock_client_t *open_client(const char *host, int port) { return bench_client(NULL, host, port, 0); }
+
+/* throughput and waiters drive the loop themselves: a client embedded on
+ * this thread's loop (a client's own loop runs on its own thread). */
+static relock_client_t *open_embedded(const char *host, int port) {
+  return bench_client(ev_default_loop(0), host, port, 0);
+}
 
 /* -- uncontended latency ----------------------------------------------------*/
 
@@ -290,7 +298,7 @@ static void on_tp_window_end(struct ev_loop *loop, ev_timer *w, int revents) {
 
 static int throughput(const char *host, int port, size_t names, double seconds) {
   tp_t tp = {0};
-  tp.client = open_client(host, port);
+  tp.client = open_embedded(host, port);
   tp.loop = relock_client_loop(tp.client);
   bench_command(tp.client, "PING"); /* connected */
   chain_t *chains = calloc(names, sizeof(*chains));
@@ -462,7 +470,7 @@ static size_t count_single_subscribers(wt_t *wt) {
 
 static int waiters(const char *host, int port, size_t names, size_t per_name) {
   wt_t wt = {0};
-  wt.client = open_client(host, port);
+  wt.client = open_embedded(host, port);
   wt.loop = relock_client_loop(wt.client);
   wt.holder = bench_client(wt.loop, host, port, 0);
   wt.names = names;

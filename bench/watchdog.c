@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench/watchdog: LOCKS, WATCHDOG_MS (>= 3) and HOLD_MS must be positive\n");
     return 2;
   }
-  b.client = bench_client(NULL, argv[1], atoi(argv[2]), watchdog_ms);
+  /* embedded on this thread's loop: the program runs the loop itself */
+  b.client = bench_client(ev_default_loop(0), argv[1], atoi(argv[2]), watchdog_ms);
   b.loop = relock_client_loop(b.client);
   bench_command(b.client, "PING"); /* connected */
   if ((b.locks = calloc(b.n, sizeof(*b.locks))) == NULL)
