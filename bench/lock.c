@@ -41,15 +41,23 @@
 #include "bench.h"
 #include "client/client_impl.h" /* the waiters' subscriptions and pending timers */
 
-/* latency and handoff: a client with a loop thread of its own, called
- * through the blocking API as users do. */
-static relock_client_t *open_client(const char *host, int port) { return bench_client(NULL, host, port, 0); }
-
-/* throughput and waiters drive the loop themselves: a client embedded on
- * this thread's loop (a client's own loop runs on its own thread). */
-static relock_client_t *open_embedded(const char *host, int port) {
-  return bench_client(ev_default_loop(0), host, port, 0);
+/* Every figure here is the library on one thread: a client embedded on this
+ * process's own loop, driven by the blocking calls (latency, handoff) or
+ * by the program (throughput, waiters). Threaded mode, with its loop
+ * thread, is measured by bench/threads. Not libev's default loop: that one
+ * reaps children (SIGCHLD), and handoff forks its contenders. */
+static struct ev_loop *own_loop(void) {
+  static struct ev_loop *loop;
+  if (loop == NULL && (loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
+    fprintf(stderr, "bench/lock: cannot create a loop\n");
+    exit(1);
+  }
+  return loop;
 }
+
+static relock_client_t *open_client(const char *host, int port) { return bench_client(own_loop(), host, port, 0); }
+
+static relock_client_t *open_embedded(const char *host, int port) { return open_client(host, port); }
 
 /* -- uncontended latency ----------------------------------------------------*/
 
@@ -95,7 +103,11 @@ static void spin_us(unsigned us) {
 }
 
 static void worker(const char *host, int port, uint32_t proc, size_t sections, unsigned pause_us, int fd) {
-  relock_client_t *c = open_client(host, port);
+  /* A forked child: a loop of its own (the parent's shares its epoll fd). */
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  if (loop == NULL)
+    exit(1);
+  relock_client_t *c = bench_client(loop, host, port, 0);
   relock_lock_t *l = relock_lock_new(c, "bench:handoff", NULL);
   for (size_t i = 0; i < sections; i++) {
     section_t s = {proc, bench_now_ns(), 0, 0};
