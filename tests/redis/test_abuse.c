@@ -863,12 +863,13 @@ static void child_release_completed_twice(int fd, void *arg) {
 
 static void child_release_pending_twice(int fd, void *arg) {
   child_cfg_t *cc = arg;
-  relock_client_t *c = relock_client_new(NULL, cc->cfg, NULL);
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO); /* the child's own: it runs it below */
+  relock_client_t *c = relock_client_new(loop, cc->cfg, NULL);
   relock_future_t *f = relock_client_commandf_async(c, "PING");
   relock_future_release(f);
   relock_future_release(f); /* drops the operation's reference */
   for (int i = 0; i < 200; i++)
-    ev_run(relock_client_loop(c), EVRUN_NOWAIT); /* the reply comes for a freed future */
+    ev_run(loop, EVRUN_NOWAIT); /* the reply comes for a freed future */
   relock_future_t *g = relock_client_commandf_async(c, "PING");
   int r = relock_future_wait(g, 2000);
   dprintf(fd, "not caught (next PING: %s)", rc_name(r));
@@ -1517,7 +1518,8 @@ static int flag_set(void *arg) { return *(int *)arg != 0; }
 
 static void child_release_and_close(int fd, void *arg) {
   release_close_t *rc = arg;
-  relock_client_t *c = relock_client_new(NULL, rc->cfg, NULL);
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO); /* the child's own: it runs it below */
+  relock_client_t *c = relock_client_new(loop, rc->cfg, NULL);
   relock_lock_t *l = relock_lock_new(c, "res", NULL);
   uint64_t owner = rc->mode == UNLOCK_AFTER_CLOSE ? relock_thread_owner() : 1;
   relock_future_t *f = relock_lock_acquire_async(l, owner, 0, RELOCK_INFINITE);
@@ -1530,7 +1532,7 @@ static void child_release_and_close(int fd, void *arg) {
   } else {
     relock_client_close(c, mark_called, &closed);
     if (rc->mode == REL_AFTER_CLOSE_CB)
-      fx_run_until(relock_client_loop(c), flag_set, &closed, 3000);
+      fx_run_until(loop, flag_set, &closed, 3000);
     if (rc->mode == UNLOCK_AFTER_CLOSE) {
       int r = relock_lock_unlock(l);
       dprintf(fd, "%s", rc_name(r));
