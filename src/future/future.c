@@ -92,6 +92,26 @@ static void unlock(const relock_future_t *f) {
     relock__exec_unlock(f->exec);
 }
 
+/* lock / unlock for an entry that may drop f's last reference on the way
+ * (a cancel hook, or a callback that releases f): the mutex is let go
+ * through the exec, kept alive by a reference of its own, never through f,
+ * which may be gone by then. */
+static relock__exec_t *lock_pinned(const relock_future_t *f) {
+  relock__exec_t *x = f->exec;
+  if (x != NULL) {
+    relock__exec_ref(x);
+    relock__exec_lock(x);
+  }
+  return x;
+}
+
+static void unlock_pinned(relock__exec_t *x) {
+  if (x != NULL) {
+    relock__exec_unlock(x);
+    relock__exec_unref(x);
+  }
+}
+
 static void check(const relock_future_t *f) {
   (void)f;
   assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
@@ -197,9 +217,9 @@ static int on_done(relock_future_t *f, relock_future_cb fn, void *arg);
 int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   if (f == NULL || fn == NULL)
     return RELOCK_EINVAL;
-  lock(f);
+  relock__exec_t *x = lock_pinned(f); /* a callback run at once may release f */
   int r = on_done(f, fn, arg);
-  unlock(f);
+  unlock_pinned(x);
   return r;
 }
 
@@ -347,9 +367,9 @@ static int cancel(relock_future_t *f);
 int relock_future_cancel(relock_future_t *f) {
   if (f == NULL)
     return 0;
-  lock(f);
+  relock__exec_t *x = lock_pinned(f); /* the hook or a callback may drop f's last reference */
   int r = cancel(f);
-  unlock(f);
+  unlock_pinned(x);
   return r;
 }
 
