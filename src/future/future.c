@@ -83,6 +83,9 @@ int relock__future_would_block(relock__exec_t *exec) {
  * shared between the loop thread, which completes it, and the threads that
  * wait on it, read it and release it. */
 static void lock(const relock_future_t *f) {
+  /* Before f->exec is followed: in a released future it is garbage (the
+   * allocator reuses the first bytes), and the debug check must come first. */
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
   if (f->exec != NULL)
     relock__exec_lock(f->exec);
 }
@@ -97,6 +100,7 @@ static void unlock(const relock_future_t *f) {
  * through the exec, kept alive by a reference of its own, never through f,
  * which may be gone by then. */
 static relock__exec_t *lock_pinned(const relock_future_t *f) {
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release"); /* as in lock() */
   relock__exec_t *x = f->exec;
   if (x != NULL) {
     relock__exec_ref(x);
@@ -155,9 +159,9 @@ static void future_free(relock_future_t *f);
 void relock_future_release(relock_future_t *f) {
   if (f == NULL)
     return;
-  relock__exec_t *exec = f->exec;
   lock(f);
   check(f);
+  relock__exec_t *exec = f->exec;
   int last = --f->refs == 0;
   if (last)
     future_free(f);
