@@ -41,23 +41,12 @@
 #include "bench.h"
 #include "client/client_impl.h" /* the waiters' subscriptions and pending timers */
 
-/* Every figure here is the library on one thread: a client embedded on this
- * process's own loop, driven by the blocking calls (latency, handoff) or
- * by the program (throughput, waiters). Threaded mode, with its loop
- * thread, is measured by bench/threads. Not libev's default loop: that one
- * reaps children (SIGCHLD), and handoff forks its contenders. */
-static struct ev_loop *own_loop(void) {
-  static struct ev_loop *loop;
-  if (loop == NULL && (loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
-    fprintf(stderr, "bench/lock: cannot create a loop\n");
-    exit(1);
-  }
-  return loop;
+/* Embedded on bench_loop(): throughput and waiters run the loop themselves
+ * and read the client's insides; the latencies are measured the same way,
+ * so every figure compares with the others and with earlier results. */
+static relock_client_t *open_client(const char *host, int port) {
+  return bench_client(bench_loop(), host, port, 0);
 }
-
-static relock_client_t *open_client(const char *host, int port) { return bench_client(own_loop(), host, port, 0); }
-
-static relock_client_t *open_embedded(const char *host, int port) { return open_client(host, port); }
 
 /* -- uncontended latency ----------------------------------------------------*/
 
@@ -103,7 +92,8 @@ static void spin_us(unsigned us) {
 }
 
 static void worker(const char *host, int port, uint32_t proc, size_t sections, unsigned pause_us, int fd) {
-  /* A forked child: a loop of its own (the parent's shares its epoll fd). */
+  /* A forked child: a loop of its own (the parent's bench_loop shares its
+   * epoll set with the parent). */
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
   if (loop == NULL)
     exit(1);
@@ -310,7 +300,7 @@ static void on_tp_window_end(struct ev_loop *loop, ev_timer *w, int revents) {
 
 static int throughput(const char *host, int port, size_t names, double seconds) {
   tp_t tp = {0};
-  tp.client = open_embedded(host, port);
+  tp.client = open_client(host, port);
   tp.loop = relock_client_loop(tp.client);
   bench_command(tp.client, "PING"); /* connected */
   chain_t *chains = calloc(names, sizeof(*chains));
@@ -482,7 +472,7 @@ static size_t count_single_subscribers(wt_t *wt) {
 
 static int waiters(const char *host, int port, size_t names, size_t per_name) {
   wt_t wt = {0};
-  wt.client = open_embedded(host, port);
+  wt.client = open_client(host, port);
   wt.loop = relock_client_loop(wt.client);
   wt.holder = bench_client(wt.loop, host, port, 0);
   wt.names = names;

@@ -19,7 +19,19 @@
 
 /* -- closing ----------------------------------------------------------------*/
 
+/* Threads blocked in lock() are listed in c->blocked by nodes on their own
+ * stacks; the close has completed their futures, but they may wake (and
+ * unlink their node) only after c is gone. Unlinked here, under the mutex,
+ * each node's unlink touches nothing but itself. */
+static void detach_blocked(relock_client_t *c) {
+  while (!relock__list_empty(&c->blocked))
+    relock__list_remove(c->blocked.next);
+}
+
+/* Threaded, the caller holds the mutex (or the loop thread is joined and no
+ * thread is listed in c->blocked any more). */
 static void client_destroy(relock_client_t *c) {
+  detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
   relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
   relock__settings_cleanup(&c->settings);
@@ -100,6 +112,7 @@ static void free_threaded(relock_client_t *c) {
   ev_async_send(x->loop, &x->wake); /* the loop thread looks at the close */
   while (!finished(c))
     relock__exec_wait(x, 0);
+  detach_blocked(c); /* while the mutex keeps waking threads out */
   relock__exec_unlock(x);
   relock__exec_stop(x);
   client_destroy(c);

@@ -83,6 +83,9 @@ int relock__future_would_block(relock__exec_t *exec) {
  * shared between the loop thread, which completes it, and the threads that
  * wait on it, read it and release it. */
 static void lock(const relock_future_t *f) {
+  /* Before f->exec is followed: in a released future it is garbage (the
+   * allocator reuses the first bytes), and the debug check must come first. */
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
   if (f->exec != NULL)
     relock__exec_lock(f->exec);
 }
@@ -90,6 +93,37 @@ static void lock(const relock_future_t *f) {
 static void unlock(const relock_future_t *f) {
   if (f->exec != NULL)
     relock__exec_unlock(f->exec);
+}
+
+/* lock / unlock for an entry that may drop f's last reference on the way
+ * (a cancel hook, or a callback that releases f): the mutex is let go
+ * through the exec, kept alive by a reference of its own, never through f,
+ * which may be gone by then. */
+/* Starts a call that may complete or release f (a cancel hook, a callback
+ * run at once): it goes through an exec pinned by a reference of its own,
+ * never through f afterwards. Like relock__exec_enter: the embedded loop's
+ * thread only, the loop woken after a call from another thread. Returns
+ * the error of a refused call, with *pinned NULL. */
+static int enter_pinned(const relock_future_t *f, relock__exec_t **pinned) {
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release"); /* as in lock() */
+  relock__exec_t *x = f->exec;
+  *pinned = NULL;
+  if (x == NULL)
+    return 0;
+  int r = relock__exec_enter(relock__exec_ref(x), NULL);
+  if (r != 0) {
+    relock__exec_unref(x);
+    return r;
+  }
+  *pinned = x;
+  return 0;
+}
+
+static void leave_pinned(relock__exec_t *x) {
+  if (x != NULL) {
+    relock__exec_leave(x);
+    relock__exec_unref(x);
+  }
 }
 
 static void check(const relock_future_t *f) {
@@ -135,9 +169,9 @@ static void future_free(relock_future_t *f);
 void relock_future_release(relock_future_t *f) {
   if (f == NULL)
     return;
-  relock__exec_t *exec = f->exec;
   lock(f);
   check(f);
+  relock__exec_t *exec = f->exec;
   int last = --f->refs == 0;
   if (last)
     future_free(f);
@@ -197,13 +231,12 @@ static int on_done(relock_future_t *f, relock_future_cb fn, void *arg);
 int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   if (f == NULL || fn == NULL)
     return RELOCK_EINVAL;
-  if (f->exec == NULL)
-    return on_done(f, fn, arg);
-  int r = relock__exec_enter(f->exec, NULL); /* an embedded loop's thread only */
+  relock__exec_t *x;
+  int r = enter_pinned(f, &x); /* a callback run at once may release f */
   if (r != 0)
     return r;
   r = on_done(f, fn, arg);
-  relock__exec_leave(f->exec);
+  leave_pinned(x);
   return r;
 }
 
@@ -351,15 +384,15 @@ static int cancel(relock_future_t *f);
 int relock_future_cancel(relock_future_t *f) {
   if (f == NULL)
     return 0;
-  if (f->exec == NULL)
-    return cancel(f);
   /* The operation's undo touches the loop's watchers: from another thread
-   * the loop must be woken to see them (and an embedded loop's may not be
-   * touched at all). */
-  if (relock__exec_enter(f->exec, NULL) != 0)
+   * the loop is woken to see them (an embedded loop's may not be touched
+   * from another thread at all). The hook or a callback may drop f's last
+   * reference. */
+  relock__exec_t *x;
+  if (enter_pinned(f, &x) != 0)
     return 0;
   int r = cancel(f);
-  relock__exec_leave(f->exec);
+  leave_pinned(x);
   return r;
 }
 

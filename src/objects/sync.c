@@ -88,7 +88,11 @@ static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_
   relock__exec_t *x = lock->exec;
   int listed = relock__exec_enter(x, NULL) == 0; /* else the acquisition was refused already */
   if (listed) {
-    relock__list_push_back(&lock->client->blocked, &b.link);
+    /* Only while pending: a completed one cannot be interrupted, and one
+     * completed by the client's close may mean the client is gone. */
+    listed = relock_future_state(b.future) == RELOCK_FUTURE_PENDING;
+    if (listed)
+      relock__list_push_back(&lock->client->blocked, &b.link);
     relock__exec_leave(x);
   }
   int r = wait_for(b.future);

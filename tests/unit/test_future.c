@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "future/promise.h"
+#include "loop/exec.h"
 #include "support/test.h"
 
 /* -- helpers ----------------------------------------------------------------*/
