@@ -53,6 +53,11 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
     return NULL;
   }
   size_t len = strlen(name);
+  if (len > RELOCK__LOCK_NAME_MAX) {
+    relock__error_set(err, RELOCK_EINVAL, "the lock name is %zu bytes long: at most %u (Redis's limit for a key)", len,
+                      RELOCK__LOCK_NAME_MAX);
+    return NULL;
+  }
   relock_lock_t *lock = calloc(1, sizeof(*lock) + len + 1);
   if (lock == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
@@ -62,9 +67,11 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
   lock->client = client;
   lock->exec = relock__exec_ref(client->exec);
   lock->refs = 1;
-  lock->len = len;
+  lock->len = (uint32_t)len;
   memcpy(lock->name, name, len + 1);
-  lock->channel = relock__lock_channel_name(lock->name, len, &lock->channel_len);
+  size_t channel_len;
+  lock->channel = relock__lock_channel_name(lock->name, len, &channel_len);
+  lock->channel_len = (uint32_t)channel_len;
   if (lock->channel == NULL) {
     free(lock);
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);

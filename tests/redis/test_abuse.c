@@ -1007,7 +1007,7 @@ static void full_cycle(fx_t *fx, const char *name, size_t len, const char *label
   relock_lock_t *l = relock_lock_new(fx->a, name, &err);
   snprintf(input, sizeof input, "relock_lock_new, %s", label);
   row(l != NULL && err.code == 0 && l->len == len, input, "a lock (name copied whole)", "%s, %s, %zu bytes",
-      l ? "a lock" : "NULL", rc_name(err.code), l ? l->len : 0);
+      l ? "a lock" : "NULL", rc_name(err.code), l ? (size_t)l->len : (size_t)0);
   if (l == NULL)
     return;
   relock_lock_t *lb = relock_lock_new(fx->b, name, NULL);
