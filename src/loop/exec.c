@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/error.h"
@@ -44,6 +46,7 @@ relock__exec_t *relock__exec_embedded(struct ev_loop *loop) {
     return NULL;
   x->loop = loop;
   x->thread = pthread_self();
+  x->tid = (long)syscall(SYS_gettid);
   return x;
 }
 
@@ -94,6 +97,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents) {
 static void *run_loop(void *arg) {
   relock__exec_t *x = arg;
   pthread_mutex_lock(&x->mu); /* waits until the creator has finished setting up */
+  x->tid = (long)syscall(SYS_gettid);
   while (!x->stopping)
     ev_run(x->loop, 0); /* returns on ev_break (stopping), else never: the wake-up watcher keeps it alive */
   pthread_mutex_unlock(&x->mu);
@@ -196,9 +200,10 @@ int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
   if (!x->threaded) {
     if (!relock__exec_on_loop_thread(x))
       return relock__error_set(err, RELOCK_EWRONGTHREAD,
-                               "called from another thread than the one running the client's loop (a client "
-                               "made on the caller's loop is used from that loop's thread only; make it with "
-                               "a NULL loop to call it from any thread)");
+                               "called from thread %ld, another thread than the one running the client's loop "
+                               "(thread %ld): a client made on the caller's loop is used from that loop's "
+                               "thread only; make it with a NULL loop to call it from any thread",
+                               (long)syscall(SYS_gettid), x->tid);
     return 0;
   }
   pthread_mutex_lock(&x->mu);

@@ -37,6 +37,7 @@ struct relock__exec {
   struct ev_loop *loop;
   int threaded;
   pthread_t thread;         /* the loop's thread */
+  long tid;                 /* its kernel id, for messages */
   unsigned fork_generation; /* relock__exec_forked: the process's, at creation */
   int refs;                 /* atomic */
   /* threaded mode only */

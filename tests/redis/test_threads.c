@@ -254,6 +254,9 @@ static void test_embedded_client_refuses_other_threads(void **state) {
   pthread_join(t, NULL);
   assert_int_equal(x.acquire_err, RELOCK_EWRONGTHREAD);
   assert_non_null(strstr(x.message, "another thread"));
+  char owner[64]; /* it names the loop's thread: this one */
+  snprintf(owner, sizeof owner, "(thread %llu)", (unsigned long long)relock_thread_owner());
+  assert_non_null(strstr(x.message, owner));
   assert_int_equal(x.command_err, RELOCK_EWRONGTHREAD);
   assert_int_equal(x.blocking_err, RELOCK_EWRONGTHREAD);
   /* The loop's own thread goes on as if nothing happened. */
