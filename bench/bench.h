@@ -18,6 +18,8 @@
 #define BENCH_HAVE_MALLINFO2 1
 #endif
 
+#include <ev.h>
+
 #include <relock/relock.h>
 
 static inline uint64_t bench_now_ns(void) {
@@ -85,8 +87,23 @@ static inline void bench_die(const char *what, int err) {
   exit(1);
 }
 
-/* A client for host:port on loop (NULL: its own), with a command timeout
- * long enough for the deep pipelines the benchmarks build. */
+/* The loop of the benchmarks that run it themselves (ev_run) and read the
+ * client's insides between turns: their clients are embedded ones on it,
+ * on the main thread. A client made with a NULL loop runs its loop on a
+ * thread of its own, where neither would be safe. One loop for the
+ * process, made on first use. */
+static inline struct ev_loop *bench_loop(void) {
+  static struct ev_loop *loop;
+  if (loop == NULL && (loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
+    fprintf(stderr, "ev_loop_new failed\n");
+    exit(1);
+  }
+  return loop;
+}
+
+/* A client for host:port on loop (NULL: threaded, on a loop thread of its
+ * own), with a command timeout long enough for the deep pipelines the
+ * benchmarks build. */
 static inline relock_client_t *bench_client(struct ev_loop *loop, const char *host, int port, int64_t watchdog_ms) {
   relock_error_t err;
   relock_options_t *opts = relock_options_new(&err);

@@ -41,7 +41,12 @@
 #include "bench.h"
 #include "client/client_impl.h" /* the waiters' subscriptions and pending timers */
 
-static relock_client_t *open_client(const char *host, int port) { return bench_client(NULL, host, port, 0); }
+/* Embedded on bench_loop(): throughput and waiters run the loop themselves
+ * and read the client's insides; the latencies are measured the same way,
+ * so every figure compares with the others and with earlier results. */
+static relock_client_t *open_client(const char *host, int port) {
+  return bench_client(bench_loop(), host, port, 0);
+}
 
 /* -- uncontended latency ----------------------------------------------------*/
 
@@ -87,7 +92,12 @@ static void spin_us(unsigned us) {
 }
 
 static void worker(const char *host, int port, uint32_t proc, size_t sections, unsigned pause_us, int fd) {
-  relock_client_t *c = open_client(host, port);
+  /* A forked child: a loop of its own (the parent's bench_loop shares its
+   * epoll set with the parent). */
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  if (loop == NULL)
+    exit(1);
+  relock_client_t *c = bench_client(loop, host, port, 0);
   relock_lock_t *l = relock_lock_new(c, "bench:handoff", NULL);
   for (size_t i = 0; i < sections; i++) {
     section_t s = {proc, bench_now_ns(), 0, 0};

@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench/watchdog: LOCKS, WATCHDOG_MS (>= 3) and HOLD_MS must be positive\n");
     return 2;
   }
-  b.client = bench_client(NULL, argv[1], atoi(argv[2]), watchdog_ms);
+  b.client = bench_client(bench_loop(), argv[1], atoi(argv[2]), watchdog_ms); /* it runs the loop itself */
   b.loop = relock_client_loop(b.client);
   bench_command(b.client, "PING"); /* connected */
   if ((b.locks = calloc(b.n, sizeof(*b.locks))) == NULL)

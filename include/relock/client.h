@@ -23,9 +23,22 @@ extern "C" {
 
 typedef struct relock_client relock_client_t;
 
-/* Makes a client on loop (NULL: the client makes and owns a loop of its own,
- * run by the blocking calls, so a simple program never touches libev) with
- * the options opts (NULL: every option at its default). The client copies
+/* Makes a client with the options opts (NULL: every option at its default).
+ *
+ * loop NULL: threaded. The client starts a thread of its own that runs its
+ * own loop all the time, so renewals, health checks and reconnects go on
+ * whatever the program's threads do (sleeping, computing). Every function
+ * may be called from any thread, concurrently; callbacks run on the loop
+ * thread. relock_client_free stops and joins the thread.
+ *
+ * loop given: embedded. The client adds watchers to the caller's loop and
+ * starts no thread; every call must come from the thread that makes the
+ * client (the one running the loop) - another thread is refused with
+ * RELOCK_EWRONGTHREAD, never run.
+ *
+ * After fork() a child must make its own client: every call on one made
+ * before the fork fails with RELOCK_EFORKED there.
+ * The client copies
  * what it needs: opts may be changed or freed afterwards. Connecting starts
  * at once and goes on in the background; commands issued meanwhile wait for
  * it. Returns NULL with err set when the options break a rule of
@@ -48,7 +61,8 @@ RELOCK_EXTERN int relock_client_close(relock_client_t *client, relock_close_cb c
  * (which must not be running: not from inside a callback). */
 RELOCK_EXTERN void relock_client_free(relock_client_t *client);
 
-/* The loop the client runs on (its own if it was made with NULL). */
+/* The loop the client runs on. A threaded client's (made with NULL) is run
+ * by the client's own thread: never run it or add watchers to it. */
 RELOCK_EXTERN struct ev_loop *relock_client_loop(const relock_client_t *client);
 
 /* The client's id (the UUID used in lock fields). */

@@ -28,7 +28,10 @@ extern "C" {
   XX(EPENDING, -13, "operation still pending")                                \
   XX(EAUTH, -14, "authentication failed")                                     \
   XX(ELOST, -15, "lock lost")                                                 \
-  XX(EIO, -16, "system I/O error")
+  XX(EIO, -16, "system I/O error")                                            \
+  XX(EWRONGTHREAD, -17, "called from a thread that may not use this client")   \
+  XX(EFORKED, -18, "client made before fork(): not usable in the child")      \
+  XX(EINTERRUPTED, -19, "blocking call interrupted")
 
 typedef enum relock_err {
   RELOCK_OK = 0,
@@ -44,6 +47,12 @@ RELOCK_EXTERN const char *relock_strerror(int err);
 /* The code's name ("RELOCK_ECONNLOST"). Never NULL: an unknown code gives
  * "RELOCK_EUNKNOWN". */
 RELOCK_EXTERN const char *relock_err_name(int err);
+
+/* The message of the last error a blocking call (relock_lock_lock, ...)
+ * returned on the calling thread - the server's text, or what was wrong -
+ * until the thread's next blocking call. "" after a success. Never NULL;
+ * valid until the thread's next blocking call. */
+RELOCK_EXTERN const char *relock_last_error_message(void);
 
 /* The outcome of a call that completes at once but can fail in more than one
  * way (constructors, options): the code and a message naming the problem.

@@ -7,8 +7,15 @@
  * operation keeps its own reference while it may still complete the future,
  * so the caller can release its reference at any time.
  *
- * Threading: a future belongs to one libev loop, and every call on it must be
- * made on the thread that runs that loop. */
+ * Threading: a future belongs to its client's loop.
+ *   - Threaded client (made with a NULL loop): any thread may call anything
+ *     on a future. It completes on the client's loop thread, and its
+ *     callbacks run there (a callback added after completion runs at once,
+ *     in the adding thread), with the client's lock held: a callback must
+ *     not block, and may call the library. relock_future_wait from any other
+ *     thread sleeps until the loop thread completes the future.
+ *   - Embedded client (made on the caller's loop): every call must be made on
+ *     the thread that runs that loop; relock_future_wait runs the loop. */
 #ifndef RELOCK_FUTURE_H
 #define RELOCK_FUTURE_H
 
@@ -79,22 +86,29 @@ RELOCK_EXTERN struct ev_loop *relock_future_loop(const relock_future_t *future);
  * added before it. On an already completed future it runs at once (or, while
  * the future is delivering its callbacks, right after those already queued).
  * A callback may release the future, add callbacks and complete or cancel
- * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM, in which case cb
- * will never be called. */
+ * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM /
+ * RELOCK_EWRONGTHREAD (an embedded client's future, from another thread) /
+ * RELOCK_EFORKED, in which case cb will never be called. */
 RELOCK_EXTERN int relock_future_on_done(relock_future_t *future, relock_future_cb cb, void *arg);
 
 /* Cancels a pending future: it completes as cancelled (its callbacks run) and
  * the operation behind it is told, so that it can undo what it started.
- * Returns 1 if this call cancelled it, 0 if it had already completed. */
+ * Returns 1 if this call cancelled it, 0 if it had already completed (or
+ * the call was refused: an embedded client's future, from another thread). */
 RELOCK_EXTERN int relock_future_cancel(relock_future_t *future);
 
 /* Runs the future's loop until the future completes or timeout_ms passes
  * (RELOCK_INFINITE: no limit); the loop's other watchers keep running.
+ * On a threaded client's future, from any thread but the loop's, it sleeps
+ * instead (on a condition variable) while the loop thread works.
  * Returns the outcome as relock_future_error() does once it completed, or
  *   RELOCK_EPENDING     the timeout passed, or nothing left on the loop could
  *                       ever complete the future (it stays pending);
  *   RELOCK_EWOULDBLOCK  called from inside a callback of this loop (or of a
- *                       future), where blocking would re-enter the loop;
+ *                       future), or on a threaded client's loop thread,
+ *                       where blocking would stop the work it waits for;
+ *   RELOCK_EWRONGTHREAD an embedded client's future, from another thread;
+ *   RELOCK_EFORKED      in a child forked after the client was made;
  *   RELOCK_EINVAL       NULL future, or timeout_ms < -1. */
 RELOCK_EXTERN int relock_future_wait(relock_future_t *future, int64_t timeout_ms);
 

@@ -135,12 +135,21 @@ RELOCK_EXTERN uint64_t relock_thread_owner(void);
  * on its future (running the client's loop). From inside a loop callback
  * they fail with RELOCK_EWOULDBLOCK. */
 
-/* Waits until acquired. Returns 0, or an error. */
+/* Waits until acquired. Returns 0, or an error: RELOCK_EINTERRUPTED when
+ * relock_lock_interrupt stopped the wait (the lock is then not held). */
 RELOCK_EXTERN int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms);
 /* *acquired (may be NULL) is 1 or 0. Returns 0, or an error. */
 RELOCK_EXTERN int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired);
 /* Returns 0, RELOCK_ENOTOWNER, RELOCK_ELOST, or another error. */
 RELOCK_EXTERN int relock_lock_unlock(relock_lock_t *lock);
+
+/* Stops the blocking acquisitions of lock (relock_lock_lock, and
+ * relock_lock_try_lock while it waits) that owner - a thread's
+ * relock_thread_owner() - is blocked in: each returns RELOCK_EINTERRUPTED
+ * and does not hold the lock (one taken on the server meanwhile is given
+ * back). Redisson's lockInterruptibly. An acquisition that has already
+ * succeeded is not undone. Returns how many were interrupted, or an error. */
+RELOCK_EXTERN int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner);
 /* *was_locked (may be NULL) is 1 or 0. */
 RELOCK_EXTERN int relock_lock_force_unlock(relock_lock_t *lock, int *was_locked);
 RELOCK_EXTERN int relock_lock_is_locked(relock_lock_t *lock, int *locked);

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <relock/error.h>
 
@@ -42,3 +43,16 @@ int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) {
   }
   return code;
 }
+
+/* Per thread, like errno: a blocking call's message outlives its future. */
+static _Thread_local char last_error[512];
+
+int relock__last_error_set(int code, const char *msg) {
+  if (code == 0 || msg == NULL)
+    last_error[0] = '\0';
+  else
+    snprintf(last_error, sizeof last_error, "%s", msg);
+  return code;
+}
+
+const char *relock_last_error_message(void) { return last_error; }

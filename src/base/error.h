@@ -9,4 +9,8 @@
  * NULL leaves the message empty (for success: code 0). Returns code. */
 int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Records what relock_last_error_message says on this thread (msg NULL or
+ * code 0: ""). Returns code. */
+int relock__last_error_set(int code, const char *msg);
+
 #endif /* RELOCK__BASE_ERROR_H */

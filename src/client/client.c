@@ -19,13 +19,33 @@
 
 /* -- closing ----------------------------------------------------------------*/
 
+/* Threads blocked in lock() are listed in c->blocked by nodes on their own
+ * stacks; the close has completed their futures, but they may wake (and
+ * unlink their node) only after c is gone. Unlinked here, under the mutex,
+ * each node's unlink touches nothing but itself. */
+static void detach_blocked(relock_client_t *c) {
+  while (!relock__list_empty(&c->blocked))
+    relock__list_remove(c->blocked.next);
+}
+
+/* Threaded, the caller holds the mutex (or the loop thread is joined and no
+ * thread is listed in c->blocked any more). */
 static void client_destroy(relock_client_t *c) {
+  detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
   relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
   relock__settings_cleanup(&c->settings);
-  if (c->own_loop)
-    ev_loop_destroy(c->loop);
+  relock__exec_unref(c->exec); /* threaded: the loop goes with the last future */
   free(c);
+}
+
+/* A threaded client freed from its own loop thread (from a callback): the
+ * thread cannot join itself, so it ends on its own once the client is gone. */
+static void destroy_from_loop_thread(relock_client_t *c) {
+  relock__exec_t *x = relock__exec_ref(c->exec);
+  client_destroy(c);
+  relock__exec_stop_from_loop_thread(x);
+  relock__exec_unref(x);
 }
 
 static void on_close_notify(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -36,8 +56,13 @@ static void on_close_notify(struct ev_loop *loop, ev_timer *w, int revents) {
   if (c->close_cb != NULL)
     c->close_cb(c, c->close_arg);
   c->in_close_cb = 0;
-  if (c->free_when_down)
-    client_destroy(c);
+  relock__exec_broadcast(c->exec); /* a relock_client_free waiting in another thread */
+  if (c->free_when_down) {
+    if (c->exec->threaded)
+      destroy_from_loop_thread(c);
+    else
+      client_destroy(c);
+  }
 }
 
 /* Every request has completed and every timer of ours is stopped: the
@@ -50,9 +75,7 @@ static void on_redis_closed(relock__redis_t *r, void *arg) {
   ev_timer_start(c->loop, &c->close_notify);
 }
 
-int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
-  if (c == NULL)
-    return RELOCK_EINVAL;
+static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   if (c->closing)
     return RELOCK_ECLOSED;
   c->closing = 1;
@@ -63,23 +86,72 @@ int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   return 0;
 }
 
+int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
+  if (c == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(c->exec, NULL);
+  if (r != 0)
+    return r;
+  r = client_close(c, cb, arg);
+  relock__exec_leave(c->exec);
+  return r;
+}
+
+/* Down, and the close callback has run. */
+static int finished(const relock_client_t *c) {
+  return c->down && !ev_is_active(&c->close_notify) && !c->in_close_cb;
+}
+
+/* Threaded, from any thread but the loop's: waits for the close, stops the
+ * loop thread, frees. */
+static void free_threaded(relock_client_t *c) {
+  relock__exec_t *x = c->exec;
+  relock__exec_lock(x);
+  if (!c->closing)
+    client_close(c, NULL, NULL);
+  ev_async_send(x->loop, &x->wake); /* the loop thread looks at the close */
+  while (!finished(c))
+    relock__exec_wait(x, 0);
+  detach_blocked(c); /* while the mutex keeps waking threads out */
+  relock__exec_unlock(x);
+  relock__exec_stop(x);
+  client_destroy(c);
+}
+
 void relock_client_free(relock_client_t *c) {
   if (c == NULL)
     return;
+  /* From a thread that may not touch the client, or in a forked child,
+   * nothing can be done safely: the client is left alone. */
+  if (relock__exec_enter(c->exec, NULL) != 0)
+    return;
+  if (c->exec->threaded && !relock__exec_on_loop_thread(c->exec)) {
+    relock__exec_unlock(c->exec); /* free_threaded takes it again, once */
+    free_threaded(c);
+    return;
+  }
   if (!c->closing)
-    relock_client_close(c, NULL, NULL);
+    client_close(c, NULL, NULL);
   /* The close callback (if any) is owed first. Block for it only where
    * blocking is allowed; elsewhere the client frees itself once down. */
-  if (!relock__future_would_block(c->loop)) {
+  if (!c->exec->threaded && !relock__future_would_block(c->exec)) {
     while (!c->down || ev_is_active(&c->close_notify)) {
       if (!ev_run(c->loop, EVRUN_ONCE))
         break;
     }
   }
-  if (c->down && !ev_is_active(&c->close_notify) && !c->in_close_cb)
-    client_destroy(c);
-  else
-    c->free_when_down = 1;
+  if (finished(c)) {
+    relock__exec_t *x = relock__exec_ref(c->exec);
+    if (x->threaded)
+      destroy_from_loop_thread(c);
+    else
+      client_destroy(c);
+    relock__exec_leave(x);
+    relock__exec_unref(x);
+    return;
+  }
+  c->free_when_down = 1;
+  relock__exec_leave(c->exec);
 }
 
 /* -- creation ---------------------------------------------------------------*/
@@ -89,6 +161,35 @@ static uint64_t seed(void) {
   if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s)
     s = relock__now_ns() ^ ((uint64_t)getpid() << 32);
   return s != 0 ? s : 0x9e3779b97f4a7c15ull; /* xorshift must not start at 0 */
+}
+
+/* Sets up everything on c->exec (its mutex held, threaded). */
+static int client_init(relock_client_t *c) {
+  c->loop = c->exec->loop;
+  c->rng = seed();
+  relock__list_init(&c->blocked);
+  ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
+  c->close_notify.data = c;
+  int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
+  if (r != 0)
+    return r;
+  if (relock__htab_init(&c->waitqs, 64) != 0) {
+    r = RELOCK_ENOMEM;
+    goto fail_waitqs;
+  }
+  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
+    goto fail_renewal;
+  if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, &c->rng, on_redis_closed, c)) != 0)
+    goto fail_redis;
+  return 0;
+
+fail_redis:
+  relock__renewal_close(&c->renewal);
+fail_renewal:
+  relock__htab_cleanup(&c->waitqs);
+fail_waitqs:
+  relock__wheel_close(&c->wheel);
+  return r;
 }
 
 relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts, relock_error_t *err) {
@@ -101,47 +202,32 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     free(c);
     return NULL;
   }
-  c->loop = loop;
-  if (loop == NULL) {
-    c->loop = ev_loop_new(EVFLAG_AUTO);
-    c->own_loop = 1;
-    if (c->loop == NULL) {
-      relock__settings_cleanup(&c->settings);
-      free(c);
-      relock__error_set(err, RELOCK_EIO, "cannot create an event loop");
-      return NULL;
-    }
+  if (loop != NULL)
+    c->exec = relock__exec_embedded(loop);
+  else
+    c->exec = relock__exec_threaded(err);
+  if (c->exec == NULL) {
+    if (loop != NULL)
+      relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
+    relock__settings_cleanup(&c->settings);
+    free(c);
+    return NULL;
   }
-  c->rng = seed();
-  ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
-  c->close_notify.data = c;
-  int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
-  if (r != 0)
-    goto fail_wheel;
-  if (relock__htab_init(&c->waitqs, 64) != 0) {
-    r = RELOCK_ENOMEM;
-    goto fail_waitqs;
+  relock__exec_lock(c->exec); /* threaded: the loop thread is running already */
+  int r = client_init(c);
+  relock__exec_unlock(c->exec);
+  if (r != 0) {
+    relock__exec_stop(c->exec);
+    relock__exec_unref(c->exec);
+    relock__settings_cleanup(&c->settings);
+    free(c);
+    relock__error_set(err, r, "out of memory creating a client");
+    return NULL;
   }
-  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
-    goto fail_renewal;
-  if ((r = relock__redis_init(&c->redis, c->loop, &c->wheel, &c->settings, &c->rng, on_redis_closed, c)) != 0)
-    goto fail_redis;
+  if (c->exec->threaded) /* the connection started above: let the loop see its watchers */
+    ev_async_send(c->loop, &c->exec->wake);
   relock__error_set(err, 0, NULL);
   return c;
-
-fail_redis:
-  relock__renewal_close(&c->renewal);
-fail_renewal:
-  relock__htab_cleanup(&c->waitqs);
-fail_waitqs:
-  relock__wheel_close(&c->wheel);
-fail_wheel:
-  if (c->own_loop)
-    ev_loop_destroy(c->loop);
-  relock__settings_cleanup(&c->settings);
-  free(c);
-  relock__error_set(err, r, "out of memory creating a client");
-  return NULL;
 }
 
 struct ev_loop *relock_client_loop(const relock_client_t *c) { return c != NULL ? c->loop : NULL; }
@@ -162,17 +248,15 @@ static relock_future_t *send_request(relock_client_t *c, relock_future_t *f, rel
   return f;
 }
 
-relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const char *const *argv,
-                                             const size_t *argvlen) {
-  if (c == NULL)
-    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+static relock_future_t *command_async(relock_client_t *c, int argc, const char *const *argv,
+                                     const size_t *argvlen) {
   if (argc <= 0)
-    return relock__future_failed(c->loop, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
   if (argv == NULL)
-    return relock__future_failed(c->loop, RELOCK_EINVAL, "argv is NULL");
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "argv is NULL");
   for (int i = 0; i < argc; i++)
     if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
-      return relock__future_failed(c->loop, RELOCK_EINVAL, "argv[%d] is NULL", i);
+      return relock__future_failed(c->exec, RELOCK_EINVAL, "argv[%d] is NULL", i);
   size_t small[16];
   size_t *lens = small;
   if (argvlen == NULL) {
@@ -182,7 +266,7 @@ relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const
       lens[i] = strlen(argv[i]);
   }
   const size_t *use = argvlen != NULL ? argvlen : lens;
-  relock_future_t *f = relock__future_new(c->loop);
+  relock_future_t *f = relock__future_new(c->exec);
   relock__request_t *req = NULL;
   if (f != NULL)
     req = relock__request_argv(relock_future_retain(f), argc, argv, use);
@@ -195,19 +279,26 @@ relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const
   return send_request(c, f, req, key, keylen);
 }
 
-relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *format, ...) {
+relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const char *const *argv,
+                                             const size_t *argvlen) {
   if (c == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(c->exec, &f) != 0)
+    return f;
+  f = command_async(c, argc, argv, argvlen);
+  relock__exec_leave(c->exec);
+  return f;
+}
+
+static relock_future_t *commandf_async(relock_client_t *c, const char *format, va_list ap) {
   if (format == NULL)
-    return relock__future_failed(c->loop, RELOCK_EINVAL, "format is NULL");
-  relock_future_t *f = relock__future_new(c->loop);
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "format is NULL");
+  relock_future_t *f = relock__future_new(c->exec);
   if (f == NULL)
     return NULL;
   const char *invalid;
-  va_list ap;
-  va_start(ap, format);
   relock__request_t *req = relock__request_vformat(relock_future_retain(f), format, ap, &invalid);
-  va_end(ap);
   if (req == NULL && invalid != NULL) {
     relock_future_release(f); /* the request's reference */
     relock__future_fail(f, RELOCK_EINVAL, "%s: \"%.40s\"", invalid, format);
@@ -216,10 +307,25 @@ relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *fo
   return send_request(c, f, req, NULL, 0);
 }
 
+relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *format, ...) {
+  if (c == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(c->exec, &f) != 0)
+    return f;
+  va_list ap;
+  va_start(ap, format);
+  f = commandf_async(c, format, ap);
+  va_end(ap);
+  relock__exec_leave(c->exec);
+  return f;
+}
+
 /* -- pub/sub ----------------------------------------------------------------*/
 
 struct relock_subscription {
   relock__listener_t listener;
+  relock__exec_t *exec;     /* a reference: the subscription may outlive the client */
   relock_message_cb cb;
   void *arg;
 };
@@ -230,13 +336,8 @@ static void on_message(relock__listener_t *l, const char *payload, size_t len, v
   sub->cb(sub, payload, len, sub->arg);
 }
 
-relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
-                                         void *arg, relock_subscription_t **out) {
-  if (out != NULL)
-    *out = NULL;
-  if (c == NULL || channel == NULL || cb == NULL || out == NULL)
-    return relock__future_failed(c != NULL ? c->loop : NULL, RELOCK_EINVAL, "%s is NULL",
-                                 c == NULL ? "client" : channel == NULL ? "channel" : cb == NULL ? "cb" : "sub");
+static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
+                                  void *arg, relock_subscription_t **out) {
   relock_subscription_t *sub = calloc(1, sizeof(*sub));
   if (sub == NULL)
     return NULL;
@@ -247,13 +348,34 @@ relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel
     free(sub);
     return NULL;
   }
+  sub->exec = relock__exec_ref(c->exec);
   *out = sub;
+  return f;
+}
+
+relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
+                                         void *arg, relock_subscription_t **out) {
+  if (out != NULL)
+    *out = NULL;
+  if (c == NULL || channel == NULL || cb == NULL || out == NULL)
+    return relock__future_failed(c != NULL ? c->exec : NULL, RELOCK_EINVAL, "%s is NULL",
+                                 c == NULL ? "client" : channel == NULL ? "channel" : cb == NULL ? "cb" : "sub");
+  relock_future_t *f;
+  if (relock__future_enter(c->exec, &f) != 0)
+    return f;
+  f = subscribe(c, channel, len, cb, arg, out);
+  relock__exec_leave(c->exec);
   return f;
 }
 
 void relock_subscription_free(relock_subscription_t *sub) {
   if (sub == NULL)
     return;
+  relock__exec_t *x = sub->exec;
+  if (relock__exec_enter(x, NULL) != 0)
+    return; /* the wrong thread, or a forked child: nothing safe to do */
   relock__pubsub_unsubscribe(&sub->listener);
   free(sub);
+  relock__exec_leave(x);
+  relock__exec_unref(x);
 }

@@ -8,19 +8,22 @@
 #include <relock/client.h>
 
 #include "base/hashtab.h"
+#include "base/list.h"
 #include "config/settings.h"
+#include "loop/exec.h"
 #include "loop/wheel.h"
 #include "redis/redis.h"
 #include "watchdog/renewal.h"
 
 struct relock_client {
-  struct ev_loop *loop;
-  int own_loop;
+  relock__exec_t *exec;     /* the loop, and which threads may call (a reference) */
+  struct ev_loop *loop;     /* exec->loop */
   relock__settings_t settings;
   relock__wheel_t wheel;
   relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
   relock__renewal_t renewal; /* the watchdog: what this client holds */
   relock__htab_t waitqs;    /* lock wait queues, by lock name */
+  relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
 
   int closing;

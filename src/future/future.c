@@ -3,6 +3,7 @@
 #include <config.h>
 
 #include <assert.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,10 @@
 #include <relock/error.h>
 #include <relock/future.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "future/promise.h"
+#include "loop/exec.h"
 
 /* Refuses a call: NULL, with err (which may be NULL) saying why. */
 #define invalid(err, ...) (relock__error_set((err), RELOCK_EINVAL, __VA_ARGS__), (relock_future_t *)NULL)
@@ -29,7 +32,7 @@ typedef struct callback {
 } callback_t;
 
 struct relock_future {
-  struct ev_loop *loop;
+  relock__exec_t *exec;     /* a reference; NULL for a future of no client */
   int refs;
   unsigned magic; /* catches use of a released future in debug builds */
   relock_future_state_t state;
@@ -64,7 +67,64 @@ static _Thread_local int callback_depth;
 
 int relock__in_future_callback(void) { return callback_depth > 0; }
 
-int relock__future_would_block(struct ev_loop *loop) { return callback_depth > 0 || ev_depth(loop) > 0; }
+int relock__future_would_block(relock__exec_t *exec) {
+  if (callback_depth > 0)
+    return 1;
+  if (exec == NULL)
+    return 0;
+  /* Threaded, the loop thread must never block; embedded, running the loop
+   * from inside one of its callbacks would re-enter it. */
+  if (!relock__exec_on_loop_thread(exec))
+    return 0; /* threaded: it sleeps until the loop thread is done; embedded: refused anyway */
+  return exec->threaded || ev_depth(exec->loop) > 0;
+}
+
+/* Every public entry takes the exec's mutex (threaded mode): a future is
+ * shared between the loop thread, which completes it, and the threads that
+ * wait on it, read it and release it. */
+static void lock(const relock_future_t *f) {
+  /* Before f->exec is followed: in a released future it is garbage (the
+   * allocator reuses the first bytes), and the debug check must come first. */
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
+  if (f->exec != NULL)
+    relock__exec_lock(f->exec);
+}
+
+static void unlock(const relock_future_t *f) {
+  if (f->exec != NULL)
+    relock__exec_unlock(f->exec);
+}
+
+/* lock / unlock for an entry that may drop f's last reference on the way
+ * (a cancel hook, or a callback that releases f): the mutex is let go
+ * through the exec, kept alive by a reference of its own, never through f,
+ * which may be gone by then. */
+/* Starts a call that may complete or release f (a cancel hook, a callback
+ * run at once): it goes through an exec pinned by a reference of its own,
+ * never through f afterwards. Like relock__exec_enter: the embedded loop's
+ * thread only, the loop woken after a call from another thread. Returns
+ * the error of a refused call, with *pinned NULL. */
+static int enter_pinned(const relock_future_t *f, relock__exec_t **pinned) {
+  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release"); /* as in lock() */
+  relock__exec_t *x = f->exec;
+  *pinned = NULL;
+  if (x == NULL)
+    return 0;
+  int r = relock__exec_enter(relock__exec_ref(x), NULL);
+  if (r != 0) {
+    relock__exec_unref(x);
+    return r;
+  }
+  *pinned = x;
+  return 0;
+}
+
+static void leave_pinned(relock__exec_t *x) {
+  if (x != NULL) {
+    relock__exec_leave(x);
+    relock__exec_unref(x);
+  }
+}
 
 static void check(const relock_future_t *f) {
   (void)f;
@@ -72,11 +132,11 @@ static void check(const relock_future_t *f) {
   assert(f->refs > 0);
 }
 
-relock_future_t *relock__future_new(struct ev_loop *loop) {
+relock_future_t *relock__future_new(relock__exec_t *exec) {
   relock_future_t *f = calloc(1, sizeof(*f));
   if (f == NULL)
     return NULL;
-  f->loop = loop;
+  f->exec = exec != NULL ? relock__exec_ref(exec) : NULL;
   f->refs = 1;
   f->magic = FUTURE_MAGIC;
   f->state = RELOCK_FUTURE_PENDING;
@@ -89,8 +149,10 @@ relock_future_t *relock__future_new(struct ev_loop *loop) {
 relock_future_t *relock_future_retain(relock_future_t *f) {
   if (f == NULL)
     return NULL;
+  lock(f);
   check(f);
   f->refs++;
+  unlock(f);
   return f;
 }
 
@@ -102,12 +164,25 @@ static void free_value(relock_future_t *f) {
   f->vtype = RELOCK_VALUE_NONE;
 }
 
+static void future_free(relock_future_t *f);
+
 void relock_future_release(relock_future_t *f) {
   if (f == NULL)
     return;
+  lock(f);
   check(f);
-  if (--f->refs > 0)
-    return;
+  relock__exec_t *exec = f->exec;
+  int last = --f->refs == 0;
+  if (last)
+    future_free(f);
+  if (exec != NULL) {
+    relock__exec_unlock(exec);
+    if (last) /* after the unlock: this may have been the exec's last reference */
+      relock__exec_unref(exec);
+  }
+}
+
+static void future_free(relock_future_t *f) {
   /* Callbacks of a future nobody can complete any more are dropped: the
    * operation holds a reference for as long as it may complete it. */
   while (f->head != NULL) {
@@ -151,9 +226,21 @@ static void dispatch(relock_future_t *f) {
   relock_future_release(f);
 }
 
+static int on_done(relock_future_t *f, relock_future_cb fn, void *arg);
+
 int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   if (f == NULL || fn == NULL)
     return RELOCK_EINVAL;
+  relock__exec_t *x;
+  int r = enter_pinned(f, &x); /* a callback run at once may release f */
+  if (r != 0)
+    return r;
+  r = on_done(f, fn, arg);
+  leave_pinned(x);
+  return r;
+}
+
+static int on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   check(f);
   if (f->state != RELOCK_FUTURE_PENDING && !f->dispatching) {
     relock_future_retain(f);
@@ -187,6 +274,8 @@ static void complete(relock_future_t *f, relock_future_state_t state, int err) {
   f->err = err;
   f->cancel_fn = NULL;
   f->cancel_arg = NULL;
+  if (f->exec != NULL)
+    relock__exec_broadcast(f->exec); /* waiters see it once the mutex is free */
   dispatch(f);
 }
 
@@ -273,8 +362,8 @@ int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...) {
   return r;
 }
 
-relock_future_t *relock__future_failed(struct ev_loop *loop, int err, const char *fmt, ...) {
-  relock_future_t *f = relock__future_new(loop);
+relock_future_t *relock__future_failed(relock__exec_t *exec, int err, const char *fmt, ...) {
+  relock_future_t *f = relock__future_new(exec);
   if (f == NULL)
     return NULL;
   va_list ap;
@@ -290,8 +379,25 @@ void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *a
   f->cancel_arg = arg;
 }
 
+static int cancel(relock_future_t *f);
+
 int relock_future_cancel(relock_future_t *f) {
-  if (f == NULL || !pending(f))
+  if (f == NULL)
+    return 0;
+  /* The operation's undo touches the loop's watchers: from another thread
+   * the loop is woken to see them (an embedded loop's may not be touched
+   * from another thread at all). The hook or a callback may drop f's last
+   * reference. */
+  relock__exec_t *x;
+  if (enter_pinned(f, &x) != 0)
+    return 0;
+  int r = cancel(f);
+  leave_pinned(x);
+  return r;
+}
+
+static int cancel(relock_future_t *f) {
+  if (!pending(f))
     return 0;
   relock__cancel_fn fn = f->cancel_fn;
   void *arg = f->cancel_arg;
@@ -314,8 +420,11 @@ int relock_future_cancel(relock_future_t *f) {
 relock_future_state_t relock_future_state(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_FUTURE_FAILED;
+  lock(f);
   check(f);
-  return f->state;
+  relock_future_state_t state = f->state;
+  unlock(f);
+  return state;
 }
 
 int relock_future_is_done(const relock_future_t *f) {
@@ -325,8 +434,11 @@ int relock_future_is_done(const relock_future_t *f) {
 int relock_future_error(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_EINVAL;
+  lock(f);
   check(f);
-  return f->err;
+  int err = f->err;
+  unlock(f);
+  return err;
 }
 
 const char *relock_future_message(const relock_future_t *f) {
@@ -338,8 +450,11 @@ const char *relock_future_message(const relock_future_t *f) {
 relock_value_type_t relock_future_value_type(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_VALUE_NONE;
+  lock(f);
   check(f);
-  return f->vtype;
+  relock_value_type_t t = f->vtype; /* set once, before the state: stable once read done */
+  unlock(f);
+  return t;
 }
 
 int relock_future_bool(const relock_future_t *f) {
@@ -369,7 +484,18 @@ struct ev_loop *relock_future_loop(const relock_future_t *f) {
   if (f == NULL)
     return NULL;
   check(f);
-  return f->loop;
+  return f->exec != NULL ? f->exec->loop : NULL;
+}
+
+relock__exec_t *relock__future_exec(const relock_future_t *f) { return f->exec; }
+
+int relock__future_enter(relock__exec_t *exec, relock_future_t **refused) {
+  relock_error_t err;
+  if (relock__exec_enter(exec, &err) == 0)
+    return 0;
+  /* Of no exec: the refusing thread may not touch the loop's. */
+  *refused = relock__future_failed(NULL, err.code, "%s", err.message);
+  return 1;
 }
 
 /* -- waiting ----------------------------------------------------------------*/
@@ -380,20 +506,25 @@ static void on_wait_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
   *(int *)w->data = 1;
 }
 
-int relock_future_wait(relock_future_t *f, int64_t timeout_ms) {
-  if (f == NULL || timeout_ms < RELOCK_INFINITE)
-    return RELOCK_EINVAL;
-  check(f);
-  if (f->state != RELOCK_FUTURE_PENDING)
-    return f->err;
-  struct ev_loop *loop = f->loop;
-  if (loop == NULL)
-    return RELOCK_EPENDING;
-  /* Running the loop from inside one of its callbacks (or a future's) would
-   * re-enter code that is half-way through an event. */
-  if (relock__future_would_block(loop))
-    return RELOCK_EWOULDBLOCK;
+/* Threaded: sleeps on the exec's condition variable while the loop thread
+ * does the work. */
+static int wait_threaded(relock_future_t *f, int64_t timeout_ms) {
+  relock__exec_t *exec = f->exec;
+  uint64_t deadline = timeout_ms == RELOCK_INFINITE ? 0 : relock__deadline_after(relock__now_ns(), timeout_ms);
+  relock__exec_lock(exec);
+  f->refs++;
+  while (f->state == RELOCK_FUTURE_PENDING && !exec->stopping)
+    if (relock__exec_wait(exec, deadline) == ETIMEDOUT)
+      break;
+  int r = f->state == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
+  relock__exec_unlock(exec);
+  relock_future_release(f);
+  return r;
+}
 
+/* Embedded: runs the loop (on its own thread) until the future completes. */
+static int wait_embedded(relock_future_t *f, int64_t timeout_ms) {
+  struct ev_loop *loop = f->exec->loop;
   relock_future_retain(f);
   int timed_out = 0;
   ev_timer deadline;
@@ -414,6 +545,27 @@ int relock_future_wait(relock_future_t *f, int64_t timeout_ms) {
   int r = f->state == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
   relock_future_release(f);
   return r;
+}
+
+int relock_future_wait(relock_future_t *f, int64_t timeout_ms) {
+  if (f == NULL || timeout_ms < RELOCK_INFINITE)
+    return RELOCK_EINVAL;
+  relock_future_state_t state = relock_future_state(f);
+  if (state != RELOCK_FUTURE_PENDING)
+    return relock_future_error(f);
+  relock__exec_t *exec = f->exec;
+  if (exec == NULL)
+    return RELOCK_EPENDING;
+  if (relock__exec_forked(exec))
+    return RELOCK_EFORKED;
+  if (!exec->threaded && !relock__exec_on_loop_thread(exec))
+    return RELOCK_EWRONGTHREAD;
+  /* Blocking the loop thread, or running the loop from inside one of its
+   * callbacks (or a future's), would stop or re-enter the very work that
+   * completes the future. */
+  if (relock__future_would_block(exec))
+    return RELOCK_EWOULDBLOCK;
+  return exec->threaded ? wait_threaded(f, timeout_ms) : wait_embedded(f, timeout_ms);
 }
 
 /* -- combinators ------------------------------------------------------------*/
@@ -476,6 +628,9 @@ static void on_combinator_cancel(relock_future_t *out, void *arg) {
   combinator_unref(c);
 }
 
+static relock_future_t *combine_locked(relock_future_t *const *futures, size_t n, int is_all, relock__exec_t *exec,
+                                       relock_error_t *err);
+
 static relock_future_t *combine(relock_future_t *const *futures, size_t n, int is_all, relock_error_t *err) {
   if (futures == NULL)
     return invalid(err, "futures is NULL");
@@ -483,22 +638,32 @@ static relock_future_t *combine(relock_future_t *const *futures, size_t n, int i
     return invalid(err, "n must be >= 1");
   /* A completed future of no loop (an operation refused at once, say) goes
    * with any loop: it will never need one. */
-  struct ev_loop *loop = NULL;
-  int have_loop = 0;
+  relock__exec_t *exec = NULL;
+  int have_exec = 0;
   for (size_t i = 0; i < n; i++) {
     if (futures[i] == NULL)
       return invalid(err, "futures[%zu] is NULL", i);
-    struct ev_loop *l = relock_future_loop(futures[i]);
-    if (l == NULL && relock_future_is_done(futures[i]))
+    relock__exec_t *x = futures[i]->exec;
+    if (x == NULL && relock_future_is_done(futures[i]))
       continue;
-    if (have_loop && l != loop)
+    if (have_exec && x != exec)
       return invalid(err, "futures[%zu] belongs to another loop than the futures before it", i);
-    loop = l;
-    have_loop = 1;
+    exec = x;
+    have_exec = 1;
   }
+  if (exec != NULL)
+    relock__exec_lock(exec);
+  relock_future_t *out = combine_locked(futures, n, is_all, exec, err);
+  if (exec != NULL)
+    relock__exec_unlock(exec);
+  return out;
+}
+
+static relock_future_t *combine_locked(relock_future_t *const *futures, size_t n, int is_all, relock__exec_t *exec,
+                                       relock_error_t *err) {
 
   combinator_t *c = calloc(1, sizeof(*c) + n * sizeof(c->inputs[0]));
-  relock_future_t *out = c != NULL ? relock__future_new(loop) : NULL;
+  relock_future_t *out = c != NULL ? relock__future_new(exec) : NULL;
   if (out == NULL) {
     free(c);
     relock__error_set(err, RELOCK_ENOMEM, "out of memory combining %zu futures", n);

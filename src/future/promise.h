@@ -14,9 +14,20 @@
 
 #include <relock/future.h>
 
-/* A pending future on loop (which may be NULL for a future nobody will wait
- * on) with one reference. NULL when out of memory. */
-relock_future_t *relock__future_new(struct ev_loop *loop);
+#include "loop/exec.h"
+
+/* A pending future of exec (the client's loop and threads; NULL for a
+ * future nobody will wait on) with one reference. NULL when out of memory. */
+relock_future_t *relock__future_new(relock__exec_t *exec);
+
+/* Starts a public call on exec (relock__exec_enter): 0 when the caller may
+ * go on (relock__exec_leave must follow), else non-zero with *refused the
+ * future to return - already failed with RELOCK_EWRONGTHREAD or
+ * RELOCK_EFORKED (NULL when out of memory). */
+int relock__future_enter(relock__exec_t *exec, relock_future_t **refused);
+
+/* The exec a future belongs to (NULL: none). */
+relock__exec_t *relock__future_exec(const relock_future_t *f);
 
 int relock__future_succeed(relock_future_t *f);
 int relock__future_succeed_bool(relock_future_t *f, int value);
@@ -35,11 +46,11 @@ int relock__future_fail(relock_future_t *f, int err, const char *fmt, ...)
 int relock__future_vfail(relock_future_t *f, int err, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
-/* A future on loop (NULL: on none, as for a call without a client) that
+/* A future of exec (NULL: of none, as for a call without a client) that
  * has already failed with err and a printf-style message: what a public
  * operation returns for invalid arguments. NULL only when out of memory.
  * Waiting on it returns at once; callbacks added to it run at once. */
-relock_future_t *relock__future_failed(struct ev_loop *loop, int err, const char *fmt, ...)
+relock_future_t *relock__future_failed(relock__exec_t *exec, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The destructor a succeeded PTR future was given (NULL for any other
@@ -55,8 +66,9 @@ void relock__future_set_cancel(relock_future_t *f, relock__cancel_fn fn, void *a
  * calls use it to refuse to re-enter the loop. */
 int relock__in_future_callback(void);
 
-/* Non-zero where waiting on loop would re-enter it: inside one of its
- * callbacks, or inside a future callback. */
-int relock__future_would_block(struct ev_loop *loop);
+/* Non-zero where waiting on a future of exec would stop or re-enter the
+ * work that completes it: inside a future callback; threaded, on the loop
+ * thread; embedded, inside one of the loop's callbacks. */
+int relock__future_would_block(relock__exec_t *exec);
 
 #endif /* RELOCK__FUTURE_PROMISE_H */

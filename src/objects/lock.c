@@ -53,6 +53,11 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
     return NULL;
   }
   size_t len = strlen(name);
+  if (len > RELOCK__LOCK_NAME_MAX) {
+    relock__error_set(err, RELOCK_EINVAL, "the lock name is %zu bytes long: at most %u (Redis's limit for a key)", len,
+                      RELOCK__LOCK_NAME_MAX);
+    return NULL;
+  }
   relock_lock_t *lock = calloc(1, sizeof(*lock) + len + 1);
   if (lock == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
@@ -60,10 +65,13 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
   }
   lock->holder.ops = &holder_ops;
   lock->client = client;
+  lock->exec = relock__exec_ref(client->exec);
   lock->refs = 1;
-  lock->len = len;
+  lock->len = (uint32_t)len;
   memcpy(lock->name, name, len + 1);
-  lock->channel = relock__lock_channel_name(lock->name, len, &lock->channel_len);
+  size_t channel_len;
+  lock->channel = relock__lock_channel_name(lock->name, len, &channel_len);
+  lock->channel_len = (uint32_t)channel_len;
   if (lock->channel == NULL) {
     free(lock);
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
@@ -81,6 +89,7 @@ relock_lock_t *relock__lock_ref(relock_lock_t *lock) {
 void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
+  relock__exec_unref(lock->exec);
   free(lock->channel);
   free(lock);
 }
@@ -88,8 +97,13 @@ void relock__lock_unref(relock_lock_t *lock) {
 void relock_lock_free(relock_lock_t *lock) {
   if (lock == NULL)
     return;
-  lock->lost_cb = NULL; /* nobody to tell any more */
-  relock__lock_unref(lock);
+  relock__exec_t *x = relock__exec_ref(lock->exec); /* the lock's may go with it */
+  if (relock__exec_enter(x, NULL) == 0) {
+    lock->lost_cb = NULL; /* nobody to tell any more */
+    relock__lock_unref(lock);
+    relock__exec_leave(x);
+  } /* else the wrong thread or a forked child: left alone, nothing is safe */
+  relock__exec_unref(x);
 }
 
 const char *relock_lock_name(const relock_lock_t *lock) { return lock != NULL ? lock->name : NULL; }
@@ -105,10 +119,11 @@ size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner, char *buf, s
 }
 
 void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
-  if (lock == NULL)
+  if (lock == NULL || relock__exec_enter(lock->exec, NULL) != 0)
     return;
   lock->lost_cb = cb;
   lock->lost_arg = arg;
+  relock__exec_leave(lock->exec);
 }
 
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
@@ -233,12 +248,10 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
   return f;
 }
 
-relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) {
-  if (lock == NULL)
-    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
+static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   relock_client_t *c = lock->client;
   release_t *op = malloc(sizeof(*op));
-  relock_future_t *out = relock__future_new(c->loop);
+  relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
     free(op);
     relock_future_release(out);
@@ -260,6 +273,17 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
   return out;
 }
 
+relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) {
+  if (lock == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(lock->client->exec, &f) != 0)
+    return f;
+  f = release_async(lock, owner);
+  relock__exec_leave(lock->client->exec);
+  return f;
+}
+
 /* -- force release and queries ----------------------------------------------*/
 
 static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t *script, int nkeys, int argc,
@@ -273,7 +297,12 @@ static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t 
                               .lens = lens,
                               .on_reply = on_reply,
                               .retry_safe = 1};
-  return relock__call(&lock->client->redis, &spec);
+  relock_future_t *f;
+  if (relock__future_enter(lock->client->exec, &f) != 0)
+    return f;
+  f = relock__call(&lock->client->redis, &spec);
+  relock__exec_leave(lock->client->exec);
+  return f;
 }
 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
@@ -325,13 +354,23 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
 int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return RELOCK_EINVAL;
+  int r = relock__exec_enter(lock->client->exec, NULL);
+  if (r != 0)
+    return r;
   relock__hold_id_t id = relock__lock_hold(lock, owner);
-  return relock__renewal_validity_ms(&lock->client->renewal, &id);
+  int64_t ms = relock__renewal_validity_ms(&lock->client->renewal, &id);
+  relock__exec_leave(lock->client->exec);
+  return ms;
 }
 
 relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(lock->client->exec, &f) != 0)
+    return f;
   relock__hold_id_t id = relock__lock_hold(lock, owner);
-  return relock__renewal_validate(&lock->client->renewal, &id);
+  f = relock__renewal_validate(&lock->client->renewal, &id);
+  relock__exec_leave(lock->client->exec);
+  return f;
 }

@@ -499,21 +499,32 @@ static void on_cancel(relock_future_t *out, void *arg) {
   abandon(arg);
 }
 
+static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
+
 relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   if (wait_ms < RELOCK_INFINITE)
-    return relock__future_failed(lock->client->loop, RELOCK_EINVAL,
+    return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
                                  "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
   if ((lease_ms != RELOCK_INFINITE && lease_ms <= 0) || lease_ms > RELOCK_MAX_LEASE_MS)
-    return relock__future_failed(lock->client->loop, RELOCK_EINVAL,
+    return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
                                  "lease_ms must be 1-%lld, or RELOCK_INFINITE (got %lld)",
                                  (long long)RELOCK_MAX_LEASE_MS, (long long)lease_ms);
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
+  relock_future_t *f;
+  if (relock__future_enter(lock->client->exec, &f) != 0)
+    return f;
+  f = acquire_async(lock, owner, wait_ms, lease_ms);
+  relock__exec_leave(lock->client->exec);
+  return f;
+}
+
+static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
   relock_client_t *c = lock->client;
   acquire_t *op = calloc(1, sizeof(*op));
-  relock_future_t *out = relock__future_new(c->loop);
+  relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
     free(op);
     relock_future_release(out);

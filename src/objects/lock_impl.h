@@ -15,14 +15,20 @@
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
   relock_client_t *client;
-  int refs;                 /* the caller's, and one per operation or hold */
+  relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   relock_lost_cb lost_cb;
   void *lost_arg;
   char *channel;            /* redisson_lock__channel:{name} */
-  size_t channel_len;
-  size_t len;
+  /* 32-bit: a lock object is kept per held lock, so its size is memory per
+   * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
+  int refs;                 /* the caller's, and one per operation or hold */
+  uint32_t channel_len;
+  uint32_t len;
   char name[];
 };
+
+/* The longest lock name (Redis's own limit for a key is 512 MB). */
+#define RELOCK__LOCK_NAME_MAX (512u * 1024 * 1024)
 
 relock_lock_t *relock__lock_ref(relock_lock_t *lock);
 void relock__lock_unref(relock_lock_t *lock);

@@ -1,7 +1,11 @@
 /* Blocking wrappers: start the asynchronous operation for the calling
- * thread's owner id and wait on its future, running the client's loop. */
+ * thread's owner id and wait on its future - on a threaded client, asleep
+ * while the loop thread works; on an embedded one, running its loop. An
+ * error's message stays readable through relock_last_error_message. A
+ * blocked acquisition can be interrupted from another thread. */
 #include <config.h>
 
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,27 +14,44 @@
 #include <relock/error.h>
 #include <relock/lock.h>
 
-#include "objects/lock_impl.h"
+#include "base/error.h"
+#include "base/list.h"
 #include "future/promise.h"
+#include "objects/lock_impl.h"
 
 uint64_t relock_thread_owner(void) { return (uint64_t)syscall(SYS_gettid); }
 
 /* Refuses before starting anything: an operation started and then not
  * waited for would go on behind the caller's back. */
 static int would_block(relock_lock_t *lock) {
-  return lock == NULL ? RELOCK_EINVAL
-                      : relock__future_would_block(lock->client->loop) ? RELOCK_EWOULDBLOCK : 0;
+  if (lock == NULL)
+    return relock__last_error_set(RELOCK_EINVAL, "lock is NULL");
+  if (relock__future_would_block(lock->exec))
+    return relock__last_error_set(RELOCK_EWOULDBLOCK,
+                                  "a blocking call from inside a callback of the client's loop would never return");
+  return 0;
 }
 
-/* Waits for f; returns its error, with the value in *value (bool or int). */
-static int wait_value(relock_future_t *f, int64_t *value) {
+/* Waits for f (not releasing it); the error is also the thread's last. */
+static int wait_for(relock_future_t *f) {
   if (f == NULL)
-    return RELOCK_ENOMEM;
+    return relock__last_error_set(RELOCK_ENOMEM, "out of memory starting the operation");
   int r = relock_future_wait(f, RELOCK_INFINITE);
-  if (r == 0 && value != NULL)
-    *value = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
   if (r == RELOCK_EPENDING) /* cannot happen while the client is alive; never leave it running */
     relock_future_cancel(f);
+  return relock__last_error_set(r, r == RELOCK_EPENDING ? "the client stopped before the operation completed"
+                                                        : relock_future_message(f));
+}
+
+/* The value of a succeeded future (bool or int). */
+static int64_t value_of(const relock_future_t *f) {
+  return relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+}
+
+static int wait_value(relock_future_t *f, int64_t *value) {
+  int r = wait_for(f);
+  if (r == 0 && value != NULL)
+    *value = value_of(f);
   relock_future_release(f);
   return r;
 }
@@ -47,22 +68,92 @@ static int valid_lease(int64_t lease_ms) {
   return lease_ms == RELOCK_INFINITE || (lease_ms > 0 && lease_ms <= RELOCK_MAX_LEASE_MS);
 }
 
+/* -- interruptible acquisition ------------------------------------------------*/
+
+/* An acquisition a thread is blocked in, findable by relock_lock_interrupt
+ * (in the client's list, under its mutex). */
+typedef struct blocked {
+  relock__link_t link;
+  relock_lock_t *lock;
+  uint64_t owner;
+  relock_future_t *future;
+  int interrupted;
+} blocked_t;
+
+static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+  blocked_t b = {.lock = lock, .owner = relock_thread_owner()};
+  b.future = relock_lock_acquire_async(lock, b.owner, wait_ms, lease_ms);
+  if (b.future == NULL)
+    return wait_for(NULL);
+  relock__exec_t *x = lock->exec;
+  int listed = relock__exec_enter(x, NULL) == 0; /* else the acquisition was refused already */
+  if (listed) {
+    /* Only while pending: a completed one cannot be interrupted, and one
+     * completed by the client's close may mean the client is gone. */
+    listed = relock_future_state(b.future) == RELOCK_FUTURE_PENDING;
+    if (listed)
+      relock__list_push_back(&lock->client->blocked, &b.link);
+    relock__exec_leave(x);
+  }
+  int r = wait_for(b.future);
+  if (listed && relock__exec_enter(x, NULL) == 0) {
+    relock__list_remove(&b.link);
+    relock__exec_leave(x);
+  }
+  if (r == RELOCK_ECANCELED && b.interrupted)
+    r = relock__last_error_set(RELOCK_EINTERRUPTED, "interrupted by relock_lock_interrupt: the lock was not taken");
+  if (r == 0 && acquired != NULL)
+    *acquired = value_of(b.future) != 0;
+  relock_future_release(b.future);
+  return r;
+}
+
+int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
+  if (lock == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(lock->exec, NULL);
+  if (r != 0)
+    return r;
+  int n = 0;
+  relock__link_t *head = &lock->client->blocked;
+  for (relock__link_t *l = head->next; l != head; l = l->next) {
+    blocked_t *b = relock__container_of(l, blocked_t, link);
+    if (b->owner != owner || b->lock->len != lock->len || memcmp(b->lock->name, lock->name, lock->len) != 0)
+      continue;
+    /* Marked first: the cancellation wakes the blocked thread at once. A
+     * future that has completed already keeps its outcome. */
+    b->interrupted = 1;
+    if (relock_future_cancel(b->future))
+      n++;
+    else
+      b->interrupted = 0;
+  }
+  relock__exec_leave(lock->exec);
+  return n;
+}
+
+/* -- the blocking calls -------------------------------------------------------*/
+
 int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms) {
   int r = would_block(lock);
   if (r != 0)
     return r;
   if (!valid_lease(lease_ms))
-    return RELOCK_EINVAL;
-  return wait_flag(relock_lock_acquire_async(lock, relock_thread_owner(), RELOCK_INFINITE, lease_ms), NULL);
+    return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
+                                                 "RELOCK_INFINITE");
+  return blocking_acquire(lock, RELOCK_INFINITE, lease_ms, NULL);
 }
 
 int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
   int r = would_block(lock);
   if (r != 0)
     return r;
-  if (wait_ms < RELOCK_INFINITE || !valid_lease(lease_ms))
-    return RELOCK_EINVAL;
-  return wait_flag(relock_lock_acquire_async(lock, relock_thread_owner(), wait_ms, lease_ms), acquired);
+  if (wait_ms < RELOCK_INFINITE)
+    return relock__last_error_set(RELOCK_EINVAL, "wait_ms must be >= 0, or RELOCK_INFINITE");
+  if (!valid_lease(lease_ms))
+    return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
+                                                 "RELOCK_INFINITE");
+  return blocking_acquire(lock, wait_ms, lease_ms, acquired);
 }
 
 int relock_lock_unlock(relock_lock_t *lock) {

@@ -112,7 +112,7 @@ static void on_call_cancel(relock_future_t *out, void *arg) {
 
 static void start_attempt(call_t *call) {
   call->attempts_left--;
-  relock_future_t *attempt = relock__future_new(call->redis->loop);
+  relock_future_t *attempt = relock__future_new(call->redis->exec);
   relock__request_t *req = attempt != NULL ? relock__request_new(relock_future_retain(attempt), call->len) : NULL;
   if (req == NULL) {
     if (attempt != NULL) {
@@ -134,7 +134,7 @@ static void start_attempt(call_t *call) {
 
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
   /* Format once, through a throw-away request, and keep the bytes. */
-  relock_future_t *out = relock__future_new(redis->loop);
+  relock_future_t *out = relock__future_new(redis->exec);
   if (out == NULL)
     return NULL;
   relock__request_t *tmp =

@@ -287,10 +287,11 @@ static void on_conn_closed(relock__conn_t *c, void *arg) {
     ps->on_closed(ps, ps->closed_arg);
 }
 
-int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__wheel_t *wheel,
+int relock__pubsub_init(relock__pubsub_t *ps, relock__exec_t *exec, relock__wheel_t *wheel,
                         const relock__settings_t *settings, uint64_t *rng,
                         void (*on_closed)(relock__pubsub_t *ps, void *arg), void *closed_arg) {
   memset(ps, 0, sizeof(*ps));
+  ps->exec = exec;
   relock__list_init(&ps->orphans);
   if (relock__htab_init(&ps->channels, 16) != 0)
     return RELOCK_ENOMEM;
@@ -298,7 +299,7 @@ int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__whee
   ps->on_closed = on_closed;
   ps->closed_arg = closed_arg;
   relock__conn_hooks_t hooks = {on_ready, on_down, on_conn_closed, on_push, ps};
-  relock__conn_init(&ps->conn, loop, wheel, settings, "subscriber", &hooks, rng);
+  relock__conn_init(&ps->conn, exec->loop, wheel, settings, "subscriber", &hooks, rng);
   return 0;
 }
 
@@ -328,7 +329,7 @@ static void on_confirm_cancel(relock_future_t *f, void *arg) {
 
 relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener_t *l, const char *name,
                                           size_t len, int sharded, relock__message_fn fn, void *arg) {
-  relock_future_t *f = relock__future_new(ps->conn.loop);
+  relock_future_t *f = relock__future_new(ps->exec);
   if (f == NULL)
     return NULL;
   memset(l, 0, sizeof(*l));

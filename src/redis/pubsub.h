@@ -19,6 +19,7 @@
 #include "redis/conn.h"
 #include "base/hashtab.h"
 #include "base/list.h"
+#include "loop/exec.h"
 #include "loop/wheel.h"
 
 typedef struct relock__pubsub relock__pubsub_t;
@@ -42,6 +43,7 @@ struct relock__listener {
 
 struct relock__pubsub {
   relock__conn_t conn;
+  relock__exec_t *exec;      /* whose futures the confirmations are */
   relock__htab_t channels;   /* by name */
   int64_t timeout_ms;        /* for confirmations */
   relock__link_t orphans;    /* listeners detached by close, to be told */
@@ -50,7 +52,7 @@ struct relock__pubsub {
   void *closed_arg;
 };
 
-int relock__pubsub_init(relock__pubsub_t *ps, struct ev_loop *loop, relock__wheel_t *wheel,
+int relock__pubsub_init(relock__pubsub_t *ps, relock__exec_t *exec, relock__wheel_t *wheel,
                         const relock__settings_t *settings, uint64_t *rng,
                         void (*on_closed)(relock__pubsub_t *ps, void *arg), void *closed_arg);
 

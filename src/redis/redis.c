@@ -23,20 +23,21 @@ static void on_pubsub_closed(relock__pubsub_t *ps, void *arg) {
   part_closed(arg);
 }
 
-int relock__redis_init(relock__redis_t *r, struct ev_loop *loop, relock__wheel_t *wheel,
+int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
                        const relock__settings_t *settings, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg) {
   memset(r, 0, sizeof(*r));
-  r->loop = loop;
+  r->exec = exec;
+  r->loop = exec->loop;
   r->wheel = wheel;
   r->settings = settings;
   r->rng = rng;
   r->on_closed = on_closed;
   r->closed_arg = closed_arg;
-  if (relock__pubsub_init(&r->pubsub, loop, wheel, settings, rng, on_pubsub_closed, r) != 0)
+  if (relock__pubsub_init(&r->pubsub, exec, wheel, settings, rng, on_pubsub_closed, r) != 0)
     return RELOCK_ENOMEM;
   relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = r};
-  relock__conn_init(&r->cmd, loop, wheel, settings, "command", &hooks, rng);
+  relock__conn_init(&r->cmd, exec->loop, wheel, settings, "command", &hooks, rng);
   relock__conn_start(&r->cmd);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <ev.h>
 
 #include "config/settings.h"
+#include "loop/exec.h"
 #include "loop/wheel.h"
 #include "redis/conn.h"
 #include "redis/pubsub.h"
@@ -18,7 +19,8 @@
 typedef struct relock__redis relock__redis_t;
 
 struct relock__redis {
-  struct ev_loop *loop;
+  relock__exec_t *exec;     /* the loop and the threads allowed on it */
+  struct ev_loop *loop;     /* exec->loop */
   relock__wheel_t *wheel;
   const relock__settings_t *settings;
   uint64_t *rng;            /* xorshift state for jitter and request ids */
@@ -32,7 +34,7 @@ struct relock__redis {
 
 /* Sets up the connections (the command connection starts connecting at
  * once). Returns 0 or RELOCK_ENOMEM (nothing to undo then). */
-int relock__redis_init(relock__redis_t *r, struct ev_loop *loop, relock__wheel_t *wheel,
+int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
                        const relock__settings_t *settings, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg);
 

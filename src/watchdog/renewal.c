@@ -451,7 +451,7 @@ static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void 
 }
 
 relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id) {
-  relock_future_t *out = relock__future_new(r->redis->loop);
+  relock_future_t *out = relock__future_new(r->redis->exec);
   if (out == NULL)
     return NULL;
   relock__hold_t *hold = relock__renewal_find(r, id);

@@ -42,6 +42,13 @@
 #define ASAN_BUILD 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN_BUILD 1
+#endif
+#endif
 
 /* -- the table --------------------------------------------------------------*/
 
@@ -263,7 +270,7 @@ typedef void (*probe_fn)(int fd, void *arg);
 
 static void keep_why(fate_t *fate, const char *errbuf) {
   static const char *const marks[] = {"Assertion", "runtime error", "AddressSanitizer", "Invalid read",
-                                      "Invalid write", "LeakSanitizer"};
+                                      "Invalid write", "LeakSanitizer", "ThreadSanitizer"};
   for (size_t i = 0; i < sizeof marks / sizeof marks[0] && fate->why[0] == '\0'; i++) {
     const char *p = strstr(errbuf, marks[i]);
     if (p == NULL)
@@ -581,7 +588,7 @@ static void test_invalid_args_futures_and_errors(void **state) {
   relock_future_release(done);
 
   stage("error codes");
-  static const int unknown[] = {1, 42, -17, -1000, INT_MIN, INT_MAX};
+  static const int unknown[] = {1, 42, -20, -1000, INT_MIN, INT_MAX}; /* -20: one past the last code */
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     char input[64];
     snprintf(input, sizeof input, "relock_strerror / relock_err_name(%d)", unknown[i]);
@@ -863,12 +870,13 @@ static void child_release_completed_twice(int fd, void *arg) {
 
 static void child_release_pending_twice(int fd, void *arg) {
   child_cfg_t *cc = arg;
-  relock_client_t *c = relock_client_new(NULL, cc->cfg, NULL);
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO); /* the child's own: it runs it below */
+  relock_client_t *c = relock_client_new(loop, cc->cfg, NULL);
   relock_future_t *f = relock_client_commandf_async(c, "PING");
   relock_future_release(f);
   relock_future_release(f); /* drops the operation's reference */
   for (int i = 0; i < 200; i++)
-    ev_run(relock_client_loop(c), EVRUN_NOWAIT); /* the reply comes for a freed future */
+    ev_run(loop, EVRUN_NOWAIT); /* the reply comes for a freed future */
   relock_future_t *g = relock_client_commandf_async(c, "PING");
   int r = relock_future_wait(g, 2000);
   dprintf(fd, "not caught (next PING: %s)", rc_name(r));
@@ -880,6 +888,9 @@ static int caught(const fate_t *f) {
 #if defined(ASAN_BUILD)
   /* ASan reports the use after free first; it exits 1 unless abort_on_error. */
   return f->exited && f->code != 0 && strstr(f->why, "AddressSanitizer") != NULL;
+#elif defined(TSAN_BUILD)
+  /* So does TSan (heap-use-after-free), and exits 66 with halt_on_error. */
+  return f->exited && f->code != 0 && strstr(f->why, "ThreadSanitizer") != NULL;
 #else
   return 0;
 #endif
@@ -898,6 +909,8 @@ static void test_future_released_twice(void **state) {
   const char *expected =
 #if defined(ASAN_BUILD)
       "SIGABRT (assertion), or an ASan use-after-free report";
+#elif defined(TSAN_BUILD)
+      "SIGABRT (assertion), or a TSan heap-use-after-free report";
 #else
       "SIGABRT (assertion)";
 #endif
@@ -994,7 +1007,7 @@ static void full_cycle(fx_t *fx, const char *name, size_t len, const char *label
   relock_lock_t *l = relock_lock_new(fx->a, name, &err);
   snprintf(input, sizeof input, "relock_lock_new, %s", label);
   row(l != NULL && err.code == 0 && l->len == len, input, "a lock (name copied whole)", "%s, %s, %zu bytes",
-      l ? "a lock" : "NULL", rc_name(err.code), l ? l->len : 0);
+      l ? "a lock" : "NULL", rc_name(err.code), l ? (size_t)l->len : (size_t)0);
   if (l == NULL)
     return;
   relock_lock_t *lb = relock_lock_new(fx->b, name, NULL);
@@ -1517,7 +1530,8 @@ static int flag_set(void *arg) { return *(int *)arg != 0; }
 
 static void child_release_and_close(int fd, void *arg) {
   release_close_t *rc = arg;
-  relock_client_t *c = relock_client_new(NULL, rc->cfg, NULL);
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO); /* the child's own: it runs it below */
+  relock_client_t *c = relock_client_new(loop, rc->cfg, NULL);
   relock_lock_t *l = relock_lock_new(c, "res", NULL);
   uint64_t owner = rc->mode == UNLOCK_AFTER_CLOSE ? relock_thread_owner() : 1;
   relock_future_t *f = relock_lock_acquire_async(l, owner, 0, RELOCK_INFINITE);
@@ -1530,7 +1544,7 @@ static void child_release_and_close(int fd, void *arg) {
   } else {
     relock_client_close(c, mark_called, &closed);
     if (rc->mode == REL_AFTER_CLOSE_CB)
-      fx_run_until(relock_client_loop(c), flag_set, &closed, 3000);
+      fx_run_until(loop, flag_set, &closed, 3000);
     if (rc->mode == UNLOCK_AFTER_CLOSE) {
       int r = relock_lock_unlock(l);
       dprintf(fd, "%s", rc_name(r));

@@ -446,7 +446,7 @@ static void test_connect_timeout(void **state) {
 /* -- scripts ----------------------------------------------------------------*/
 
 static relock_future_t *renew_script(relock_client_t *c) {
-  relock_future_t *f = relock__future_new(c->loop);
+  relock_future_t *f = relock__future_new(c->exec);
   const char *argv[] = {"no-such-lock", "30000", "nobody:1"};
   const size_t lens[] = {12, 5, 8};
   relock__request_t *req =

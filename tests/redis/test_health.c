@@ -526,8 +526,11 @@ static int run_bad_case(const bad_case_t *bc) {
     fx_set_ms(cfg, RELOCK_OPT_COMMAND_TIMEOUT, 3000);
     fx_set_ms(cfg, RELOCK_OPT_RECONNECT_MIN, 500); /* time to look at the dropped connection */
     fx_set_ms(cfg, RELOCK_OPT_RECONNECT_MAX, 1000);
+    /* Embedded, on a loop of the child's own: the child runs it
+     * (fx_run_until) and reads the connections' state between turns. */
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     relock_error_t err;
-    relock_client_t *a = relock_client_new(NULL, cfg, &err);
+    relock_client_t *a = loop != NULL ? relock_client_new(loop, cfg, &err) : NULL;
     relock_options_free(cfg);
     int rc = a != NULL ? bad_case_child(bc, a) : 1;
     relock_client_free(a);

@@ -261,12 +261,15 @@ static void test_kill9_holder_frees_within_watchdog_timeout(void **state) {
   assert_int_equal(pipe(ready), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    relock_client_t *c = relock_client_new(NULL, fx->cfg, NULL);
+    /* Embedded, on a loop of the child's own (the parent's epoll set is
+     * shared across fork): the child runs the loop itself. */
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    relock_client_t *c = loop != NULL ? relock_client_new(loop, fx->cfg, NULL) : NULL;
     relock_lock_t *l = relock_lock_new(c, "res", NULL);
     int ok = relock_lock_lock(l, RELOCK_INFINITE) == 0;
     (void)!write(ready[1], &ok, sizeof ok);
     for (;;)
-      ev_run(relock_client_loop(c), EVRUN_ONCE); /* renewing until killed */
+      ev_run(loop, EVRUN_ONCE); /* renewing until killed */
   }
   int ok = 0;
   assert_int_equal(read(ready[0], &ok, sizeof ok), (ssize_t)sizeof ok);

@@ -64,9 +64,20 @@ static inline relock_options_t *fx_copy(const relock_options_t *opts) {
   return copy;
 }
 
+/* The loop the fixture's clients run on: the white-box tests drive it
+ * themselves (fx_run_until) and read the clients' insides between turns,
+ * so the clients are embedded ones, on this test thread. One loop for the
+ * process, made on first use and kept (still reachable at exit). */
+static inline struct ev_loop *fx_loop(void) {
+  static struct ev_loop *loop;
+  if (loop == NULL && (loop = ev_loop_new(EVFLAG_AUTO)) == NULL)
+    fail_msg("ev_loop_new failed");
+  return loop;
+}
+
 static inline relock_client_t *fx_client(const relock_options_t *opts) {
   relock_error_t err;
-  relock_client_t *c = relock_client_new(NULL, opts, &err);
+  relock_client_t *c = relock_client_new(fx_loop(), opts, &err);
   if (c == NULL)
     fail_msg("relock_client_new: %s (%s)", err.message, relock_err_name(err.code));
   return c;

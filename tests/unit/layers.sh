@@ -19,7 +19,7 @@ edges=$(mktemp)
 trap 'rm -f "$edges" "$edges.err"' EXIT
 
 # The layers, lowest first.
-layers="base future loop config redis watchdog client objects"
+layers="base loop future config redis watchdog client objects"
 
 rank() { # LAYER: its position in $layers, or nothing if it is not one
   i=0

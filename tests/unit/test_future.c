@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "future/promise.h"
+#include "loop/exec.h"
 #include "support/test.h"
 
 /* -- helpers ----------------------------------------------------------------*/
@@ -351,14 +352,16 @@ static void test_cancel_from_another_callback(void **state) {
 static void test_caller_releases_while_pending(void **state) {
   (void)state;
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  relock__exec_t *exec = relock__exec_embedded(loop);
   int calls = 0;
   completer_t completer;
-  relock_future_t *f = relock__future_new(loop);
+  relock_future_t *f = relock__future_new(exec);
   complete_later(loop, &completer, f, 0.001, 0); /* the operation's reference */
   relock_future_on_done(f, count, &calls);
   relock_future_release(f); /* the caller loses interest */
   ev_run(loop, 0);
   assert_int_equal(calls, 1); /* callbacks still ran; the future is freed after */
+  relock__exec_unref(exec);
   ev_loop_destroy(loop);
 }
 
@@ -394,19 +397,23 @@ static void test_null_arguments(void **state) {
 
 /* -- wait -------------------------------------------------------------------*/
 
+/* A loop, and the exec (embedded: this thread's) its futures belong to. */
 typedef struct {
   struct ev_loop *loop;
+  relock__exec_t *exec;
 } loop_fixture_t;
 
 static int loop_setup(void **state) {
   loop_fixture_t *fx = calloc(1, sizeof(*fx));
   fx->loop = ev_loop_new(EVFLAG_AUTO);
+  fx->exec = fx->loop != NULL ? relock__exec_embedded(fx->loop) : NULL;
   *state = fx;
-  return fx->loop == NULL;
+  return fx->exec == NULL;
 }
 
 static int loop_teardown(void **state) {
   loop_fixture_t *fx = *state;
+  relock__exec_unref(fx->exec);
   ev_loop_destroy(fx->loop);
   free(fx);
   return 0;
@@ -415,7 +422,7 @@ static int loop_teardown(void **state) {
 static void test_wait_until_completed(void **state) {
   loop_fixture_t *fx = *state;
   completer_t completer;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   complete_later(fx->loop, &completer, f, 0.02, 0);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(relock_future_wait(f, RELOCK_INFINITE), 0);
@@ -429,7 +436,7 @@ static void test_wait_until_completed(void **state) {
 static void test_wait_returns_failure_code(void **state) {
   loop_fixture_t *fx = *state;
   completer_t completer;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   complete_later(fx->loop, &completer, f, 0.001, RELOCK_ECONNLOST);
   assert_int_equal(relock_future_wait(f, 5000), RELOCK_ECONNLOST);
   assert_string_equal(relock_future_message(f), "completer failed with -6");
@@ -439,7 +446,7 @@ static void test_wait_returns_failure_code(void **state) {
 static void test_wait_timeout_leaves_future_pending(void **state) {
   loop_fixture_t *fx = *state;
   completer_t completer;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   complete_later(fx->loop, &completer, f, 10.0, 0); /* keeps the loop alive */
   uint64_t t0 = relock__now_ns();
   assert_int_equal(relock_future_wait(f, 50), RELOCK_EPENDING);
@@ -456,7 +463,7 @@ static void test_wait_timeout_leaves_future_pending(void **state) {
 
 static void test_wait_with_nothing_on_the_loop_does_not_hang(void **state) {
   loop_fixture_t *fx = *state;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   assert_int_equal(relock_future_wait(f, RELOCK_INFINITE), RELOCK_EPENDING);
   relock_future_release(f);
   f = relock__future_new(NULL);
@@ -478,7 +485,7 @@ static void test_wait_keeps_other_watchers_running(void **state) {
   other.data = &ticks;
   ev_timer_start(fx->loop, &other);
   completer_t completer;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   complete_later(fx->loop, &completer, f, 0.05, 0);
   assert_int_equal(relock_future_wait(f, 5000), 0);
   ev_timer_stop(fx->loop, &other);
@@ -488,7 +495,7 @@ static void test_wait_keeps_other_watchers_running(void **state) {
 
 static void test_wait_cancelled(void **state) {
   loop_fixture_t *fx = *state;
-  relock_future_t *f = relock__future_new(fx->loop);
+  relock_future_t *f = relock__future_new(fx->exec);
   relock_future_cancel(f);
   assert_int_equal(relock_future_wait(f, RELOCK_INFINITE), RELOCK_ECANCELED);
   relock_future_release(f);
@@ -509,8 +516,8 @@ static void wait_in_future_callback(relock_future_t *f, void *arg) {
 
 static void test_wait_inside_future_callback_would_block(void **state) {
   loop_fixture_t *fx = *state;
-  relock_future_t *outer = relock__future_new(fx->loop);
-  relock_future_t *target = relock__future_new(fx->loop);
+  relock_future_t *outer = relock__future_new(fx->exec);
+  relock_future_t *target = relock__future_new(fx->exec);
   waiter_t w = {target, 0, 0};
   relock_future_on_done(outer, wait_in_future_callback, &w);
   relock__future_succeed(outer); /* outside any loop callback */
@@ -520,7 +527,7 @@ static void test_wait_inside_future_callback_would_block(void **state) {
 
   /* but a future that is already complete can be read from anywhere */
   relock__future_succeed_int(target, 3);
-  relock_future_t *outer2 = relock__future_new(fx->loop);
+  relock_future_t *outer2 = relock__future_new(fx->exec);
   w.ran = 0;
   relock_future_on_done(outer2, wait_in_future_callback, &w);
   relock__future_succeed(outer2);
@@ -541,7 +548,7 @@ static void wait_in_loop_callback(struct ev_loop *loop, ev_timer *t, int revents
 
 static void test_wait_inside_loop_callback_would_block(void **state) {
   loop_fixture_t *fx = *state;
-  relock_future_t *target = relock__future_new(fx->loop);
+  relock_future_t *target = relock__future_new(fx->exec);
   waiter_t w = {target, 0, 0};
   ev_timer t;
   ev_timer_init(&t, wait_in_loop_callback, 0.001, 0.0);
@@ -555,9 +562,9 @@ static void test_wait_inside_loop_callback_would_block(void **state) {
 
 /* -- combinators ------------------------------------------------------------*/
 
-static void make_futures(relock_future_t **fs, size_t n, struct ev_loop *loop) {
+static void make_futures(relock_future_t **fs, size_t n, relock__exec_t *exec) {
   for (size_t i = 0; i < n; i++)
-    fs[i] = relock__future_new(loop);
+    fs[i] = relock__future_new(exec);
 }
 
 static void release_futures(relock_future_t **fs, size_t n) {
@@ -671,7 +678,7 @@ static void test_combinator_waits_on_loop(void **state) {
   loop_fixture_t *fx = *state;
   relock_future_t *in[2];
   completer_t c0, c1;
-  make_futures(in, 2, fx->loop);
+  make_futures(in, 2, fx->exec);
   complete_later(fx->loop, &c0, in[0], 0.01, 0);
   complete_later(fx->loop, &c1, in[1], 0.02, 0);
   relock_future_t *all = relock_future_all(in, 2, NULL);
@@ -685,7 +692,7 @@ static void test_combinator_waits_on_loop(void **state) {
 static void test_combinator_invalid_arguments(void **state) {
   loop_fixture_t *fx = *state;
   relock_error_t err = {0};
-  relock_future_t *in[2] = {relock__future_new(fx->loop), relock__future_new(NULL)};
+  relock_future_t *in[2] = {relock__future_new(fx->exec), relock__future_new(NULL)};
   assert_null(relock_future_all(in, 0, &err));
   assert_int_equal(err.code, RELOCK_EINVAL);
   assert_string_equal(err.message, "n must be >= 1");

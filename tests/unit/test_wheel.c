@@ -220,6 +220,14 @@ __attribute__((visibility("default"))) const char *__asan_default_options(void) 
   return "allocator_may_return_null=1";
 }
 #endif
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer likewise (TSAN_OPTIONS from the environment still
+ * apply on top). */
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+__attribute__((visibility("default"))) const char *__tsan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
+#endif
 
 static void test_out_of_memory(void **state) {
   (void)state;

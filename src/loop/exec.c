@@ -1,0 +1,241 @@
+/* Where a client's work runs: embedded or on a loop thread (exec.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "loop/exec.h"
+
+/* -- fork detection ---------------------------------------------------------*/
+
+/* Bumped in every child fork() makes: an exec made before it compares
+ * unequal. Cheaper than getpid() on every call, and right even when a pid
+ * is reused. */
+static unsigned fork_generation;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void) { __atomic_add_fetch(&fork_generation, 1, __ATOMIC_RELAXED); }
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
+
+static unsigned current_generation(void) { return __atomic_load_n(&fork_generation, __ATOMIC_RELAXED); }
+
+int relock__exec_forked(const relock__exec_t *x) { return x->fork_generation != current_generation(); }
+
+/* -- the object -------------------------------------------------------------*/
+
+static relock__exec_t *exec_alloc(void) {
+  pthread_once(&atfork_once, register_atfork);
+  relock__exec_t *x = calloc(1, sizeof(*x));
+  if (x == NULL)
+    return NULL;
+  x->refs = 1;
+  x->fork_generation = current_generation();
+  return x;
+}
+
+relock__exec_t *relock__exec_embedded(struct ev_loop *loop) {
+  relock__exec_t *x = exec_alloc();
+  if (x == NULL)
+    return NULL;
+  x->loop = loop;
+  x->thread = pthread_self();
+  x->tid = (long)syscall(SYS_gettid);
+  return x;
+}
+
+relock__exec_t *relock__exec_ref(relock__exec_t *x) {
+  __atomic_add_fetch(&x->refs, 1, __ATOMIC_RELAXED);
+  return x;
+}
+
+void relock__exec_unref(relock__exec_t *x) {
+  if (x == NULL || __atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) > 0)
+    return;
+  if (x->threaded) {
+    if (x->loop != NULL) {
+      ev_async_stop(x->loop, &x->wake);
+      ev_loop_destroy(x->loop);
+    }
+    pthread_cond_destroy(&x->cond);
+    pthread_mutex_destroy(&x->mu);
+  }
+  free(x);
+}
+
+/* -- threaded mode ------------------------------------------------------------*/
+
+/* libev calls these around its wait in the kernel: other threads get the
+ * mutex exactly while the loop thread has nothing to do. */
+static void release_mutex(struct ev_loop *loop) {
+  relock__exec_t *x = ev_userdata(loop);
+  pthread_mutex_unlock(&x->mu);
+}
+
+static void acquire_mutex(struct ev_loop *loop) {
+  relock__exec_t *x = ev_userdata(loop);
+  pthread_mutex_lock(&x->mu);
+}
+
+/* A call from another thread changed something (or it is time to stop):
+ * returning to the loop is all it takes for libev to see new watchers. */
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents) {
+  (void)revents;
+  relock__exec_t *x = w->data;
+  if (x->stopping)
+    ev_break(loop, EVBREAK_ALL);
+}
+
+/* The loop thread holds a reference of its own: the loop outlives its last
+ * iteration even when the thread ends detached. */
+static void *run_loop(void *arg) {
+  relock__exec_t *x = arg;
+  pthread_mutex_lock(&x->mu); /* waits until the creator has finished setting up */
+  x->tid = (long)syscall(SYS_gettid);
+  while (!x->stopping)
+    ev_run(x->loop, 0); /* returns on ev_break (stopping), else never: the wake-up watcher keeps it alive */
+  pthread_mutex_unlock(&x->mu);
+  relock__exec_unref(x);
+  return NULL;
+}
+
+static int init_sync(relock__exec_t *x) {
+  pthread_mutexattr_t ma;
+  pthread_condattr_t ca;
+  if (pthread_mutexattr_init(&ma) != 0)
+    return -1;
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  int r = pthread_mutex_init(&x->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
+  if (r != 0)
+    return -1;
+  if (pthread_condattr_init(&ca) != 0) {
+    pthread_mutex_destroy(&x->mu);
+    return -1;
+  }
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* timed waits ignore wall-clock steps */
+  r = pthread_cond_init(&x->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  if (r != 0) {
+    pthread_mutex_destroy(&x->mu);
+    return -1;
+  }
+  return 0;
+}
+
+relock__exec_t *relock__exec_threaded(relock_error_t *err) {
+  relock__exec_t *x = exec_alloc();
+  if (x == NULL) {
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating the client's loop");
+    return NULL;
+  }
+  if (init_sync(x) != 0) {
+    free(x);
+    relock__error_set(err, RELOCK_ENOMEM, "cannot create the client's mutex");
+    return NULL;
+  }
+  x->threaded = 1;
+  if ((x->loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
+    relock__exec_unref(x);
+    relock__error_set(err, RELOCK_EIO, "cannot create an event loop");
+    return NULL;
+  }
+  ev_set_userdata(x->loop, x);
+  ev_set_loop_release_cb(x->loop, release_mutex, acquire_mutex);
+  ev_async_init(&x->wake, on_wake);
+  x->wake.data = x;
+  ev_async_start(x->loop, &x->wake);
+
+  /* The thread starts blocked on the mutex, so x->thread is set before it
+   * runs anything. */
+  pthread_mutex_lock(&x->mu);
+  relock__exec_ref(x); /* the thread's */
+  int r = pthread_create(&x->thread, NULL, run_loop, x);
+  if (r != 0) {
+    pthread_mutex_unlock(&x->mu);
+    relock__exec_unref(x);
+    relock__exec_unref(x);
+    relock__error_set(err, RELOCK_EIO, "cannot start the client's loop thread: %s", strerror(r));
+    return NULL;
+  }
+  x->thread_started = 1;
+  pthread_mutex_unlock(&x->mu);
+  return x;
+}
+
+void relock__exec_stop(relock__exec_t *x) {
+  if (!x->threaded || !x->thread_started)
+    return;
+  pthread_mutex_lock(&x->mu);
+  x->stopping = 1;
+  ev_async_send(x->loop, &x->wake);
+  pthread_cond_broadcast(&x->cond); /* a wait still sleeping gives up */
+  pthread_mutex_unlock(&x->mu);
+  pthread_join(x->thread, NULL);
+  x->thread_started = 0;
+}
+
+void relock__exec_stop_from_loop_thread(relock__exec_t *x) {
+  if (!x->threaded || !x->thread_started)
+    return;
+  x->stopping = 1;
+  x->thread_started = 0;
+  pthread_detach(pthread_self());
+  pthread_cond_broadcast(&x->cond);
+  ev_break(x->loop, EVBREAK_ALL);
+}
+
+/* -- calls ----------------------------------------------------------------------*/
+
+int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
+  if (relock__exec_forked(x))
+    return relock__error_set(err, RELOCK_EFORKED,
+                             "this client was made before fork(): a child process must make its own");
+  if (!x->threaded) {
+    if (!relock__exec_on_loop_thread(x))
+      return relock__error_set(err, RELOCK_EWRONGTHREAD,
+                               "called from thread %ld, another thread than the one running the client's loop "
+                               "(thread %ld): a client made on the caller's loop is used from that loop's "
+                               "thread only; make it with a NULL loop to call it from any thread",
+                               (long)syscall(SYS_gettid), x->tid);
+    return 0;
+  }
+  pthread_mutex_lock(&x->mu);
+  return 0;
+}
+
+void relock__exec_leave(relock__exec_t *x) {
+  if (!x->threaded)
+    return;
+  if (!relock__exec_on_loop_thread(x))
+    ev_async_send(x->loop, &x->wake);
+  pthread_mutex_unlock(&x->mu);
+}
+
+void relock__exec_lock(relock__exec_t *x) {
+  if (x->threaded)
+    pthread_mutex_lock(&x->mu);
+}
+
+void relock__exec_unlock(relock__exec_t *x) {
+  if (x->threaded)
+    pthread_mutex_unlock(&x->mu);
+}
+
+void relock__exec_broadcast(relock__exec_t *x) {
+  if (x->threaded)
+    pthread_cond_broadcast(&x->cond);
+}
+
+int relock__exec_wait(relock__exec_t *x, uint64_t deadline_ns) {
+  if (deadline_ns == 0)
+    return pthread_cond_wait(&x->cond, &x->mu);
+  struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+  return pthread_cond_timedwait(&x->cond, &x->mu, &ts);
+}

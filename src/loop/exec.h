@@ -1,0 +1,104 @@
+/* Where a client's work runs: its libev loop, and which threads may touch it.
+ *
+ * Embedded: the caller's loop, run by the caller. Every call must come from
+ * the thread that made the client (the loop's thread); a call from another
+ * thread is refused with RELOCK_EWRONGTHREAD, never run.
+ *
+ * Threaded: a loop of the library's own, run all the time by a thread the
+ * library starts, so renewals, pings and reconnects go on whatever the
+ * user's threads do. Any thread may call. The loop thread holds the exec's
+ * mutex except while it waits in the kernel for I/O or a timer (libev's
+ * release/acquire hooks), so a call from another thread takes the mutex,
+ * does its work on the loop's structures directly, and wakes the loop
+ * (ev_async) to look at what changed; wake-ups are coalesced, so many calls
+ * cost one. Futures complete under the mutex and signal the condition
+ * variable that other threads' waits sleep on.
+ *
+ * After fork() the child must not use the parent's client: its loop thread
+ * did not survive the fork, and the connections are shared with the parent.
+ * Every entry refuses in the child with RELOCK_EFORKED.
+ *
+ * An exec is reference-counted: the client holds one, every future of the
+ * client another, so that a thread waking from a wait after the client was
+ * freed still finds its mutex. */
+#ifndef RELOCK__LOOP_EXEC_H
+#define RELOCK__LOOP_EXEC_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+#include <relock/error.h>
+
+typedef struct relock__exec relock__exec_t;
+
+struct relock__exec {
+  struct ev_loop *loop;
+  int threaded;
+  pthread_t thread;         /* the loop's thread */
+  long tid;                 /* its kernel id, for messages */
+  unsigned fork_generation; /* relock__exec_forked: the process's, at creation */
+  int refs;                 /* atomic */
+  /* threaded mode only */
+  pthread_mutex_t mu;       /* recursive: a callback may call the library */
+  pthread_cond_t cond;      /* broadcast whenever a future completes */
+  ev_async wake;
+  int stopping;
+  int thread_started;
+};
+
+/* An exec for the caller's loop, owned by the calling thread. NULL when out
+ * of memory. */
+relock__exec_t *relock__exec_embedded(struct ev_loop *loop);
+
+/* A loop of its own and a thread that runs it (started at once). NULL with
+ * err set when the loop or the thread cannot be made. */
+relock__exec_t *relock__exec_threaded(relock_error_t *err);
+
+relock__exec_t *relock__exec_ref(relock__exec_t *x);
+
+/* Drops a reference; the last one frees the exec (and, threaded, its loop:
+ * relock__exec_stop must have joined the thread first). */
+void relock__exec_unref(relock__exec_t *x);
+
+/* Threaded: stops the loop thread and joins it (the caller must not hold
+ * the mutex, and must not be the loop thread). Embedded: nothing. */
+void relock__exec_stop(relock__exec_t *x);
+
+/* Threaded, on the loop thread (in a callback): the loop ends once the
+ * callback returns, and the thread with it, detached (nobody joins it). */
+void relock__exec_stop_from_loop_thread(relock__exec_t *x);
+
+/* Non-zero when the calling thread is the loop's. */
+static inline int relock__exec_on_loop_thread(const relock__exec_t *x) {
+  return pthread_equal(pthread_self(), x->thread);
+}
+
+/* Non-zero in a child forked after the exec was made. */
+int relock__exec_forked(const relock__exec_t *x);
+
+/* Starts a call into the library: 0 (then relock__exec_leave must follow),
+ * RELOCK_EWRONGTHREAD (embedded, from a thread that is not the loop's) or
+ * RELOCK_EFORKED, with err (may be NULL) saying so. Threaded, it takes the
+ * mutex. */
+int relock__exec_enter(relock__exec_t *x, relock_error_t *err);
+
+/* Ends a call: threaded, wakes the loop (it may have to look at new
+ * watchers or timers) and lets go of the mutex. */
+void relock__exec_leave(relock__exec_t *x);
+
+/* Threaded: takes / lets go of the mutex without waking the loop (reads
+ * and future bookkeeping). Embedded: nothing. */
+void relock__exec_lock(relock__exec_t *x);
+void relock__exec_unlock(relock__exec_t *x);
+
+/* Threaded: wakes every thread waiting on a future of this exec (the
+ * caller holds the mutex). */
+void relock__exec_broadcast(relock__exec_t *x);
+
+/* Threaded: waits for a broadcast, the mutex held once by the caller;
+ * deadline_ns 0 = no limit (monotonic). Returns 0, or ETIMEDOUT. */
+int relock__exec_wait(relock__exec_t *x, uint64_t deadline_ns);
+
+#endif /* RELOCK__LOOP_EXEC_H */
