@@ -872,13 +872,17 @@ static void child_release_pending_twice(int fd, void *arg) {
   child_cfg_t *cc = arg;
   struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO); /* the child's own: it runs it below */
   relock_client_t *c = relock_client_new(loop, cc->cfg, NULL);
+  relock_future_t *ready = relock_client_commandf_async(c, "PING"); /* connected first */
+  relock_future_wait(ready, 5000);
+  relock_future_release(ready);
   relock_future_t *f = relock_client_commandf_async(c, "PING");
+  /* Answered after f (one connection, in order), and made before f is
+   * freed, so it cannot take f's memory: waiting on it is sure to deliver
+   * f's reply to the freed future first. */
+  relock_future_t *after = relock_client_commandf_async(c, "PING");
   relock_future_release(f);
   relock_future_release(f); /* drops the operation's reference */
-  for (int i = 0; i < 200; i++)
-    ev_run(loop, EVRUN_NOWAIT); /* the reply comes for a freed future */
-  relock_future_t *g = relock_client_commandf_async(c, "PING");
-  int r = relock_future_wait(g, 2000);
+  int r = relock_future_wait(after, 2000);
   dprintf(fd, "not caught (next PING: %s)", rc_name(r));
 }
 
