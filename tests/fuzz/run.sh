@@ -80,7 +80,7 @@ includes="-I$work -I$srcdir/include -I$srcdir/src -I$srcdir/tools -I$fuzzdir"
 build() { # TARGET: the binary $work/fuzz_TARGET
   case $1 in
     url) set -- "$1" src/config/url.c src/config/options.c src/base/error.c ;;
-    reply) set -- "$1" src/redis/reply.c src/future/future.c src/base/error.c $hiredis -lev ;;
+    reply) set -- "$1" src/redis/reply.c src/future/future.c src/loop/exec.c src/base/error.c $hiredis -lev ;;
     cli) set -- "$1" tools/args.c tools/duration.c ;;
   esac
   t=$1
