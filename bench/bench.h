@@ -142,16 +142,20 @@ typedef struct bench_server_cpu {
   void *arg;
 } bench_server_cpu_t;
 
+/* The server's CPU seconds (system + user) in an INFO cpu reply; -1 when
+ * the reply has none. */
+static inline double bench_info_cpu(const relock_reply_t *reply) {
+  if (reply == NULL || reply->type != RELOCK_REPLY_STRING)
+    return -1;
+  const char *sys = strstr(reply->str, "used_cpu_sys:"), *user = strstr(reply->str, "used_cpu_user:");
+  if (sys == NULL || user == NULL)
+    return -1;
+  return atof(sys + strlen("used_cpu_sys:")) + atof(user + strlen("used_cpu_user:"));
+}
+
 static inline void bench_on_info(relock_future_t *f, void *arg) {
   bench_server_cpu_t *q = arg;
-  const relock_reply_t *reply = relock_future_reply(f);
-  double total = -1;
-  if (reply != NULL && reply->type == RELOCK_REPLY_STRING) {
-    const char *sys = strstr(reply->str, "used_cpu_sys:"), *user = strstr(reply->str, "used_cpu_user:");
-    if (sys != NULL && user != NULL)
-      total = atof(sys + strlen("used_cpu_sys:")) + atof(user + strlen("used_cpu_user:"));
-  }
-  *q->dst = total;
+  *q->dst = bench_info_cpu(relock_future_reply(f));
   (*q->pending)--;
   if (q->then != NULL)
     q->then(q->arg);

@@ -66,13 +66,7 @@ static relock_future_t *waited(const char *what, relock_future_t *f) {
 /* The server's CPU time so far (INFO cpu), -1 if it cannot be read. */
 static double server_cpu(relock_client_t *c) {
   relock_future_t *f = waited("INFO cpu", relock_client_commandf_async(c, "INFO cpu"));
-  const relock_reply_t *reply = relock_future_reply(f);
-  double total = -1;
-  if (reply != NULL && reply->type == RELOCK_REPLY_STRING) {
-    const char *sys = strstr(reply->str, "used_cpu_sys:"), *user = strstr(reply->str, "used_cpu_user:");
-    if (sys != NULL && user != NULL)
-      total = atof(sys + strlen("used_cpu_sys:")) + atof(user + strlen("used_cpu_user:"));
-  }
+  double total = bench_info_cpu(relock_future_reply(f));
   relock_future_release(f);
   return total;
 }

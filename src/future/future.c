@@ -487,8 +487,6 @@ struct ev_loop *relock_future_loop(const relock_future_t *f) {
   return f->exec != NULL ? f->exec->loop : NULL;
 }
 
-relock__exec_t *relock__future_exec(const relock_future_t *f) { return f->exec; }
-
 int relock__future_enter(relock__exec_t *exec, relock_future_t **refused) {
   relock_error_t err;
   if (relock__exec_enter(exec, &err) == 0)

@@ -26,8 +26,6 @@ relock_future_t *relock__future_new(relock__exec_t *exec);
  * RELOCK_EFORKED (NULL when out of memory). */
 int relock__future_enter(relock__exec_t *exec, relock_future_t **refused);
 
-/* The exec a future belongs to (NULL: none). */
-relock__exec_t *relock__future_exec(const relock_future_t *f);
 
 int relock__future_succeed(relock_future_t *f);
 int relock__future_succeed_bool(relock_future_t *f, int value);
