@@ -1,0 +1,46 @@
+/* What the parts of relock(1) share: its exit statuses, the messages it
+ * prints, and the state of one invocation. */
+#ifndef RELOCK_TOOLS_CLI_H
+#define RELOCK_TOOLS_CLI_H
+
+#include <stdint.h>
+
+#include <relock/relock.h>
+
+#include "args.h"
+
+struct ev_loop;
+
+/* Exit statuses of relock itself; anything else is the command's own. */
+enum {
+  EXIT_USAGE = 64,    /* bad options or arguments */
+  EXIT_REDIS = 69,    /* cannot reach Redis, or Redis answered with an error */
+  EXIT_BUSY = 75,     /* the lock was not acquired in time (held by another) */
+  EXIT_LOST = 76,     /* the lock was lost while the command ran */
+  EXIT_CANNOT_RUN = 126,
+  EXIT_NOT_FOUND = 127
+};
+
+/* One invocation: the options, and the client and lock every mode uses. */
+typedef struct cli {
+  options_t opt;
+  const char *name;   /* the lock's name */
+  char **argv;        /* run: the command and its arguments */
+  struct ev_loop *loop;
+  relock_client_t *client;
+  relock_lock_t *lock;
+  uint64_t owner;     /* the process id: the holder field is "<client-id>:<pid>" */
+} cli_t;
+
+/* 0 quiet, 1 normal, 2 verbose (-q, default, -v). */
+extern int verbosity;
+
+/* Prints "relock: " and the message on stderr if verbosity >= level. */
+void say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The modes: each returns relock's exit status. */
+int run_command(cli_t *c);   /* run.c */
+int show_status(cli_t *c);   /* inspect.c */
+int force_release(cli_t *c); /* inspect.c */
+
+#endif /* RELOCK_TOOLS_CLI_H */

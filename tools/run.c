@@ -1,0 +1,273 @@
+/* relock NAME -- COMMAND: acquire, run the command in a process group of its
+ * own, renew while it runs, stop it if the lock is lost, release when it
+ * ends. One libev loop drives all of it: the lock's futures, the renewals,
+ * the child watcher and the signal watchers. */
+#define _GNU_SOURCE /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include <relock/relock.h>
+
+#include "cli.h"
+
+/* What the loop's callbacks share. */
+typedef struct run {
+  cli_t *c;
+  relock_future_t *acquire;
+  pid_t child;
+  int child_status;
+  int child_done;
+  int lost;
+  char lost_message[512];
+  int exit_code;
+  int terminal; /* the child was given the terminal */
+  ev_child child_watcher;
+  ev_signal signals[3];
+  ev_timer grace;
+} run_t;
+
+/* -- ending -----------------------------------------------------------------*/
+
+static void on_closed(relock_client_t *client, void *arg) {
+  (void)client;
+  run_t *r = arg;
+  ev_break(r->c->loop, EVBREAK_ALL);
+}
+
+static void finish(run_t *r, int code) {
+  r->exit_code = code;
+  for (int i = 0; i < 3; i++)
+    ev_signal_stop(r->c->loop, &r->signals[i]);
+  ev_timer_stop(r->c->loop, &r->grace);
+  if (relock_client_close(r->c->client, on_closed, r) != 0)
+    ev_break(r->c->loop, EVBREAK_ALL);
+}
+
+static int status_code(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 1;
+}
+
+static void on_released(relock_future_t *f, void *arg) {
+  run_t *r = arg;
+  int err = relock_future_error(f);
+  int code = status_code(r->child_status);
+  if (r->lost) {
+    say(0, "%s; the command was terminated", r->lost_message);
+    code = EXIT_LOST;
+  } else if (err == RELOCK_ELOST || err == RELOCK_ENOTOWNER) {
+    /* Not seen while running, but the command did run without the lock. */
+    say(0, "lock %s was lost while the command ran: %s", r->c->name, relock_future_message(f));
+    code = EXIT_LOST;
+  } else if (err != 0) {
+    say(0, "could not release lock %s: %s (it expires with its lease)", r->c->name, relock_future_message(f));
+  } else {
+    say(2, "released %s", r->c->name);
+  }
+  relock_future_release(f);
+  finish(r, code);
+}
+
+static void give_terminal_back(run_t *r) {
+  if (!r->terminal)
+    return;
+  /* A background process group changing the terminal gets SIGTTOU. */
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  tcsetpgrp(STDIN_FILENO, getpgrp());
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  r->terminal = 0;
+}
+
+static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
+  (void)revents;
+  run_t *r = w->data;
+  ev_child_stop(loop, w);
+  ev_timer_stop(loop, &r->grace);
+  give_terminal_back(r);
+  r->child_status = w->rstatus;
+  r->child_done = 1;
+  say(2, "command exited with status %d", status_code(w->rstatus));
+  if (r->lost) { /* nothing to release: report and go */
+    say(0, "%s; the command was terminated", r->lost_message);
+    finish(r, EXIT_LOST);
+    return;
+  }
+  relock_future_t *f = relock_lock_release_async(r->c->lock, r->c->owner);
+  if (f == NULL) {
+    say(0, "out of memory releasing lock %s", r->c->name);
+    finish(r, status_code(r->child_status));
+    return;
+  }
+  relock_future_on_done(f, on_released, r);
+}
+
+/* -- the command ------------------------------------------------------------*/
+
+static void on_grace(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (!r->child_done) {
+    say(1, "command still running %lld ms after SIGTERM: SIGKILL", (long long)r->c->opt.grace_ms);
+    kill(-r->child, SIGKILL);
+  }
+}
+
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock;
+  (void)owner;
+  (void)reason;
+  run_t *r = arg;
+  if (r->lost || r->child_done)
+    return;
+  r->lost = 1;
+  snprintf(r->lost_message, sizeof r->lost_message, "%s", message);
+  say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
+  if (r->child > 0) {
+    kill(-r->child, SIGTERM);
+    ev_timer_set(&r->grace, (double)r->c->opt.grace_ms / 1000.0, 0.0);
+    ev_timer_start(r->c->loop, &r->grace);
+  }
+}
+
+static int spawn(run_t *r) {
+  char field[160];
+  relock_lock_field(r->c->lock, r->c->owner, field, sizeof field);
+  int pipefd[2]; /* reports exec failure; closed on a successful exec */
+  if (pipe2(pipefd, O_CLOEXEC) != 0)
+    return -1;
+  int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    close(pipefd[0]);
+    setpgid(0, 0); /* its own process group: a lost lock stops all of it */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    setenv("RELOCK_NAME", r->c->name, 1);
+    setenv("RELOCK_OWNER", field, 1);
+    execvp(r->c->argv[0], r->c->argv);
+    int e = errno;
+    (void)!write(pipefd[1], &e, sizeof e);
+    _exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+  }
+  setpgid(pid, pid); /* also here: whichever runs first */
+  close(pipefd[1]);
+  int e = 0;
+  ssize_t n;
+  while ((n = read(pipefd[0], &e, sizeof e)) < 0 && errno == EINTR)
+    ;
+  close(pipefd[0]);
+  r->child = pid;
+  if (n == (ssize_t)sizeof e) {
+    say(0, "cannot run %s: %s", r->c->argv[0], strerror(e));
+    return 0; /* the child exits with 126/127; on_child takes it from there */
+  }
+  if (foreground) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    r->terminal = tcsetpgrp(STDIN_FILENO, pid) == 0;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+  }
+  say(2, "running %s (pid %d)", r->c->argv[0], (int)pid);
+  return 0;
+}
+
+static void on_acquired(relock_future_t *f, void *arg) {
+  run_t *r = arg;
+  r->acquire = NULL;
+  int err = relock_future_error(f);
+  if (err == RELOCK_ECANCELED) {
+    relock_future_release(f);
+    return; /* a signal: on_signal has chosen the exit code */
+  }
+  if (err != 0) {
+    say(0, "cannot acquire lock %s: %s", r->c->name, relock_future_message(f));
+    relock_future_release(f);
+    finish(r, EXIT_REDIS);
+    return;
+  }
+  int acquired = relock_future_bool(f);
+  relock_future_release(f);
+  if (!acquired) {
+    say(1, "lock %s is busy%s", r->c->name, r->c->opt.wait_ms > 0 ? ": not acquired in time" : "");
+    finish(r, EXIT_BUSY);
+    return;
+  }
+  say(2, "acquired %s", r->c->name);
+  if (spawn(r) != 0) {
+    say(0, "cannot start %s: %s", r->c->argv[0], strerror(errno));
+    relock_future_t *rf = relock_lock_release_async(r->c->lock, r->c->owner);
+    r->child_status = EXIT_CANNOT_RUN << 8;
+    if (rf != NULL)
+      relock_future_on_done(rf, on_released, r);
+    else
+      finish(r, EXIT_CANNOT_RUN);
+    return;
+  }
+  ev_child_init(&r->child_watcher, on_child, r->child, 0);
+  r->child_watcher.data = r;
+  ev_child_start(r->c->loop, &r->child_watcher);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (r->child > 0 && !r->child_done) {
+    say(2, "forwarding signal %d to the command", w->signum);
+    kill(-r->child, w->signum);
+    return;
+  }
+  if (r->acquire != NULL) {
+    say(1, "interrupted while waiting for lock %s", r->c->name);
+    relock_future_cancel(r->acquire);
+    finish(r, 128 + w->signum);
+  }
+}
+
+
+int run_command(cli_t *c) {
+  run_t run, *r = &run;
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  relock_lock_on_lost(c->lock, on_lost, r);
+  static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
+  for (int i = 0; i < 3; i++) {
+    ev_signal_init(&r->signals[i], on_signal, signums[i]);
+    r->signals[i].data = r;
+    ev_signal_start(c->loop, &r->signals[i]);
+  }
+  ev_timer_init(&r->grace, on_grace, 0.0, 0.0);
+  r->grace.data = r;
+  r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
+  if (r->acquire == NULL) {
+    say(0, "cannot acquire lock %s: out of memory", c->name);
+    return EXIT_REDIS;
+  }
+  relock_future_on_done(r->acquire, on_acquired, r);
+  r->exit_code = -1;
+  ev_run(c->loop, 0);
+  relock_lock_on_lost(c->lock, NULL, NULL);
+  return r->exit_code >= 0 ? r->exit_code : EXIT_REDIS;
+}
