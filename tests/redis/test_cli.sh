@@ -224,4 +224,122 @@ expect "--help is short and lists the exit codes" "0 yes" "$? $([ "$(wc -l <"$wo
 relock --version | grep -q "^relock [0-9]"
 expect "--version" 0 $?
 
+# -- status and list: exit statuses and --json (issue 14 item 8) ---------------
+
+# jexpect NAME WANT FILE EXPR: EXPR, in Python, over L (the JSON objects of
+# FILE's lines, each line one object) prints WANT. Skipped without python3.
+jexpect() {
+  if ! command -v python3 >/dev/null; then
+    n=$((n + 1))
+    echo "ok $n - $1 # SKIP python3 not found"
+    return
+  fi
+  expect "$1" "$2" "$(python3 -c '
+import json, sys
+L = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+print(eval(sys.argv[2]))' "$3" "$4" 2>&1)" "$(cat "$3")"
+}
+
+relock status s-free >"$work/out"
+expect "status of a free lock exits 1" "1 s-free: free" "$? $(cat "$work/out")"
+relock status --json s-free >"$work/out"
+expect "status --json of a free lock exits 1" 1 $?
+jexpect "and prints one object: not held, no holders, no ttl, no format" \
+  "[{'name': 's-free', 'held': False, 'holders': [], 'ttl_ms': -1, 'format': None}]" "$work/out" "L"
+
+redis HSET s-held "3f2a9c4e-0000-4000-8000-000000000001:42" 2 >/dev/null
+redis PEXPIRE s-held 30000 >/dev/null
+relock status s-held >"$work/out"
+code=$?
+grep -q "^s-held: held by 3f2a9c4e-0000-4000-8000-000000000001:42, hold count 2, expires in [0-9]* ms$" "$work/out"
+expect "status of a held lock exits 0, in text as before" "0 0" "$code $?" "$(cat "$work/out")"
+relock status s-held --json >"$work/out"
+expect "status NAME --json of a held lock exits 0" 0 $?
+jexpect "with the holder (client id, numeric owner, hold count 2), the ttl and the format" \
+  "s-held True [{'client_id': '3f2a9c4e-0000-4000-8000-000000000001', 'owner': 42, 'hold_count': 2}] True redisson" \
+  "$work/out" "L[0]['name'], L[0]['held'], L[0]['holders'], 0 < L[0]['ttl_ms'] <= 30000, L[0]['format']"
+
+redis HSET s-forever "id:with:colons:thread-7" 1 >/dev/null
+relock --json status s-forever >"$work/out"
+jexpect "--json before status; client id up to the last ':', a non-numeric owner is a string; no expiry is -1" \
+  "[{'client_id': 'id:with:colons', 'owner': 'thread-7', 'hold_count': 1}] -1" "$work/out" \
+  "L[0]['holders'], L[0]['ttl_ms']"
+
+odd=$(printf 'q"b\\s\nt\001\351\303\251|')
+redis HSET "$odd" "$odd:7" 1 >/dev/null
+relock status --json "$odd" >"$work/out"
+expect "a name with quotes, backslash, newline, control and non-UTF-8 bytes: held" 0 $?
+expect "is printed on one line" 1 "$(wc -l <"$work/out")"
+jexpect "escaped as JSON (a byte that is not UTF-8 as \\u00XX)" \
+  "True True" "$work/out" \
+  "L[0]['name'] == 'q\"b\\\\s\\nt\\x01\\xe9\\u00e9|', L[0]['holders'][0]['client_id'] == L[0]['name']"
+relock status "$odd" >"$work/out"
+expect "and in text, control bytes are escaped" 1 "$(wc -l <"$work/out")" "$(cat "$work/out")"
+
+relock_bg -q s-cli -- sh -c "while [ ! -e '$work/s-release' ]; do sleep 0.05; done"
+holder=$!
+wait_held s-cli
+relock status --json s-cli >"$work/out"
+jexpect "a lock held by relock: its client id is a UUID, its owner relock's pid" \
+  "True True 1 redisson" "$work/out" \
+  "__import__('re').fullmatch('[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}', L[0]['holders'][0]['client_id']) is not None, L[0]['holders'][0]['owner'] == $holder, L[0]['holders'][0]['hold_count'], L[0]['format']"
+: >"$work/s-release"
+wait "$holder"
+
+redis SET s-str hello >/dev/null
+relock status s-str >"$work/out" 2>"$work/err"
+expect "status of a string key: exit 65, nothing on stdout" "65 0" "$? $(wc -c <"$work/out")"
+expect "saying it is not a lock" "relock: s-str is not a lock (a Redis string)" "$(cat "$work/err")"
+redis RPUSH s-list a >/dev/null
+relock status --json s-list 2>"$work/err"
+expect "status of a list key: exit 65" "65 relock: s-list is not a lock (a Redis list)" "$? $(cat "$work/err")"
+redis HSET s-hash "id:1" one >/dev/null
+relock status s-hash 2>"$work/err"
+code=$?
+grep -q "^relock: s-hash is not a lock (a Redis hash" "$work/err"
+expect "status of a hash whose values are not hold counts: exit 65" "65 0" "$code $?" "$(cat "$work/err")"
+redis HSET s-hash2 "nocolon" 1 >/dev/null
+relock status s-hash2 2>/dev/null
+expect "nor whose fields are not <client-id>:<owner>" 65 $?
+
+relock -u "redis://127.0.0.1:$(free_port)" --timeout 300ms status s-held 2>/dev/null
+expect "status with Redis down: exit 69" 69 $?
+relock -u "redis://127.0.0.1:$(free_port)" --timeout 300ms list 's*' 2>/dev/null
+expect "list with Redis down: exit 69" 69 $?
+relock --json s-x -- true 2>/dev/null
+expect "--json with a command is a usage error" 64 $?
+relock status 2>/dev/null
+expect "status without NAME is a usage error" 64 $?
+relock list 2>/dev/null
+expect "list without PATTERN is a usage error" 64 $?
+
+for l in l-c l-a l-b; do redis HSET "$l" "3f2a9c4e-0000-4000-8000-000000000001:1" 1 >/dev/null; done
+redis HSET l-a "3f2a9c4e-0000-4000-8000-000000000001:1" 3 >/dev/null
+redis PEXPIRE l-b 60000 >/dev/null
+redis SET l-string x >/dev/null
+redis HSET l-map field value >/dev/null
+redis ZADD l-zset 1 x >/dev/null
+relock list 'l-*' >"$work/out"
+code=$?
+expect "list PATTERN: exit 0, one line per lock, sorted, non-locks skipped" "0 l-a l-b l-c" \
+  "$code $(cut -d: -f1 "$work/out" | tr '\n' ' ' | sed 's/ $//')" "$(cat "$work/out")"
+relock list --json 'l-*' >"$work/out"
+jexpect "list --json: one object per line" \
+  "['l-a', 'l-b', 'l-c'] [3, 1, 1] [-1, True, -1]" "$work/out" \
+  "[o['name'] for o in L], [o['holders'][0]['hold_count'] for o in L], [L[0]['ttl_ms'], L[1]['ttl_ms'] > 0, L[2]['ttl_ms']]"
+relock list 'nothing-*' >"$work/out"
+expect "list of a pattern matching no lock: exit 1, nothing printed" "1 0" "$? $(wc -c <"$work/out")"
+relock list 'l-[sm]*' >"$work/out"
+expect "list of a pattern matching only non-locks: exit 1" "1 0" "$? $(wc -c <"$work/out")"
+
+i=0
+while [ $i -lt 2500 ]; do echo "HSET many:$i c:1 1"; i=$((i + 1)); done | redis >/dev/null
+relock list 'many:*' >"$work/out"
+code=$?
+expect "list walks the whole SCAN (2500 locks), each once, sorted" "0 2500 2500 sorted" \
+  "$code $(wc -l <"$work/out") $(sort -u "$work/out" | wc -l) $(LC_ALL=C sort -c "$work/out" && echo sorted)"
+
+relock --help | grep -q "list"
+expect "--help mentions list" 0 $?
+
 echo "1..$n"
