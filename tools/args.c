@@ -38,7 +38,7 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"kill-grace", required_argument, NULL, 'k'}, {"timeout", required_argument, NULL, 'T'},
       {"watchdog", required_argument, NULL, 'W'},   {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},          {"force", no_argument, NULL, 'f'},
-      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+      {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -57,6 +57,7 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case 'q': o->verbosity = 0; break;
     case 'v': o->verbosity = 2; break;
     case 'f': o->force = 1; break;
+    case 'j': o->json = 1; break;
     case 'h': return ARGS_HELP;
     case 'V': return ARGS_VERSION;
     default:
@@ -69,9 +70,16 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
   return ARGS_OK;
 }
 
+/* status and list take their one operand with --json before or after it:
+ * "status --json NAME", "status NAME --json" (not "status -- --json", which
+ * runs the command --json holding the lock "status", as it always did). */
+static int is_json_operand(int nargs, char **args) {
+  return nargs == 3 && (strcmp(args[1], "--json") == 0 || (strcmp(args[2], "--json") == 0 && strcmp(args[1], "--") != 0));
+}
+
 int args_parse(int argc, char **argv, args_t *a) {
   *a = (args_t){
-      .opt = {NULL, NULL, RELOCK_INFINITE, RELOCK_INFINITE, 10000, 0, 0, 1, 0},
+      .opt = {NULL, NULL, RELOCK_INFINITE, RELOCK_INFINITE, 10000, 0, 0, 1, 0, 0},
       .mode = ARGS_RUN,
       .name = NULL,
       .command = NULL,
@@ -82,9 +90,13 @@ int args_parse(int argc, char **argv, args_t *a) {
     return code;
   int nargs = argc - first;
   char **args = argv + first;
-  if (nargs >= 1 && strcmp(args[0], "status") == 0 && (nargs == 2)) {
-    a->mode = ARGS_STATUS;
-    a->name = args[1];
+  if (nargs >= 1 && (strcmp(args[0], "status") == 0 || strcmp(args[0], "list") == 0) &&
+      (nargs <= 2 || is_json_operand(nargs, args))) {
+    a->mode = args[0][0] == 's' ? ARGS_STATUS : ARGS_LIST;
+    if (nargs == 1 || (nargs == 2 && strcmp(args[1], "--json") == 0))
+      return usage(a, a->mode == ARGS_STATUS ? "status needs a lock NAME" : "list needs a PATTERN");
+    a->opt.json |= nargs == 3;
+    a->name = args[nargs == 3 && strcmp(args[1], "--json") == 0 ? 2 : 1];
   } else if (nargs >= 1 && strcmp(args[0], "release") == 0 && (nargs == 2 || nargs == 3)) {
     a->mode = ARGS_RELEASE;
     if (nargs == 3 && strcmp(args[1], "--force") == 0)
@@ -104,7 +116,9 @@ int args_parse(int argc, char **argv, args_t *a) {
     a->command = args + cmd;
   }
   if (a->name[0] == '\0')
-    return usage(a, "the lock NAME is empty");
+    return usage(a, a->mode == ARGS_LIST ? "the PATTERN is empty" : "the lock NAME is empty");
+  if (a->opt.json && a->mode != ARGS_STATUS && a->mode != ARGS_LIST)
+    return usage(a, "--json is for status and list");
   return ARGS_OK;
 }
 

@@ -1,5 +1,5 @@
 /* The relock command line: options, then what to do (run a command, status,
- * release) and its operands. Parsed without printing or exiting, so that the
+ * release, list) and its operands. Parsed without printing or exiting, so that the
  * fuzz target (tests/fuzz/fuzz_cli.c) can run it as often as it likes. */
 #ifndef RELOCK_TOOLS_ARGS_H
 #define RELOCK_TOOLS_ARGS_H
@@ -16,18 +16,21 @@ typedef struct options {
   int64_t watchdog_ms;  /* --watchdog: 0 (the library's default) unless given; > 0 */
   int verbosity;        /* 0 quiet, 1 normal, 2 verbose */
   int force;            /* --force */
+  int json;             /* --json: status and list print JSON */
 } options_t;
 
 typedef enum args_mode {
   ARGS_RUN,     /* NAME [--] COMMAND [ARG...] */
   ARGS_STATUS,  /* status NAME */
   ARGS_RELEASE, /* release --force NAME */
+  ARGS_LIST,    /* list PATTERN */
 } args_mode_t;
 
 typedef struct args {
   options_t opt;
   args_mode_t mode;
-  const char *name; /* the lock's name (never empty); points into argv */
+  const char *name; /* the lock's name (never empty); points into argv;
+                       ARGS_LIST: the pattern */
   char **command;   /* ARGS_RUN: the command and its arguments, a tail of
                        argv, so NULL-terminated as argv is */
   char *message;    /* ARGS_USAGE: what is wrong, without "relock: ";

@@ -13,7 +13,9 @@ struct ev_loop;
 
 /* Exit statuses of relock itself; anything else is the command's own. */
 enum {
+  EXIT_FREE = 1,      /* status: the lock is free; list: no lock matched */
   EXIT_USAGE = 64,    /* bad options or arguments */
+  EXIT_NOT_LOCK = 65, /* status: the key is not a lock (EX_DATAERR) */
   EXIT_REDIS = 69,    /* cannot reach Redis, or Redis answered with an error */
   EXIT_BUSY = 75,     /* the lock was not acquired in time (held by another) */
   EXIT_LOST = 76,     /* the lock was lost while the command ran */
@@ -42,5 +44,6 @@ void say(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int run_command(cli_t *c);   /* run.c */
 int show_status(cli_t *c);   /* inspect.c */
 int force_release(cli_t *c); /* inspect.c */
+int list_locks(cli_t *c);    /* inspect.c */
 
 #endif /* RELOCK_TOOLS_CLI_H */

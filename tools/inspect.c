@@ -1,43 +1,304 @@
-/* relock status NAME and relock release --force NAME: what Redis says of a
- * lock, and deleting it whoever holds it. */
+/* relock status NAME, relock list PATTERN and relock release --force NAME:
+ * what Redis says of locks, and deleting one whoever holds it.
+ *
+ * A lock is Redisson's reentrant lock: a hash whose fields
+ * "<client-id>:<owner>" hold hold counts, its PTTL the lease. relock writes
+ * the same layout with the same kind of client id (a random UUID), so a
+ * holder cannot tell which of the two took it: "format" says "redisson" for
+ * both. A key of another type, or a hash of another shape, is not a lock. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <relock/relock.h>
 
 #include "cli.h"
+#include "json.h"
 
-static int wait_reply(relock_future_t *f, const relock_reply_t **reply) {
-  int err = relock_future_wait(f, RELOCK_INFINITE);
-  if (err != 0) {
-    say(0, "%s", relock_future_message(f));
-    return EXIT_REDIS;
+#define SCAN_COUNT "1000"
+#define BATCH 500 /* keys whose HGETALL and PTTL are in flight together */
+
+/* -- reading a lock ---------------------------------------------------------*/
+
+/* A hold count: a decimal integer from 1 on, as Redisson writes it. */
+static int hold_count(const relock_reply_t *v, int64_t *count) {
+  if (v->type != RELOCK_REPLY_STRING || v->len == 0 || v->len > 18 || v->str[0] == '0')
+    return -1;
+  int64_t n = 0;
+  for (size_t i = 0; i < v->len; i++) {
+    if (v->str[i] < '0' || v->str[i] > '9')
+      return -1;
+    n = n * 10 + (v->str[i] - '0');
   }
-  *reply = relock_future_reply(f);
+  *count = n;
   return 0;
 }
 
-int show_status(cli_t *r) {
-  const char *argv[] = {"HGETALL", r->name};
-  relock_future_t *all = relock_client_command_async(r->client, 2, argv, NULL);
-  const char *pttl_argv[] = {"PTTL", r->name};
-  relock_future_t *ttl = relock_client_command_async(r->client, 2, pttl_argv, NULL);
-  const relock_reply_t *fields = NULL, *left = NULL;
-  int code = wait_reply(all, &fields);
-  if (code == 0)
-    code = wait_reply(ttl, &left);
-  if (code == 0) {
-    if (fields->elements == 0) {
-      printf("%s: free\n", r->name);
-    } else {
-      for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        printf("%s: held by %s, hold count %s, expires in %lld ms\n", r->name, fields->element[i]->str,
-               fields->element[i + 1]->str, (long long)left->integer);
-    }
+/* Where the owner begins in a holder field "<client-id>:<owner>" (after the
+ * last ':'; client ids may have some), or 0 if it is not one. */
+static size_t owner_at(const relock_reply_t *field) {
+  if (field->type != RELOCK_REPLY_STRING)
+    return 0;
+  size_t i = field->len;
+  while (i > 0 && field->str[i - 1] != ':')
+    i--;
+  return i > 1 && i < field->len ? i : 0;
+}
+
+/* HGETALL's reply: the first field that is not a lock's holder, or NULL if
+ * they all are. */
+static const relock_reply_t *bad_field(const relock_reply_t *fields) {
+  int64_t count;
+  for (size_t i = 0; i + 1 < fields->elements; i += 2)
+    if (owner_at(fields->element[i]) == 0 || hold_count(fields->element[i + 1], &count) != 0)
+      return fields->element[i];
+  return fields->elements % 2 == 0 ? NULL : fields->element[fields->elements - 1];
+}
+
+/* -- printing a lock ---------------------------------------------------------*/
+
+/* An owner is a number in JSON when it is one (a thread id, a pid). */
+static int is_number(const char *s, size_t len) {
+  if (len == 0 || len > 20 || (s[0] == '0' && len > 1) || strspn(s, "0123456789") < len)
+    return 0;
+  return len < 20 || memcmp(s, "18446744073709551615", 20) <= 0; /* a uint64_t */
+}
+
+static void print_json(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl) {
+  fputs("{\"name\":", stdout);
+  json_string(stdout, name, len);
+  printf(",\"held\":%s,\"holders\":[", fields->elements > 0 ? "true" : "false");
+  for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+    const relock_reply_t *field = fields->element[i];
+    size_t at = owner_at(field);
+    int64_t count = 0;
+    hold_count(fields->element[i + 1], &count);
+    fputs(i > 0 ? ",{\"client_id\":" : "{\"client_id\":", stdout);
+    json_string(stdout, field->str, at - 1);
+    fputs(",\"owner\":", stdout);
+    if (is_number(field->str + at, field->len - at))
+      fwrite(field->str + at, 1, field->len - at, stdout);
+    else
+      json_string(stdout, field->str + at, field->len - at);
+    printf(",\"hold_count\":%lld}", (long long)count);
   }
-  relock_future_release(all);
-  relock_future_release(ttl);
+  printf("],\"ttl_ms\":%lld,\"format\":%s}\n", (long long)ttl, fields->elements > 0 ? "\"redisson\"" : "null");
+}
+
+static void print_text(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl) {
+  if (fields->elements == 0) {
+    text_string(stdout, name, len);
+    fputs(": free\n", stdout);
+  }
+  for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+    text_string(stdout, name, len);
+    fputs(": held by ", stdout);
+    text_string(stdout, fields->element[i]->str, fields->element[i]->len);
+    fputs(", hold count ", stdout);
+    text_string(stdout, fields->element[i + 1]->str, fields->element[i + 1]->len);
+    if (ttl >= 0)
+      printf(", expires in %lld ms\n", (long long)ttl);
+    else
+      fputs(", no expiry\n", stdout);
+  }
+}
+
+/* Prints a lock (fields empty: a free one) with PTTL's reply. */
+static void print_lock(const cli_t *c, const char *name, size_t len, const relock_reply_t *fields,
+                       const relock_reply_t *pttl) {
+  int64_t ttl = pttl->type == RELOCK_REPLY_INTEGER && pttl->integer >= 0 ? pttl->integer : -1;
+  if (c->opt.json)
+    print_json(name, len, fields, ttl);
+  else
+    print_text(name, len, fields, ttl);
+}
+
+/* "relock: NAME is not a lock (WHAT)" on stderr, FIELD (if not NULL) escaped
+ * in it. */
+static int not_a_lock(const char *name, const char *what, const relock_reply_t *field) {
+  fputs("relock: ", stderr);
+  text_string(stderr, name, strlen(name));
+  fprintf(stderr, " is not a lock (a Redis %s", what);
+  if (field != NULL) {
+    fputs(" whose field \"", stderr);
+    text_string(stderr, field->str, field->len);
+    fputs("\" is not <client-id>:<owner> with a hold count", stderr);
+  }
+  fputs(")\n", stderr);
+  return EXIT_NOT_LOCK;
+}
+
+/* -- relock status ------------------------------------------------------------*/
+
+/* Waits for f: its reply, or NULL if it failed (or is NULL: no memory). */
+static const relock_reply_t *wait_reply(relock_future_t *f) {
+  return f != NULL && relock_future_wait(f, RELOCK_INFINITE) == 0 ? relock_future_reply(f) : NULL;
+}
+
+/* Says why f failed. */
+static int failed(relock_future_t *f) {
+  say(0, "%s", f != NULL ? relock_future_message(f) : "out of memory");
+  return EXIT_REDIS;
+}
+
+int show_status(cli_t *c) {
+  static const char *const commands[] = {"TYPE", "HGETALL", "PTTL"};
+  relock_future_t *f[3];
+  const relock_reply_t *reply[3];
+  for (int i = 0; i < 3; i++) { /* pipelined: one round trip */
+    const char *argv[] = {commands[i], c->name};
+    f[i] = relock_client_command_async(c->client, 2, argv, NULL);
+  }
+  for (int i = 0; i < 3; i++)
+    reply[i] = wait_reply(f[i]);
+  /* HGETALL fails (WRONGTYPE) when the key is not a hash: TYPE says what it is */
+  const char *type = reply[0] != NULL && reply[0]->str != NULL ? reply[0]->str : "";
+  const relock_reply_t *bad = NULL;
+  int code;
+  if (reply[0] == NULL)
+    code = failed(f[0]);
+  else if (strcmp(type, "none") != 0 && strcmp(type, "hash") != 0)
+    code = not_a_lock(c->name, type, NULL);
+  else if (reply[1] == NULL || reply[2] == NULL)
+    code = failed(reply[1] == NULL ? f[1] : f[2]);
+  else if ((bad = bad_field(reply[1])) != NULL)
+    code = not_a_lock(c->name, "hash", bad);
+  else {
+    print_lock(c, c->name, strlen(c->name), reply[1], reply[2]);
+    code = reply[1]->elements > 0 ? 0 : EXIT_FREE;
+  }
+  for (int i = 0; i < 3; i++)
+    relock_future_release(f[i]);
   return code;
 }
+
+/* -- relock list ----------------------------------------------------------------*/
+
+typedef struct name {
+  char *s;
+  size_t len;
+} name_t;
+
+typedef struct names {
+  name_t *at;
+  size_t n, cap;
+} names_t;
+
+static int add_name(names_t *v, const relock_reply_t *key) {
+  if (key->type != RELOCK_REPLY_STRING)
+    return 0;
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? 2 * v->cap : 1024;
+    name_t *at = realloc(v->at, cap * sizeof *at);
+    if (at == NULL)
+      return -1;
+    v->at = at, v->cap = cap;
+  }
+  name_t *k = &v->at[v->n];
+  if ((k->s = malloc(key->len + 1)) == NULL)
+    return -1;
+  memcpy(k->s, key->str, key->len + 1);
+  k->len = key->len;
+  v->n++;
+  return 0;
+}
+
+static int by_bytes(const void *pa, const void *pb) {
+  const name_t *a = pa, *b = pb;
+  int d = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
+  return d != 0 ? d : (a->len > b->len) - (a->len < b->len);
+}
+
+/* Sorts the names and drops the duplicates SCAN may return. */
+static void sort_unique(names_t *v) {
+  if (v->n == 0)
+    return;
+  qsort(v->at, v->n, sizeof *v->at, by_bytes);
+  size_t kept = 1;
+  for (size_t i = 1; i < v->n; i++) {
+    if (by_bytes(&v->at[i], &v->at[kept - 1]) == 0)
+      free(v->at[i].s);
+    else
+      v->at[kept++] = v->at[i];
+  }
+  v->n = kept;
+}
+
+/* One SCAN call from cursor (which it advances; *done when it is back to 0):
+ * the keys into v. Redis before 6.0 has no TYPE filter; *typed is then
+ * cleared, and the keys that are not hashes fall out later (HGETALL fails on
+ * them with WRONGTYPE). */
+static int scan_step(cli_t *c, char *cursor, size_t size, int *typed, int *done, names_t *v) {
+  const char *argv[] = {"SCAN", cursor, "MATCH", c->name, "COUNT", SCAN_COUNT, "TYPE", "hash"};
+  relock_future_t *f = relock_client_command_async(c->client, *typed ? 8 : 6, argv, NULL);
+  const relock_reply_t *r = wait_reply(f);
+  int code = 0;
+  if (r == NULL && *typed && strcmp(cursor, "0") == 0 && relock_future_error(f) == RELOCK_ESERVER) {
+    *typed = 0;
+  } else if (r == NULL) {
+    code = failed(f);
+  } else if (r->type != RELOCK_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != RELOCK_REPLY_STRING ||
+             r->element[0]->len >= size || r->element[1]->type != RELOCK_REPLY_ARRAY) {
+    say(0, "unexpected reply to SCAN");
+    code = EXIT_REDIS;
+  } else {
+    for (size_t i = 0; i < r->element[1]->elements && code == 0; i++)
+      if (add_name(v, r->element[1]->element[i]) != 0)
+        code = failed(NULL);
+    memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+    *done = strcmp(cursor, "0") == 0;
+  }
+  relock_future_release(f);
+  return code;
+}
+
+/* HGETALL and PTTL of n names at once; prints those that are locks. */
+static int print_batch(cli_t *c, const name_t *names, size_t n, size_t *printed) {
+  relock_future_t *f[2 * BATCH];
+  for (size_t i = 0; i < n; i++) {
+    const char *all[] = {"HGETALL", names[i].s}, *pttl[] = {"PTTL", names[i].s};
+    const size_t lens[] = {sizeof "HGETALL" - 1, names[i].len}, pttl_lens[] = {sizeof "PTTL" - 1, names[i].len};
+    f[2 * i] = relock_client_command_async(c->client, 2, all, lens);
+    f[2 * i + 1] = relock_client_command_async(c->client, 2, pttl, pttl_lens);
+  }
+  int code = 0;
+  for (size_t i = 0; i < n; i++) {
+    const relock_reply_t *fields = wait_reply(f[2 * i]), *ttl = wait_reply(f[2 * i + 1]);
+    if (code != 0)
+      continue;
+    /* a key that is no hash (now) fails with WRONGTYPE: not a lock */
+    if (fields == NULL && f[2 * i] != NULL && relock_future_error(f[2 * i]) == RELOCK_ESERVER &&
+        strncmp(relock_future_message(f[2 * i]), "WRONGTYPE", 9) == 0)
+      continue;
+    if (fields == NULL || ttl == NULL)
+      code = failed(fields == NULL ? f[2 * i] : f[2 * i + 1]);
+    else if (fields->elements > 0 && bad_field(fields) == NULL) {
+      print_lock(c, names[i].s, names[i].len, fields, ttl);
+      ++*printed;
+    }
+  }
+  for (size_t i = 0; i < 2 * n; i++)
+    relock_future_release(f[i]);
+  return code;
+}
+
+int list_locks(cli_t *c) {
+  names_t v = {NULL, 0, 0};
+  char cursor[32] = "0";
+  int typed = 1, done = 0, code = 0;
+  while (code == 0 && !done)
+    code = scan_step(c, cursor, sizeof cursor, &typed, &done, &v);
+  sort_unique(&v); /* SCAN's order is no order: sorted, the output can be compared */
+  size_t printed = 0;
+  for (size_t i = 0; i < v.n && code == 0; i += BATCH)
+    code = print_batch(c, v.at + i, v.n - i < BATCH ? v.n - i : BATCH, &printed);
+  for (size_t i = 0; i < v.n; i++)
+    free(v.at[i].s);
+  free(v.at);
+  return code != 0 ? code : printed > 0 ? 0 : EXIT_FREE;
+}
+
+/* -- relock release --force -----------------------------------------------------*/
 
 int force_release(cli_t *r) {
   relock_future_t *f = relock_lock_force_release_async(r->lock);
@@ -54,4 +315,3 @@ int force_release(cli_t *r) {
   relock_future_release(f);
   return code;
 }
-

@@ -22,6 +22,7 @@ static const char usage_text[] =
     "usage: relock [options] NAME -- COMMAND [ARG...]   run COMMAND holding lock NAME\n"
     "       relock [options] status NAME                show who holds NAME\n"
     "       relock [options] release --force NAME       delete NAME whoever holds it\n"
+    "       relock [options] list PATTERN               the locks whose names match PATTERN\n"
     "\n"
     "  -u, --url URL          Redis URL (default: $RELOCK_URL, else redis://127.0.0.1:6379)\n"
     "      --url-file FILE    read the URL from FILE (keeps a password out of ps)\n"
@@ -32,11 +33,13 @@ static const char usage_text[] =
     "      --watchdog DURATION watchdog lease (default 30s, renewed every third)\n"
     "  -q, --quiet            print nothing but errors\n"
     "  -v, --verbose          say what happens\n"
+    "      --json             status, list: one JSON object per lock and line\n"
     "  -h, --help             this text;  -V, --version\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
     "Exit: the command's status (128+N if killed by signal N); 64 usage, 69 Redis\n"
     "unreachable or failing, 75 lock busy / not acquired in time, 76 lock lost while\n"
-    "running (the command was terminated), 126/127 command not runnable / not found.\n";
+    "running (the command was terminated), 126/127 command not runnable / not found.\n"
+    "status, list: 0 held / some listed, 1 free / none, 65 not a lock, 64, 69.\n";
 
 int verbosity = 1;
 
@@ -158,6 +161,8 @@ int main(int argc, char **argv) {
     code = show_status(&r);
   else if (a.mode == ARGS_RELEASE)
     code = force_release(&r);
+  else if (a.mode == ARGS_LIST)
+    code = list_locks(&r);
   else
     code = run_command(&r);
   relock_lock_free(r.lock);
