@@ -14,7 +14,9 @@
  * (getopt's state is reset): argv is not reordered; a usage error has a
  * message; a parse that succeeds has a non-empty lock name taken from argv,
  * durations in their ranges, and for a command run a command that is a
- * non-empty tail of argv after NAME or NAME --. */
+ * non-empty tail of argv after NAME or NAME --; for status and list the
+ * name last after the mode's word, or with --json before or after it; and
+ * --json for no other mode. */
 #include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -156,6 +158,7 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(duration_ok(o->timeout_ms, 0, 1));
   FUZZ_CHECK(duration_ok(o->watchdog_ms, 0, 1));
   FUZZ_CHECK(o->verbosity >= 0 && o->verbosity <= 2 && (o->force == 0 || o->force == 1));
+  FUZZ_CHECK(o->json == 0 || (o->json == 1 && (a->mode == ARGS_STATUS || a->mode == ARGS_LIST)));
   FUZZ_CHECK(o->url == NULL || in_argv(argc, argv, o->url));
   FUZZ_CHECK(o->url_file == NULL || in_argv(argc, argv, o->url_file));
 
@@ -173,8 +176,17 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
     break;
   }
   case ARGS_STATUS:
-    FUZZ_CHECK(a->command == NULL && name_at == argc - 1 && strcmp(argv[argc - 2], "status") == 0);
+  case ARGS_LIST: {
+    /* WORD NAME, WORD --json NAME or WORD NAME --json (not WORD -- --json) */
+    const char *word = a->mode == ARGS_STATUS ? "status" : "list";
+    int after = name_at == argc - 2 && strcmp(argv[argc - 1], "--json") == 0;
+    FUZZ_CHECK(a->command == NULL && (name_at == argc - 1 || after));
+    int at = name_at - 1, before = at > 1 && strcmp(argv[at], "--json") == 0 && strcmp(argv[at - 1], word) == 0;
+    FUZZ_CHECK(strcmp(argv[at], word) == 0 || before);
+    FUZZ_CHECK(!(after && before) && (!after || strcmp(argv[name_at], "--") != 0));
+    FUZZ_CHECK(!(after || before) || o->json == 1);
     break;
+  }
   case ARGS_RELEASE:
     FUZZ_CHECK(a->command == NULL && name_at == argc - 1 && o->force == 1);
     break;
@@ -186,7 +198,7 @@ static int same_args(const args_t *a, const args_t *b) {
   const options_t *x = &a->opt, *y = &b->opt;
   return x->url == y->url && x->url_file == y->url_file && x->wait_ms == y->wait_ms && x->lease_ms == y->lease_ms &&
          x->grace_ms == y->grace_ms && x->timeout_ms == y->timeout_ms && x->watchdog_ms == y->watchdog_ms &&
-         x->verbosity == y->verbosity && x->force == y->force && a->mode == b->mode && a->name == b->name &&
+         x->verbosity == y->verbosity && x->force == y->force && x->json == y->json && a->mode == b->mode && a->name == b->name &&
          a->command == b->command &&
          (a->message == NULL ? b->message == NULL : b->message != NULL && strcmp(a->message, b->message) == 0);
 }
