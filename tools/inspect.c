@@ -107,6 +107,8 @@ static void print_text(const char *name, size_t len, const relock_reply_t *field
 static void print_lock(const cli_t *c, const char *name, size_t len, const relock_reply_t *fields,
                        const relock_reply_t *pttl) {
   int64_t ttl = pttl->type == RELOCK_REPLY_INTEGER && pttl->integer >= 0 ? pttl->integer : -1;
+  if (verbosity == 0) /* -q: the exit status says it */
+    return;
   if (c->opt.json)
     print_json(name, len, fields, ttl);
   else

@@ -260,6 +260,9 @@ jexpect "with the holder (client id, numeric owner, hold count 2), the ttl and t
   "s-held True [{'client_id': '3f2a9c4e-0000-4000-8000-000000000001', 'owner': 42, 'hold_count': 2}] True redisson" \
   "$work/out" "L[0]['name'], L[0]['held'], L[0]['holders'], 0 < L[0]['ttl_ms'] <= 30000, L[0]['format']"
 
+relock -q status s-held >"$work/out"
+expect "status -q prints nothing; its exit status tells" "0 0" "$? $(wc -c <"$work/out")"
+
 redis HSET s-forever "id:with:colons:thread-7" 1 >/dev/null
 relock --json status s-forever >"$work/out"
 jexpect "--json before status; client id up to the last ':', a non-numeric owner is a string; no expiry is -1" \
