@@ -236,8 +236,7 @@ static int retry_refused(run_t *r, relock_future_t *f) {
         relock_future_message(f), left);
     r->next_progress = now + 1.0;
   }
-  ev_timer_init(&r->retry, on_retry, left < 0.2 ? left : 0.2, 0.0);
-  r->retry.data = r;
+  ev_timer_set(&r->retry, left < 0.2 ? left : 0.2, 0.0);
   ev_timer_start(r->c->loop, &r->retry);
   return 1;
 }
@@ -315,6 +314,7 @@ int run_command(cli_t *c) {
   ev_timer_init(&r->grace, on_grace, 0.0, 0.0);
   r->grace.data = r;
   ev_timer_init(&r->retry, on_retry, 0.0, 0.0);
+  r->retry.data = r;
   r->wait_end = mono_s() + (double)c->opt.wait_ms / 1000.0;
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
