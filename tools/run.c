@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
@@ -33,6 +34,9 @@ typedef struct run {
   ev_child child_watcher;
   ev_signal signals[3];
   ev_timer grace;
+  ev_timer retry;     /* --wait: the next try after a refused connection */
+  double wait_end;    /* --wait: when it ends (monotonic s) */
+  double next_progress;
 } run_t;
 
 /* -- ending -----------------------------------------------------------------*/
@@ -193,6 +197,50 @@ static int spawn(run_t *r) {
   return 0;
 }
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void on_acquired(relock_future_t *f, void *arg);
+
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  double left = r->wait_end - mono_s();
+  /* The last moments: one try, so that the answer is Redis's, not the end
+   * of a wait too short for it. */
+  r->acquire = relock_lock_acquire_async(r->c->lock, r->c->owner, left > 0.2 ? (int64_t)(left * 1000) : 0,
+                                         r->c->opt.lease_ms);
+  if (r->acquire == NULL) {
+    say(0, "cannot acquire lock %s: out of memory", r->c->name);
+    finish(r, EXIT_REDIS);
+    return;
+  }
+  relock_future_on_done(r->acquire, on_acquired, r);
+}
+
+/* An explicit --wait asks to wait for Redis too: a refused connection is
+ * tried again until the wait ends, saying so about once a second. Without
+ * it, the refusal is the answer (the library reports it at once). */
+static int retry_refused(run_t *r, relock_future_t *f) {
+  const options_t *o = &r->c->opt;
+  double now = mono_s(), left = r->wait_end - now;
+  if (relock_future_error(f) != RELOCK_ECONNREFUSED || o->wait_ms <= 0 || o->wait_ms == RELOCK_INFINITE ||
+      left <= 0)
+    return 0;
+  if (now >= r->next_progress) {
+    say(1, "cannot acquire lock %s: %s; retrying until the wait ends (%.1f s left)", r->c->name,
+        relock_future_message(f), left);
+    r->next_progress = now + 1.0;
+  }
+  ev_timer_set(&r->retry, left < 0.2 ? left : 0.2, 0.0);
+  ev_timer_start(r->c->loop, &r->retry);
+  return 1;
+}
+
 static void on_acquired(relock_future_t *f, void *arg) {
   run_t *r = arg;
   r->acquire = NULL;
@@ -200,6 +248,10 @@ static void on_acquired(relock_future_t *f, void *arg) {
   if (err == RELOCK_ECANCELED) {
     relock_future_release(f);
     return; /* a signal: on_signal has chosen the exit code */
+  }
+  if (err != 0 && retry_refused(r, f)) {
+    relock_future_release(f);
+    return;
   }
   if (err != 0) {
     say(0, "cannot acquire lock %s: %s", r->c->name, relock_future_message(f));
@@ -231,7 +283,6 @@ static void on_acquired(relock_future_t *f, void *arg) {
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
-  (void)loop;
   (void)revents;
   run_t *r = w->data;
   if (r->child > 0 && !r->child_done) {
@@ -239,9 +290,11 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
     kill(-r->child, w->signum);
     return;
   }
-  if (r->acquire != NULL) {
+  if (r->acquire != NULL || ev_is_active(&r->retry)) {
     say(1, "interrupted while waiting for lock %s", r->c->name);
-    relock_future_cancel(r->acquire);
+    ev_timer_stop(loop, &r->retry);
+    if (r->acquire != NULL)
+      relock_future_cancel(r->acquire);
     finish(r, 128 + w->signum);
   }
 }
@@ -260,6 +313,9 @@ int run_command(cli_t *c) {
   }
   ev_timer_init(&r->grace, on_grace, 0.0, 0.0);
   r->grace.data = r;
+  ev_timer_init(&r->retry, on_retry, 0.0, 0.0);
+  r->retry.data = r;
+  r->wait_end = mono_s() + (double)c->opt.wait_ms / 1000.0;
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
     say(0, "cannot acquire lock %s: out of memory", c->name);

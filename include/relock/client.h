@@ -41,7 +41,23 @@ typedef struct relock_client relock_client_t;
  * The client copies
  * what it needs: opts may be changed or freed afterwards. Connecting starts
  * at once and goes on in the background; commands issued meanwhile wait for
- * it. Returns NULL with err set when the options break a rule of
+ * it, within their timeout.
+ *
+ * Failing fast: until the client has connected once, a connection attempt
+ * that fails in a way the next one would meet too - refused (nobody
+ * listens), no route to the host, a host name that does not resolve, a
+ * missing unix socket, AUTH or SELECT refused - fails the commands waiting
+ * for it at once (RELOCK_ECONNREFUSED or RELOCK_EAUTH, the message naming
+ * host:port and the system's error), without retries. A command issued in
+ * that state makes a fresh attempt at once and shares its fate, so a server
+ * that has just started is found. A timeout is not such a failure: the
+ * commands wait as usual. Once connected, the same refusal most likely is a
+ * restart, so commands wait for the reconnect within their timeout and are
+ * retried as configured (renewals of held locks go on through it). This
+ * holds for every operation, blocking ones included: relock_lock_lock on a
+ * server that refuses fails in milliseconds, not after the retries.
+ *
+ * Returns NULL with err set when the options break a rule of
  * relock_options_validate (RELOCK_EINVAL) or out of memory; err may be
  * NULL. */
 RELOCK_EXTERN relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts,
@@ -74,7 +90,7 @@ RELOCK_EXTERN const char *relock_client_id(const relock_client_t *client);
  * RELOCK_ETIMEDOUT when no reply came within the command timeout,
  * RELOCK_ECONNLOST when the connection dropped with the command in flight,
  * RELOCK_ECONNREFUSED / RELOCK_EAUTH when no connection could be made in
- * time, RELOCK_ECLOSED after close, RELOCK_EINVAL (at once, the message
+ * time (at once before the first connection: see relock_client_new), RELOCK_ECLOSED after close, RELOCK_EINVAL (at once, the message
  * naming the argument) for invalid arguments. A command is never sent
  * twice. Returns NULL only when out of memory. */
 RELOCK_EXTERN relock_future_t *relock_client_command_async(relock_client_t *client, int argc, const char *const *argv,

@@ -79,6 +79,7 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   if (relock_future_is_done(call->out)) { /* answered, or cancelled */
     call_free(call);
   } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
+             !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
     int64_t delay = relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);

@@ -4,8 +4,9 @@
  * transient (connection lost or refused, no reply in time) and the caller
  * vouched that it is safe to repeat (idempotent, or de-duplicated like the
  * lock release's latch), it is sent again after a jittered back-off, up to
- * the configured retry attempts. Other failures and the last attempt's
- * failure complete the call's future. */
+ * the configured retry attempts - but not a refusal known at once
+ * (relock__conn_fails_fast). Other failures and the last attempt's failure
+ * complete the call's future. */
 #ifndef RELOCK__REDIS_CALL_H
 #define RELOCK__REDIS_CALL_H
 

@@ -299,9 +299,18 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
     relock__list_remove(&req->link);
     c->nwaiting--;
     submit(c, req);
+  } else if (relock__conn_fails_fast(c)) {
+    /* A fresh attempt now, the back-off notwithstanding. From the wheel, not
+     * from here: its failure must not complete the request inside this call
+     * (a caller retrying from its callback would recurse without end). */
+    relock__timer_start(c->wheel, &c->reconnect_timer, 0);
   } else {
     relock__conn_start(c);
   }
+}
+
+int relock__conn_fails_fast(const relock__conn_t *c) {
+  return c->connects == 0 && c->definitive && c->state == RELOCK__CONN_IDLE && !c->closing;
 }
 
 void relock__reply_to_future(relock_future_t *f, const relock_reply_t *reply, void *arg) {
@@ -336,10 +345,33 @@ static void record_error(relock__conn_t *c, int err, const char *fmt, ...)
 
 static void record_error(relock__conn_t *c, int err, const char *fmt, ...) {
   c->last_err = err;
+  c->definitive = 0;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
   va_end(ap);
+}
+
+/* A connect failure the next attempt will meet too: nobody listens, no
+ * route, no such socket file; or hiredis's REDIS_ERR_OTHER, which at
+ * connect time means the name did not resolve or no address was usable.
+ * Not a timeout: the server may just be slow. hiredis reports errno only
+ * as strerror's text, hence the comparison of texts. */
+static int definitive_failure(const redisContext *ctx) {
+  static const int codes[] = {ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, ENOENT};
+  if (ctx->err == REDIS_ERR_OTHER)
+    return 1;
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (ctx->err == REDIS_ERR_IO && strstr(ctx->errstr, strerror(codes[i])) != NULL)
+      return 1;
+  return 0;
+}
+
+/* The attempt failed for good (c->definitive) before any success: what
+ * waits fails now rather than at its timeout (relock__conn_fails_fast). */
+static void fail_fast_waiting(relock__conn_t *c) {
+  if (relock__conn_fails_fast(c))
+    fail_waiting(c, c->last_err, c->last_msg);
 }
 
 /* Jittered exponential back-off: half the delay is fixed, half random, so
@@ -397,6 +429,7 @@ static void ready(relock__conn_t *c) {
   c->state = RELOCK__CONN_READY;
   c->attempts = 0;
   c->last_err = 0;
+  c->definitive = 0;
   c->last_msg[0] = '\0';
   c->connects++;
   if (c->hooks.on_push != NULL)
@@ -433,6 +466,7 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
     const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
     int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : RELOCK_ESERVER;
     record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
+    c->definitive = 1;
     /* Retrying won't fix a wrong password or database: tell the waiting
      * requests now rather than at their timeout. Reconnecting continues. */
     fail_waiting(c, err, c->last_msg);
@@ -472,7 +506,9 @@ static void on_connect(const redisAsyncContext *cac, int status) {
   if (status != REDIS_OK) {
     /* hiredis frees the context right after this returns. */
     record_error(c, RELOCK_ECONNREFUSED, "%s", cac->errstr[0] ? cac->errstr : "connect failed");
+    c->definitive = definitive_failure(&cac->c);
     context_gone(c);
+    fail_fast_waiting(c);
     return;
   }
   c->in_on_connect = 1;
@@ -616,6 +652,7 @@ static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) __attribu
 
 static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) {
   c->last_err = err;
+  c->definitive = 0;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
@@ -849,8 +886,10 @@ static void connect_now(relock__conn_t *c) {
   }
   if (ac->err) {
     record_error(c, RELOCK_ECONNREFUSED, "%s", ac->errstr);
+    c->definitive = definitive_failure(&ac->c);
     redisAsyncFree(ac);
     schedule_reconnect(c);
+    fail_fast_waiting(c);
     return;
   }
   ac->data = c;

@@ -4,7 +4,9 @@
  *
  * A request is sent at most once (a script that meets NOSCRIPT is re-sent as
  * EVAL: it did not run). Requests issued while the connection is down wait
- * for it within their timeout; requests in flight when it drops fail with
+ * for it within their timeout - unless it has never been ready and its
+ * attempts fail in a way the next one will meet too (see
+ * relock__conn_fails_fast); requests in flight when it drops fail with
  * RELOCK_ECONNLOST. A request whose future completed early (timeout, cancel,
  * close) stays allocated until hiredis hands back its callback. */
 #ifndef RELOCK__REDIS_CONN_H
@@ -122,6 +124,7 @@ struct relock__conn {
 
   int unexpected_reply;    /* the server sent a reply nobody asked for */
   int last_err;            /* why the last attempt failed (0: none) */
+  int definitive;          /* and the next attempt will meet it too */
   char last_msg[160];
 };
 
@@ -161,6 +164,19 @@ void relock__request_discard(relock__request_t *req);
 /* Sends req (or queues it until the connection is ready), bounded by
  * timeout_ms. Never fails directly: every outcome completes req->future. */
 void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms);
+
+/* Whether requests fail at once instead of waiting for the connection: it
+ * has never been ready, and its last attempt failed definitively (refused,
+ * no route to the host, a name that does not resolve, a missing socket
+ * file, AUTH or SELECT refused). Such a failure is known at once and most
+ * likely a wrong address or a server that is not running: waiting out
+ * timeouts and retries would only delay the news. Once a connection has
+ * been ready, the same refusal most likely is a restart: requests wait for
+ * the reconnect within their timeout, and retries go on, as renewals of
+ * held locks need. A request sent in this state does not fail on stale
+ * news: it makes a fresh attempt (at once, not after the back-off) and
+ * shares its fate, so a server that has just started is found. */
+int relock__conn_fails_fast(const relock__conn_t *c);
 
 /* Appends a command to a ready raw connection's output (no reply is
  * awaited: answers reach hooks.on_push). 0, or -1 if the connection is not

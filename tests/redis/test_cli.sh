@@ -195,6 +195,54 @@ expect "Redis down at start: exit 69, quickly" "69 in-time" \
 grep -qi "refused" "$work/err"
 expect "with the reason" 0 $? "$(cat "$work/err")"
 
+# A refused connection is known at once: no waiting for timeouts or retries.
+down=$(free_port)
+took_ms() { echo $(($(now_ms) - $1)); }
+within() { [ "$1" -lt "$2" ] && echo fast || echo "slow:${1}ms"; }
+t0=$(now_ms)
+relock -u "redis://127.0.0.1:$down" refused -- true 2>"$work/err"
+code=$?
+expect "a refused connection fails at once: exit 69 within 200 ms" "69 fast" \
+  "$code $(within "$(took_ms "$t0")" $((200 * slack)))" "$(cat "$work/err")"
+grep -q "127.0.0.1:$down: Connection refused" "$work/err"
+expect "naming host:port and the system's error" 0 $? "$(cat "$work/err")"
+t0=$(now_ms)
+relock -u "redis://127.0.0.1:$down" status refused 2>"$work/err"
+code=$?
+expect "status on a refused connection: exit 69 within 200 ms" "69 fast" \
+  "$code $(within "$(took_ms "$t0")" $((200 * slack)))" "$(cat "$work/err")"
+grep -q "127.0.0.1:$down: Connection refused" "$work/err"
+expect "naming host:port and the system's error" 0 $? "$(cat "$work/err")"
+
+# --wait asks to wait for Redis too: retried until the wait ends, saying so.
+t0=$(now_ms)
+relock -u "redis://127.0.0.1:$down" --wait 2s refused -- true 2>"$work/err"
+code=$?
+took=$(took_ms "$t0")
+expect "--wait 2s on a refused connection: retried, exit 69 after 2 s" "69 in-time" \
+  "$code $([ "$took" -ge 2000 ] && [ "$took" -lt $((2000 + 1000 * slack)) ] && echo in-time || echo ${took}ms)" \
+  "$(cat "$work/err")"
+progress=$(grep -c "127.0.0.1:$down: Connection refused; retrying until the wait ends ([0-9.]* s left)" "$work/err")
+expect "with progress on stderr about once a second" "yes" \
+  "$([ "$progress" -ge 2 ] && [ "$progress" -le 3 ] && echo yes || echo "$progress lines")" "$(cat "$work/err")"
+relock -q -u "redis://127.0.0.1:$down" --wait 300ms refused -- true 2>"$work/err"
+expect "-q: no progress, only the final error" "69 0 1" \
+  "$? $(grep -c retrying "$work/err") $(grep -c "Connection refused" "$work/err")" "$(cat "$work/err")"
+
+late=$(free_port)
+relock_bg -u "redis://127.0.0.1:$late" --wait $((10 * slack))s late -- sh -c "echo ran >'$work/late'" 2>"$work/late-err"
+pid=$!
+sleep 1 # refused meanwhile
+redis-server --bind 127.0.0.1 --port "$late" --save '' --appendonly no --dir "$work" --daemonize no \
+  </dev/null >/dev/null 2>&1 &
+late_redis=$!
+wait "$pid"
+code=$?
+kill "$late_redis"
+wait "$late_redis"
+expect "a server that starts listening during the wait: the command runs" "0 ran" \
+  "$code $(cat "$work/late" 2>/dev/null)" "$(cat "$work/late-err")"
+
 relock --wait xyz name -- true 2>"$work/err"
 expect "a bad duration is a usage error" "64" "$?"
 grep -q 'invalid --wait "xyz"' "$work/err"

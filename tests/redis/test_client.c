@@ -3,6 +3,7 @@
  * NOSCRIPT, pipelining, closing. Network faults go through tests/support/proxy.c. */
 #include <config.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -190,6 +191,15 @@ static void test_handshake_acl_user(void **state) {
 
 /* -- failures to connect ----------------------------------------------------*/
 
+static relock_future_t *get_call(relock_client_t *c, int retry_safe) {
+  const char *argv[] = {"GET", "k"};
+  const size_t lens[] = {3, 1};
+  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = retry_safe};
+  relock_future_t *f = relock__call(&c->redis, &spec);
+  assert_non_null(f);
+  return f;
+}
+
 static int closed_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -200,18 +210,121 @@ static int closed_port(void) {
   return ntohs(a.sin_port);
 }
 
+/* The message names host:port and the system's text. */
+static void assert_refused_message(const char *msg, int port) {
+  char want[96];
+  snprintf(want, sizeof want, "127.0.0.1:%d: %s", port, strerror(ECONNREFUSED));
+  if (strstr(msg, want) == NULL)
+    fail_msg("message \"%s\" lacks \"%s\"", msg, want);
+}
+
+static int never(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+/* Refused before the client ever connected: known at once, so commands
+ * fail at once - neither the command timeout nor the retries are waited
+ * for. */
 static void test_connection_refused_is_clear(void **state) {
   fx_t *fx = *state;
-  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
-  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 300);
+  int port = closed_port();
+  fx_set_int(fx->cfg, RELOCK_OPT_PORT, port);
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 3000);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 3);
   fx->client = fx_client(fx->cfg);
-  uint64_t t0 = relock__now_ns();
+  for (int i = 0; i < 3; i++) { /* a command, a retried call, a command during the back-off */
+    uint64_t t0 = relock__now_ns();
+    relock_future_t *f = i == 1 ? get_call(fx->client, 1)
+                                : relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
+    assert_int_equal(relock_future_wait(f, 10000), RELOCK_ECONNREFUSED);
+    double took = fx_ms_since(t0);
+    if (took >= fx_slack_ms(200))
+      fail_msg("attempt %d took %.0f ms", i, took);
+    assert_refused_message(relock_future_message(f), port);
+    relock_future_release(f);
+    fx_run_until(fx->client->loop, never, NULL, 50); /* reconnecting meanwhile */
+  }
+}
+
+/* The blocking API, on a threaded client with every default (retries,
+ * back-off, timeouts): a refused connection fails within 200 ms too. */
+static void test_blocking_calls_fail_fast_when_refused(void **state) {
+  fx_t *fx = *state;
+  int port = closed_port();
+  relock_options_t *opts = relock_options_new(NULL);
+  fx_set_int(opts, RELOCK_OPT_PORT, port);
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(NULL, opts, &err);
+  assert_non_null(c);
+  relock_lock_t *l = relock_lock_new(c, "fail-fast", &err);
+  assert_non_null(l);
+  for (int i = 0; i < 3; i++) {
+    uint64_t t0 = relock__now_ns();
+    int acquired = -1, r;
+    const char *msg;
+    relock_future_t *f = NULL;
+    if (i == 0) {
+      r = relock_lock_lock(l, RELOCK_INFINITE);
+      msg = relock_last_error_message();
+    } else if (i == 1) {
+      r = relock_lock_try_lock(l, 10000, RELOCK_INFINITE, &acquired);
+      msg = relock_last_error_message();
+    } else {
+      f = relock_client_command_async(c, 1, (const char *const[]){"PING"}, NULL);
+      r = relock_future_wait(f, 10000);
+      msg = relock_future_message(f);
+    }
+    double took = fx_ms_since(t0);
+    if (r != RELOCK_ECONNREFUSED || took >= fx_slack_ms(200))
+      fail_msg("call %d: %s after %.0f ms: %s", i, relock_err_name(r), took, msg);
+    assert_refused_message(msg, port);
+    relock_future_release(f);
+  }
+  relock_lock_free(l);
+  relock_client_free(c);
+  relock_options_free(opts);
+  (void)fx;
+}
+
+/* Refused, then the server starts: the next command connects at once, not
+ * after the reconnect back-off. */
+static void test_refused_then_server_starts(void **state) {
+  fx_t *fx = *state;
+  assert_int_equal(relock_test_redis_stop(fx->redis), 0);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MAX, 10000);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 5000);
+  fx->client = fx_client(fx->cfg);
   relock_future_t *f = relock_client_command_async(fx->client, 1, (const char *const[]){"PING"}, NULL);
   assert_int_equal(relock_future_wait(f, 10000), RELOCK_ECONNREFUSED);
-  double took = fx_ms_since(t0);
-  assert_true(took >= 299.0);
-  assert_true(took < fx_slack_ms(2000));
-  assert_non_null(strstr(relock_future_message(f), "refused"));
+  relock_future_release(f);
+  assert_int_equal(relock_test_redis_restart(fx->redis), 0);
+  uint64_t t0 = relock__now_ns();
+  f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
+  relock_future_release(f);
+}
+
+static int refused(void *arg) {
+  relock__conn_t *c = arg;
+  return c->state != RELOCK__CONN_READY && c->last_err == RELOCK_ECONNREFUSED;
+}
+
+/* Once connected, a refused reconnect is most likely a restart: commands
+ * wait for the connection within their timeout, as before. */
+static void test_refused_after_connecting_waits(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(5000));
+  fx->client = fx_client(fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_stop(fx->redis), 0);
+  assert_true(fx_run_until(fx->client->loop, refused, &fx->client->redis.cmd, 2000));
+  relock_future_t *f = relock_client_command_async(fx->client, 3, (const char *const[]){"SET", "k", "v"}, NULL);
+  assert_int_equal(relock_future_wait(f, 300), RELOCK_EPENDING);
+  assert_int_equal(fx->client->redis.cmd.last_err, RELOCK_ECONNREFUSED); /* refused meanwhile */
+  assert_int_equal(relock_test_redis_restart(fx->redis), 0);
+  assert_int_equal(relock_future_wait(f, 10000), 0);
   relock_future_release(f);
 }
 
@@ -536,15 +649,6 @@ static void resume_server(struct ev_loop *loop, ev_timer *w, int revents) {
   relock_test_redis_resume(r->redis);
 }
 
-static relock_future_t *get_call(relock_client_t *c, int retry_safe) {
-  const char *argv[] = {"GET", "k"};
-  const size_t lens[] = {3, 1};
-  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = retry_safe};
-  relock_future_t *f = relock__call(&c->redis, &spec);
-  assert_non_null(f);
-  return f;
-}
-
 static void retry_through_a_stall(fx_t *fx, int retry_safe) {
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 100);
   fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 4);
@@ -575,25 +679,28 @@ static void test_unsafe_call_is_not_retried(void **state) { retry_through_a_stal
 
 static void test_retries_run_out(void **state) {
   fx_t *fx = *state;
-  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 50);
   fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 2);
   fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
   fx->client = fx_client(fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
   uint64_t t0 = relock__now_ns();
   relock_future_t *f = get_call(fx->client, 1);
-  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ECONNREFUSED);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ETIMEDOUT);
   assert_true(fx_ms_since(t0) >= 3 * 50 + 2 * 10 - 1); /* three attempts, two back-offs */
   relock_future_release(f);
+  relock_test_redis_resume(fx->redis);
 }
 
 static void test_cancel_between_retries(void **state) {
   fx_t *fx = *state;
-  fx_set_int(fx->cfg, RELOCK_OPT_PORT, closed_port());
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 30);
   fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 100);
   fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 1000);
   fx->client = fx_client(fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
   relock_future_t *f = get_call(fx->client, 1);
   assert_int_equal(relock_future_wait(f, 200), RELOCK_EPENDING); /* now backing off */
   assert_int_equal(relock_future_cancel(f), 1);
@@ -603,6 +710,7 @@ static void test_cancel_between_retries(void **state) {
   f = get_call(fx->client, 1);
   assert_int_equal(relock_future_cancel(f), 1);
   relock_future_release(f);
+  relock_test_redis_resume(fx->redis);
 }
 
 /* -- closing ----------------------------------------------------------------*/
@@ -741,6 +849,9 @@ int main(void) {
       T(test_handshake_password),
       T(test_handshake_acl_user),
       T(test_connection_refused_is_clear),
+      T(test_blocking_calls_fail_fast_when_refused),
+      T(test_refused_then_server_starts),
+      T(test_refused_after_connecting_waits),
       T(test_commands_wait_for_the_connection),
       T(test_timeout_under_debug_sleep),
       T(test_timeout_under_sigstop),
