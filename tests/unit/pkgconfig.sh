@@ -1,7 +1,7 @@
 #!/bin/sh
 # relock.pc as a consumer sees it: installs the build into a temporary
-# DESTDIR, points pkg-config there (PKG_CONFIG_SYSROOT_DIR, so any --prefix
-# or --libdir works), and checks that
+# DESTDIR, points pkg-config at the relock.pc installed there (its paths
+# moved under DESTDIR, so any --prefix or --libdir works), and checks that
 #   - pkg-config --cflags relock names relock's include directory only: no
 #     hiredis or libev path leaks into a consumer's CFLAGS;
 #   - pkg-config --static --libs relock lists every library librelock needs;
@@ -44,11 +44,15 @@ fi
 
 pc=$(find "$dest" -name relock.pc | head -n 1)
 [ -n "$pc" ] || bail "no relock.pc under $dest"
+# The installed relock.pc, moved under DESTDIR: its own absolute paths
+# (prefix, libdir, ... whatever configure was given) get the DESTDIR prefix;
+# everything else (hiredis's -L, say) stays as configure found it.
+mkdir "$tmp/pc"
+sed "s|^\([A-Za-z_]*\)=/|\1=$dest/|" "$pc" >"$tmp/pc/relock.pc"
 # Ours first; the system's .pc files stay visible, so that a Requires on
 # hiredis would resolve and show its Cflags below rather than just fail.
-PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-PKG_CONFIG_SYSROOT_DIR=$dest
-export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+PKG_CONFIG_PATH=$tmp/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export PKG_CONFIG_PATH
 for q in --cflags --libs "--static --libs"; do
   # shellcheck disable=SC2086
   out=$(pkg-config $q relock 2>&1) || bail "pkg-config $q relock failed: $(echo $out)"
