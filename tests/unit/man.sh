@@ -3,7 +3,8 @@
 # (tools/relock.1, docs/man/*.3) goes through man(1) and groff with warnings
 # on, and any message on stderr or a non-zero status fails it. Then every
 # function the public headers export must be named by a section-3 page (its
-# NAME line: make install links the name to the page).
+# NAME line: make install links the name to the page), and relock_error(3)
+# must list every code of RELOCK_ERRNO_MAP with its number.
 # A missing man or groff fails: ./bootstrap --deps installs them (man-db,
 # groff-base), and a check that cannot run must not pass.
 #   tests/unit/man.sh [SRCDIR]
@@ -17,7 +18,7 @@ for p in "$srcdir"/tools/*.1 "$srcdir"/docs/man/*.1 "$srcdir"/docs/man/*.3; do
 done
 # shellcheck disable=SC2086
 set -- $pages
-echo "1..$(($# + 2))"
+echo "1..$(($# + 3))"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() {
@@ -61,4 +62,15 @@ if [ -n "$exported" ] && [ -z "$missing" ]; then
   ok "all $(printf '%s\n' "$exported" | wc -l) exported functions are named by a section-3 page"
 else
   not_ok "every exported function is named by a section-3 page" "missing: $(echo $missing)"
+fi
+
+# relock_error(3)'s table has every code of RELOCK_ERRNO_MAP, numbered as there.
+codes=$(sed -n 's/^ *XX(\([A-Z_]*\), *-\([0-9]*\),.*/\1 \2/p' "$srcdir/include/relock/error.h")
+missing=$(printf '%s\n' "$codes" | while read -r name num; do
+  grep -q "^\.BR RELOCK_$name \" (\\\\-$num)\"\$" "$srcdir/docs/man/relock_error.3" || echo "RELOCK_$name($num)"
+done)
+if [ -n "$codes" ] && [ -z "$missing" ]; then
+  ok "relock_error(3) lists all $(printf '%s\n' "$codes" | wc -l) error codes of RELOCK_ERRNO_MAP"
+else
+  not_ok "relock_error(3) lists every error code of RELOCK_ERRNO_MAP" "missing: $(echo $missing)"
 fi
