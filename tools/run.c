@@ -293,6 +293,8 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   if (r->acquire != NULL || ev_is_active(&r->retry)) {
     say(1, "interrupted while waiting for lock %s", r->c->name);
     ev_timer_stop(loop, &r->retry);
+    /* A try in flight may take the lock yet: the cancel sends its give-back,
+     * and the close in finish() waits for that before on_closed ends us. */
     if (r->acquire != NULL)
       relock_future_cancel(r->acquire);
     finish(r, 128 + w->signum);

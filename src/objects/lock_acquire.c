@@ -256,7 +256,9 @@ static char *latch_name(const acquire_t *op, size_t *len) {
 }
 
 /* Gives back the hold op's try took, if it took one: the latch says so in
- * Redis. Sent after the try on the same connection, so it runs after it. */
+ * Redis. Sent after the try on the same connection, so it runs after it;
+ * a close of the client waits for it, so that cancelling and closing at
+ * once (the relock tool on a signal) leaves nothing held. */
 static void undo(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   char field[RELOCK__FIELD_MAX];
@@ -271,7 +273,8 @@ static void undo(acquire_t *op) {
                               .argc = 6,
                               .argv = argv,
                               .lens = lens,
-                              .retry_safe = 1}; /* deleting the latch makes a repeat harmless */
+                              .retry_safe = 1, /* deleting the latch makes a repeat harmless */
+                              .flush_on_close = 1};
   relock_future_t *f = relock__call(&lock->client->redis, &spec);
   free(latch);
   if (f != NULL)

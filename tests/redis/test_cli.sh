@@ -139,6 +139,81 @@ expect "SIGINT while waiting cancels the wait" 130 $?
 kill -TERM "$holder"
 wait "$holder"
 
+# leftover NAME: the fields of NAME held by no live process ("" if none)
+leftover() {
+  redis HKEYS "$1" | while read -r field; do
+    [ -n "$field" ] && ! kill -0 "${field##*:}" 2>/dev/null && echo "$field"
+  done
+}
+# rand_ms N: a random number in [0, N]
+rand_ms() { echo $(($(od -An -N2 -tu2 /dev/urandom) % ($1 + 1))); }
+
+# A signal to a waiting relock at a random moment around the holder's
+# release (50 ms before to 50 ms after): whatever it hits - the wait, the
+# acquire in flight, the acquisition just made - once both have exited the
+# lock is free, never left to a dead process.
+bad= codes=
+for i in $(seq 50); do
+  rm -f "$work/go"
+  relock_bg -q race -- sh -c "while [ ! -e '$work/go' ]; do sleep 0.01; done"
+  holder=$!
+  wait_held race
+  relock_bg -q race -- true
+  waiter=$!
+  for _ in $(seq 100); do # until the waiter is waiting
+    [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{race}' | tail -n 1)" = 1 ] && break
+    sleep 0.01
+  done
+  sig=INT
+  [ $((i % 2)) = 0 ] && sig=TERM
+  off=$(($(rand_ms 100) - 50))
+  if [ "$off" -lt 0 ]; then
+    kill -$sig "$waiter"
+    sleep "$(printf '0.%03d' $((-off)))"
+    : >"$work/go"
+  else
+    : >"$work/go"
+    sleep "$(printf '0.%03d' "$off")"
+    kill -$sig "$waiter"
+  fi
+  wait "$waiter"
+  codes="$codes $?"
+  wait "$holder"
+  left=$(leftover race)
+  if [ -n "$left" ]; then
+    bad="$bad run$i:$sig@${off}ms:$left"
+    redis DEL race >/dev/null
+  fi
+done
+expect "a signal to a waiter around the holder's release never leaves the lock to a dead process (50 runs)" "" \
+  "$bad" "exit codes:$codes"
+
+# The same with the waiter's try surely in flight: another holder's lease
+# runs out while Redis is stopped, so the waiter's try at that moment waits
+# for Redis; the signal comes meanwhile, and Redis, resumed, takes the lock
+# for the waiter. Its relock must give it back before it exits.
+bad= codes=
+for i in $(seq 10); do
+  redis HSET race2 "dead-holder:999999999" 1 >/dev/null
+  redis PEXPIRE race2 300 >/dev/null
+  relock_bg -q race2 -- true
+  waiter=$!
+  sleep 0.25 # the waiter tries again when the lease ends (at 300 ms)
+  kill -STOP "$redis_pid"
+  sleep 0.1
+  kill -INT "$waiter"
+  sleep "$(printf '0.%03d' "$(rand_ms 50)")"
+  kill -CONT "$redis_pid"
+  wait "$waiter"
+  codes="$codes $?"
+  left=$(leftover race2)
+  if [ -n "$left" ]; then
+    bad="$bad run$i:$left"
+    redis DEL race2 >/dev/null
+  fi
+done
+expect "a signal while the waiter's try is in flight leaves no lock behind (10 runs)" "" "$bad" "exit codes:$codes"
+
 # -- losing the lock ----------------------------------------------------------
 
 relock_bg -q --watchdog 600ms --kill-grace 2s lost -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
