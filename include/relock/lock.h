@@ -98,7 +98,9 @@ RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lo
  * the holder's field is gone (deleted, or expired), RELOCK_ETIMEDOUT when
  * the lease ran out while Redis could not be reached to renew it. message
  * says which, naming the lock and the owner. From then on a release by that
- * owner fails with RELOCK_ELOST. */
+ * owner fails with RELOCK_ELOST (one per hold it had taken, re-entries
+ * included), answered at once without asking Redis, which may well be out
+ * of reach. */
 typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg);
 
 /* Sets (or, with NULL, clears) the callback for holds taken through lock. */

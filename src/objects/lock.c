@@ -250,6 +250,16 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
 
 static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   relock_client_t *c = lock->client;
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
+  /* Known lost: the answer is ours, and Redis may be out of reach (that
+   * may be why it was lost); asking it would only delay the answer, or
+   * replace it with a connection error. */
+  if (relock__renewal_release_lost(&c->renewal, &id)) {
+    char field[RELOCK__FIELD_MAX];
+    relock__lock_field(lock, owner, field);
+    return relock__future_failed(c->exec, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name,
+                                 field);
+  }
   release_t *op = malloc(sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
@@ -257,7 +267,6 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
     relock_future_release(out);
     return NULL;
   }
-  relock__hold_id_t id = relock__lock_hold(lock, owner);
   relock__renewal_release_started(&c->renewal, &id);
   relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, &id));
   if (f == NULL) {

@@ -469,4 +469,35 @@ expect "list walks the whole SCAN (2500 locks), each once, sorted" "0 2500 2500 
 relock --help | grep -q "list"
 expect "--help mentions list" 0 $?
 
+# -- Redis gone (last: these stop the server) ----------------------------------
+
+# Redis goes away while the command runs: the lease runs out unrenewed, the
+# lock is lost (76), not a Redis error (69).
+relock_bg -q --watchdog 600ms --kill-grace 10s gone -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
+  2>"$work/gone-err"
+pid=$!
+wait_held gone
+stop_redis
+wait "$pid"
+expect "Redis gone while the command runs: the lease runs out, exit 76" 76 $? "$(cat "$work/gone-err")"
+start_redis
+export RELOCK_URL="redis://127.0.0.1:$port"
+trap 'stop_redis; rm -rf "$work"' EXIT # start_redis set its own
+
+# The lock is lost (key deleted), and Redis goes away before the command
+# has ended: relock still knows the loss, and says so with 76, not with
+# Redis's unreachability (69).
+rm -f "$work/go"
+relock_bg -q --watchdog 600ms --kill-grace 10s lostdown -- \
+  sh -c "trap 'while [ ! -e \"$work/go\" ]; do sleep 0.02; done; exit 0' TERM; while :; do sleep 0.02; done" \
+  2>"$work/lostdown-err"
+pid=$!
+wait_held lostdown
+redis DEL lostdown >/dev/null
+for _ in $(seq 200); do grep -q "lost" "$work/lostdown-err" && break; sleep 0.02; done
+stop_redis
+: >"$work/go"
+wait "$pid"
+expect "a lost lock with Redis gone afterwards: still exit 76" 76 $? "$(cat "$work/lostdown-err")"
+
 echo "1..$n"

@@ -506,6 +506,36 @@ static void test_cancel_then_close_leaves_nothing_held(void **state) {
   cancel_then_close(*state, 0);
 }
 
+/* Issue 14 item 10: a hold known lost answers its release at once, from
+ * what the client knows, even with Redis gone (the old release asked Redis
+ * first, and reported the connection's error after its timeout). */
+static void test_release_of_a_lost_hold_needs_no_redis(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "lostdown");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1); /* re-entered */
+  fx_raw_int(fx->redis, "DEL", "lostdown", NULL);
+  uint64_t t0 = relock__now_ns();
+  while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(2000))
+    ev_run(fx->a->loop, EVRUN_ONCE);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(relock_test_redis_stop(fx->redis), 0);
+  t0 = relock__now_ns();
+  char msg[256];
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, msg, sizeof msg), RELOCK_ELOST);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(100));
+  assert_non_null(strstr(msg, "lost"));
+  /* Each release of the re-entered hold says so; the last one ends it. */
+  assert_int_equal(fx->a->renewal.holds.count, 1);
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx->a->renewal.holds.count, 0);
+  relock_lock_free(l);
+}
+
 /* -- item 13: the tables' hash is keyed per process -------------------------*/
 
 static uint64_t hash_in_a_child(void) {
@@ -617,6 +647,7 @@ int main(void) {
       T(test_release_of_a_lost_hold_reports_it),
       T(test_validity_is_local_and_validate_asks_redis),
       T(test_cancel_then_close_leaves_nothing_held),
+      T(test_release_of_a_lost_hold_needs_no_redis),
 #undef T
   };
   if (!relock_test_redis_available())
