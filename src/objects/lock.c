@@ -90,6 +90,7 @@ void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
   relock__exec_unref(lock->exec);
+  free(lock->wait);
   free(lock->channel);
   free(lock);
 }
@@ -100,6 +101,8 @@ void relock_lock_free(relock_lock_t *lock) {
   relock__exec_t *x = relock__exec_ref(lock->exec); /* the lock's may go with it */
   if (relock__exec_enter(x, NULL) == 0) {
     lock->lost_cb = NULL; /* nobody to tell any more */
+    free(lock->wait);
+    lock->wait = NULL;
     relock__lock_unref(lock);
     relock__exec_leave(x);
   } /* else the wrong thread or a forked child: left alone, nothing is safe */
@@ -124,6 +127,25 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   lock->lost_cb = cb;
   lock->lost_arg = arg;
   relock__exec_leave(lock->exec);
+}
+
+int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
+  if (lock == NULL)
+    return RELOCK_EINVAL;
+  relock__wait_hook_t *hook = cb != NULL ? malloc(sizeof(*hook)) : NULL;
+  if (cb != NULL && hook == NULL)
+    return RELOCK_ENOMEM;
+  int r = relock__exec_enter(lock->exec, NULL);
+  if (r != 0) {
+    free(hook);
+    return r;
+  }
+  if (hook != NULL)
+    *hook = (relock__wait_hook_t){cb, arg};
+  free(lock->wait);
+  lock->wait = hook;
+  relock__exec_leave(lock->exec);
+  return 0;
 }
 
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {

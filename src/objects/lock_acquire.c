@@ -401,11 +401,23 @@ static void on_acquired(acquire_t *op) {
   }
 }
 
+/* Tells relock_lock_on_wait's callback that a try found the lock held.
+ * Called while op->attempt is still set, so that a cancel from inside
+ * only marks op abandoned (the attempt, done, cannot be cancelled) and op
+ * lives on for on_try_done to finish. */
+static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
+  relock__wait_hook_t *hook = op->lock->wait;
+  if (hook != NULL && !op->abandoned && !relock_future_is_done(op->out))
+    hook->cb(op->lock, op->owner, ttl_ms, hook->arg);
+}
+
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
-  op->attempt = NULL;
   int err = relock_future_error(f);
   int64_t answer = err == 0 ? relock_future_int(f) : 0;
+  if (err == 0 && answer != ACQUIRED)
+    tell_waiting(op, answer);
+  op->attempt = NULL;
   /* A server error means the script did not run; any other error leaves
    * the outcome unknown. */
   int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
@@ -422,6 +434,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
     end(op, err, 0, "%s", relock_future_message(f));
   } else if (answer == ACQUIRED) {
     on_acquired(op);
+  } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
+    end(op, RELOCK_ECLOSED, 0, "client closed");
   } else if (op->try_once) {
     end(op, 0, 0, NULL);
   } else if (op->q == NULL) {
