@@ -104,6 +104,23 @@ relock status held >"$work/status"
 grep -q "held by [0-9a-f-]*:[0-9][0-9]*, hold count 1, expires in" "$work/status"
 expect "status shows the holder of a lock held by another process" 0 $? "$(cat "$work/status")"
 
+relock -w 1500ms held -- true 2>"$work/err"
+code=$?
+grep -c "^relock: waiting for lock held, held by [0-9a-f-]*:$holder (hold count 1), expires in [0-9]* ms$" \
+  "$work/err" >"$work/count"
+expect "after 1 s without the lock, relock says once who holds it" "75 1" "$code $(cat "$work/count")" \
+  "$(cat "$work/err")"
+relock -w 500ms held -- true 2>"$work/err"
+expect "not before" "75 0" "$? $(grep -c "waiting for lock" "$work/err")" "$(cat "$work/err")"
+relock -q -w 1500ms held -- true 2>"$work/err"
+expect "nor with -q" "75 " "$? $(cat "$work/err")"
+relock -v -w 500ms held -- true 2>"$work/err"
+code=$?
+# the first try, and the try once subscribed to the unlock channel
+expect "-v shows each try that finds the lock held" "75 2" \
+  "$code $(grep -c "^relock: lock held is held, its lease ends in [0-9]* ms: waiting$" "$work/err")" \
+  "$(cat "$work/err")"
+
 : >"$work/release"
 t0=$(now_ms)
 relock -q -w 10s held -- true
