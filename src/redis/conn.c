@@ -115,8 +115,10 @@ static void request_done(relock__request_t *req) {
   relock__conn_t *c = req->conn;
   if (req->state == REQ_WAITING)
     c->nwaiting--;
-  else if (req->state == REQ_SENT)
-    c->ninflight--, c->nflush -= req->flush_on_close;
+  else if (req->state == REQ_SENT) {
+    c->ninflight--;
+    c->nflush -= req->flush_on_close;
+  }
   relock__list_remove(&req->link);
   relock__timer_stop(&req->timer);
   req->state = REQ_DONE;
