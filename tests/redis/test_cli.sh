@@ -114,11 +114,11 @@ relock -w 500ms held -- true 2>"$work/err"
 expect "not before" "75 0" "$? $(grep -c "waiting for lock" "$work/err")" "$(cat "$work/err")"
 relock -q -w 1500ms held -- true 2>"$work/err"
 expect "nor with -q" "75 " "$? $(cat "$work/err")"
-relock -v -w 500ms held -- true 2>"$work/err"
+relock -v -w 1s held -- true 2>"$work/err"
 code=$?
-# the first try, and the try once subscribed to the unlock channel
-expect "-v shows each try that finds the lock held" "75 2" \
-  "$code $(grep -c "^relock: lock held is held, its lease ends in [0-9]* ms: waiting$" "$work/err")" \
+# at least the first try, and the try once subscribed to the unlock channel
+tries=$(grep -c "^relock: lock held is held, its lease ends in [0-9]* ms: waiting$" "$work/err")
+expect "-v shows each try that finds the lock held" "75 yes" "$code $([ "$tries" -ge 2 ] && echo yes)" \
   "$(cat "$work/err")"
 
 : >"$work/release"
@@ -169,8 +169,10 @@ rand_ms() { echo $(($(od -An -N2 -tu2 /dev/urandom) % ($1 + 1))); }
 # release (50 ms before to 50 ms after): whatever it hits - the wait, the
 # acquire in flight, the acquisition just made - once both have exited the
 # lock is free, never left to a dead process.
+runs=50 # under valgrind the offsets mean little, and each run takes seconds
+[ -n "${RELOCK_UNDER_VALGRIND:-}" ] && runs=10
 bad= codes=
-for i in $(seq 50); do
+for i in $(seq $runs); do
   rm -f "$work/go"
   relock_bg -q race -- sh -c "while [ ! -e '$work/go' ]; do sleep 0.01; done"
   holder=$!
@@ -202,7 +204,7 @@ for i in $(seq 50); do
     redis DEL race >/dev/null
   fi
 done
-expect "a signal to a waiter around the holder's release never leaves the lock to a dead process (50 runs)" "" \
+expect "a signal to a waiter around the holder's release never leaves the lock to a dead process ($runs runs)" "" \
   "$bad" "exit codes:$codes"
 
 # The same with the waiter's try surely in flight: another holder's lease
