@@ -37,7 +37,12 @@ typedef struct run {
   ev_timer retry;     /* --wait: the next try after a refused connection */
   double wait_end;    /* --wait: when it ends (monotonic s) */
   double next_progress;
+  ev_timer patience;          /* waiting this long: say who holds the lock */
+  relock_future_t *holders;   /* that report's HGETALL, until its PTTL answers */
 } run_t;
+
+/* How long relock waits quietly before saying who holds the lock. */
+#define PATIENCE_S 1.0
 
 /* -- ending -----------------------------------------------------------------*/
 
@@ -52,6 +57,7 @@ static void finish(run_t *r, int code) {
   for (int i = 0; i < 3; i++)
     ev_signal_stop(r->c->loop, &r->signals[i]);
   ev_timer_stop(r->c->loop, &r->grace);
+  ev_timer_stop(r->c->loop, &r->patience);
   if (relock_client_close(r->c->client, on_closed, r) != 0)
     ev_break(r->c->loop, EVBREAK_ALL);
 }
@@ -197,6 +203,8 @@ static int spawn(run_t *r) {
   return 0;
 }
 
+/* -- waiting ----------------------------------------------------------------*/
+
 static double mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -240,6 +248,65 @@ static int retry_refused(run_t *r, relock_future_t *f) {
   ev_timer_start(r->c->loop, &r->retry);
   return 1;
 }
+/* -v: each try that found the lock held. */
+static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *arg) {
+  (void)owner;
+  (void)arg;
+  if (ttl_ms >= 0)
+    say(2, "lock %s is held, its lease ends in %lld ms: waiting", relock_lock_name(lock), (long long)ttl_ms);
+  else
+    say(2, "lock %s is held, with no lease: waiting", relock_lock_name(lock));
+}
+
+/* The report's second half: the lease left. The key may have gone since
+ * HGETALL (released meanwhile): then PTTL says -2. */
+static void on_holder_ttl(relock_future_t *f, void *arg) {
+  run_t *r = arg;
+  const relock_reply_t *all = relock_future_reply(r->holders), *ttl = relock_future_reply(f);
+  if (r->acquire != NULL && relock_future_error(f) == 0 && ttl->type == RELOCK_REPLY_INTEGER) {
+    if (all->elements < 2 || ttl->integer == -2)
+      say(1, "waiting for lock %s: it is being released", r->c->name);
+    else if (ttl->integer == -1)
+      say(1, "waiting for lock %s, held by %s (hold count %s), with no expiry", r->c->name, all->element[0]->str,
+          all->element[1]->str);
+    else
+      say(1, "waiting for lock %s, held by %s (hold count %s), expires in %lld ms", r->c->name,
+          all->element[0]->str, all->element[1]->str, (long long)ttl->integer);
+  }
+  relock_future_release(r->holders);
+  r->holders = NULL;
+  relock_future_release(f);
+}
+
+static void on_holders(relock_future_t *f, void *arg) {
+  run_t *r = arg;
+  const relock_reply_t *all = relock_future_reply(f);
+  const char *argv[] = {"PTTL", r->c->name};
+  relock_future_t *ttl = NULL;
+  /* Not a hash (a key of another type): the acquisition will say why. */
+  if (r->acquire != NULL && relock_future_error(f) == 0 && all->type == RELOCK_REPLY_ARRAY)
+    ttl = relock_client_command_async(r->c->client, 2, argv, NULL);
+  if (ttl == NULL) {
+    relock_future_release(f);
+    return;
+  }
+  r->holders = f;
+  relock_future_on_done(ttl, on_holder_ttl, r);
+}
+
+/* Waiting for a while: who holds the lock, and for how long? Said once:
+ * quiet waits stay quiet, and a long one says why it takes long. */
+static void on_patience(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  const char *argv[] = {"HGETALL", r->c->name};
+  relock_future_t *f = r->acquire != NULL ? relock_client_command_async(r->c->client, 2, argv, NULL) : NULL;
+  if (f != NULL)
+    relock_future_on_done(f, on_holders, r);
+}
+
+/* -- acquired ----------------------------------------------------------------*/
 
 static void on_acquired(relock_future_t *f, void *arg) {
   run_t *r = arg;
@@ -253,6 +320,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
     relock_future_release(f);
     return;
   }
+  ev_timer_stop(r->c->loop, &r->patience); /* the wait is over */
   if (err != 0) {
     say(0, "cannot acquire lock %s: %s", r->c->name, relock_future_message(f));
     relock_future_release(f);
@@ -293,6 +361,8 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   if (r->acquire != NULL || ev_is_active(&r->retry)) {
     say(1, "interrupted while waiting for lock %s", r->c->name);
     ev_timer_stop(loop, &r->retry);
+    /* A try in flight may take the lock yet: the cancel sends its give-back,
+     * and the close in finish() waits for that before on_closed ends us. */
     if (r->acquire != NULL)
       relock_future_cancel(r->acquire);
     finish(r, 128 + w->signum);
@@ -316,14 +386,21 @@ int run_command(cli_t *c) {
   ev_timer_init(&r->retry, on_retry, 0.0, 0.0);
   r->retry.data = r;
   r->wait_end = mono_s() + (double)c->opt.wait_ms / 1000.0;
+  ev_timer_init(&r->patience, on_patience, PATIENCE_S, 0.0);
+  r->patience.data = r;
+  if (verbosity >= 2)
+    relock_lock_on_wait(c->lock, on_wait, r); /* only a progress report: ENOMEM leaves it out */
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
     say(0, "cannot acquire lock %s: out of memory", c->name);
     return EXIT_REDIS;
   }
   relock_future_on_done(r->acquire, on_acquired, r);
+  if (r->acquire != NULL && verbosity >= 1)
+    ev_timer_start(c->loop, &r->patience);
   r->exit_code = -1;
   ev_run(c->loop, 0);
   relock_lock_on_lost(c->lock, NULL, NULL);
+  relock_lock_on_wait(c->lock, NULL, NULL);
   return r->exit_code >= 0 ? r->exit_code : EXIT_REDIS;
 }

@@ -98,11 +98,29 @@ RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lo
  * the holder's field is gone (deleted, or expired), RELOCK_ETIMEDOUT when
  * the lease ran out while Redis could not be reached to renew it. message
  * says which, naming the lock and the owner. From then on a release by that
- * owner fails with RELOCK_ELOST. */
+ * owner fails with RELOCK_ELOST (one per hold it had taken, re-entries
+ * included), answered at once without asking Redis, which may well be out
+ * of reach. */
 typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg);
 
 /* Sets (or, with NULL, clears) the callback for holds taken through lock. */
 RELOCK_EXTERN void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
+
+/* -- waiting ----------------------------------------------------------------*/
+
+/* Called on each try of an acquisition through lock that finds the lock
+ * held by another owner: owner is the one acquiring, ttl_ms how long the
+ * holder's lease has left (-1: it never expires). The acquisition then goes
+ * on waiting (a single try completes with 0). It runs on the client's loop
+ * and may do anything, cancelling that acquisition or closing the client
+ * included. Meant for progress reports (the relock tool's -v). */
+typedef void (*relock_wait_cb)(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *arg);
+
+/* Sets (or, with NULL, clears) the callback for acquisitions through lock,
+ * those in progress included. Returns 0, RELOCK_EINVAL for a NULL lock,
+ * RELOCK_ENOMEM, or the error of a call from a thread that may not use the
+ * client. */
+RELOCK_EXTERN int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg);
 
 /* -- is it still mine? ------------------------------------------------------*/
 

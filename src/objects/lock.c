@@ -90,6 +90,7 @@ void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
   relock__exec_unref(lock->exec);
+  free(lock->wait);
   free(lock->channel);
   free(lock);
 }
@@ -100,6 +101,8 @@ void relock_lock_free(relock_lock_t *lock) {
   relock__exec_t *x = relock__exec_ref(lock->exec); /* the lock's may go with it */
   if (relock__exec_enter(x, NULL) == 0) {
     lock->lost_cb = NULL; /* nobody to tell any more */
+    free(lock->wait);
+    lock->wait = NULL;
     relock__lock_unref(lock);
     relock__exec_leave(x);
   } /* else the wrong thread or a forked child: left alone, nothing is safe */
@@ -124,6 +127,25 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   lock->lost_cb = cb;
   lock->lost_arg = arg;
   relock__exec_leave(lock->exec);
+}
+
+int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
+  if (lock == NULL)
+    return RELOCK_EINVAL;
+  relock__wait_hook_t *hook = cb != NULL ? malloc(sizeof(*hook)) : NULL;
+  if (cb != NULL && hook == NULL)
+    return RELOCK_ENOMEM;
+  int r = relock__exec_enter(lock->exec, NULL);
+  if (r != 0) {
+    free(hook);
+    return r;
+  }
+  if (hook != NULL)
+    *hook = (relock__wait_hook_t){cb, arg};
+  free(lock->wait);
+  lock->wait = hook;
+  relock__exec_leave(lock->exec);
+  return 0;
 }
 
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
@@ -250,6 +272,16 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
 
 static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   relock_client_t *c = lock->client;
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
+  /* Known lost: the answer is ours, and Redis may be out of reach (that
+   * may be why it was lost); asking it would only delay the answer, or
+   * replace it with a connection error. */
+  if (relock__renewal_release_lost(&c->renewal, &id)) {
+    char field[RELOCK__FIELD_MAX];
+    relock__lock_field(lock, owner, field);
+    return relock__future_failed(c->exec, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name,
+                                 field);
+  }
   release_t *op = malloc(sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
@@ -257,7 +289,6 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
     relock_future_release(out);
     return NULL;
   }
-  relock__hold_id_t id = relock__lock_hold(lock, owner);
   relock__renewal_release_started(&c->renewal, &id);
   relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, &id));
   if (f == NULL) {

@@ -256,7 +256,9 @@ static char *latch_name(const acquire_t *op, size_t *len) {
 }
 
 /* Gives back the hold op's try took, if it took one: the latch says so in
- * Redis. Sent after the try on the same connection, so it runs after it. */
+ * Redis. Sent after the try on the same connection, so it runs after it;
+ * a close of the client waits for it, so that cancelling and closing at
+ * once (the relock tool on a signal) leaves nothing held. */
 static void undo(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   char field[RELOCK__FIELD_MAX];
@@ -271,7 +273,8 @@ static void undo(acquire_t *op) {
                               .argc = 6,
                               .argv = argv,
                               .lens = lens,
-                              .retry_safe = 1}; /* deleting the latch makes a repeat harmless */
+                              .retry_safe = 1, /* deleting the latch makes a repeat harmless */
+                              .flush_on_close = 1};
   relock_future_t *f = relock__call(&lock->client->redis, &spec);
   free(latch);
   if (f != NULL)
@@ -398,11 +401,23 @@ static void on_acquired(acquire_t *op) {
   }
 }
 
+/* Tells relock_lock_on_wait's callback that a try found the lock held.
+ * Called while op->attempt is still set, so that a cancel from inside
+ * only marks op abandoned (the attempt, done, cannot be cancelled) and op
+ * lives on for on_try_done to finish. */
+static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
+  relock__wait_hook_t *hook = op->lock->wait;
+  if (hook != NULL && !op->abandoned && !relock_future_is_done(op->out))
+    hook->cb(op->lock, op->owner, ttl_ms, hook->arg);
+}
+
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
-  op->attempt = NULL;
   int err = relock_future_error(f);
   int64_t answer = err == 0 ? relock_future_int(f) : 0;
+  if (err == 0 && answer != ACQUIRED)
+    tell_waiting(op, answer);
+  op->attempt = NULL;
   /* A server error means the script did not run; any other error leaves
    * the outcome unknown. */
   int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
@@ -419,6 +434,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
     end(op, err, 0, "%s", relock_future_message(f));
   } else if (answer == ACQUIRED) {
     on_acquired(op);
+  } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
+    end(op, RELOCK_ECLOSED, 0, "client closed");
   } else if (op->try_once) {
     end(op, 0, 0, NULL);
   } else if (op->q == NULL) {

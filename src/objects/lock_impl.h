@@ -12,12 +12,20 @@
 #include "objects/keys.h"
 #include "watchdog/renewal.h"
 
+/* relock_lock_on_wait's callback, allocated only when one is set: few
+ * locks have one, and a lock object is kept per held lock. */
+typedef struct relock__wait_hook {
+  relock_wait_cb cb;
+  void *arg;
+} relock__wait_hook_t;
+
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
   relock_client_t *client;
   relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   relock_lost_cb lost_cb;
   void *lost_arg;
+  relock__wait_hook_t *wait; /* NULL: none */
   char *channel;            /* redisson_lock__channel:{name} */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */

@@ -21,6 +21,7 @@ typedef struct call {
   void *arg;
   const relock__script_t *script;
   int retry_safe;
+  int flush_on_close;
   int attempts_left;
   uint64_t deadline_ns;
   relock__timer_t backoff;
@@ -126,6 +127,7 @@ static void start_attempt(call_t *call) {
   }
   memcpy(req->cmd, call->cmd, call->len);
   req->script = call->script;
+  req->flush_on_close = (unsigned char)call->flush_on_close;
   req->on_reply = on_attempt_reply;
   req->arg = call;
   call->attempt = attempt;
@@ -163,6 +165,7 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->arg = spec->arg;
   call->script = spec->script;
   call->retry_safe = spec->retry_safe;
+  call->flush_on_close = spec->flush_on_close;
   call->deadline_ns = spec->deadline_ns;
   call->attempts_left = 1 + redis->settings->opt.retry_attempts;
   relock__timer_init(&call->backoff, on_backoff, call);

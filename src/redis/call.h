@@ -28,6 +28,7 @@ typedef struct relock__call_spec {
   relock__reply_fn on_reply;      /* NULL: relock__reply_to_future */
   void *arg;
   int retry_safe;
+  int flush_on_close;             /* it gives back a hold: a close waits for it (conn.h) */
   uint64_t deadline_ns;           /* 0, or no retry starts after it (monotonic) */
 } relock__call_spec_t;
 

@@ -115,8 +115,10 @@ static void request_done(relock__request_t *req) {
   relock__conn_t *c = req->conn;
   if (req->state == REQ_WAITING)
     c->nwaiting--;
-  else if (req->state == REQ_SENT)
+  else if (req->state == REQ_SENT) {
     c->ninflight--;
+    c->nflush -= req->flush_on_close;
+  }
   relock__list_remove(&req->link);
   relock__timer_stop(&req->timer);
   req->state = REQ_DONE;
@@ -140,9 +142,21 @@ static void request_fail(relock__request_t *req, int err, const char *fmt, ...) 
   relock_future_release(f);
 }
 
+/* A draining connection goes once the last request it waits for is over.
+ * Called where hiredis's context is sure to be alive (a reply, a timer). */
+static void drain_check(relock__conn_t *c) {
+  if (c->draining && c->nflush == 0) {
+    c->draining = 0;
+    drop_context(c);
+  }
+}
+
 static void on_request_cancel(relock_future_t *f, void *arg) {
   (void)f;
-  request_done(arg);
+  relock__request_t *req = arg;
+  relock__conn_t *c = req->conn;
+  request_done(req);
+  drain_check(c);
 }
 
 static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
@@ -158,6 +172,8 @@ static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
   } else {
     request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->settings->address);
   }
+  if (status == 0)
+    drain_check(c);
 }
 
 static int is_noscript(const redisReply *reply) {
@@ -271,6 +287,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   request_done(req); /* frees req: hiredis is done with it */
   deliver(f, reply, fn, arg);
   relock_future_release(f);
+  drain_check(c);
 }
 
 static void submit(relock__conn_t *c, relock__request_t *req) {
@@ -280,6 +297,7 @@ static void submit(relock__conn_t *c, relock__request_t *req) {
   }
   req->state = REQ_SENT;
   c->ninflight++;
+  c->nflush += req->flush_on_close;
   relock__list_push_back(&c->inflight, &req->link);
 }
 
@@ -289,7 +307,7 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   req->state = REQ_WAITING;
   c->nwaiting++;
   relock__list_push_back(&c->waiting, &req->link);
-  if (c->closing) {
+  if (c->closing && !(req->flush_on_close && c->state == RELOCK__CONN_READY && c->ac != NULL)) {
     request_fail(req, RELOCK_ECLOSED, "client closed");
     return;
   }
@@ -405,6 +423,7 @@ static void on_reconnect_timer(relock__timer_t *t, int status, void *arg) {
 static void context_gone(relock__conn_t *c) {
   relock__conn_state_t was = c->state;
   c->ac = NULL;
+  c->draining = 0;
   relock__timer_stop(&c->connect_timer);
   relock__timer_stop(&c->health_timer);
   c->ping_pending = 0;
@@ -945,11 +964,28 @@ void relock__conn_close(relock__conn_t *c) {
   relock__timer_stop(&c->connect_timer);
   relock__timer_stop(&c->health_timer);
   fail_waiting(c, RELOCK_ECLOSED, NULL);
+  /* The requests to fail are set apart first: their callbacks may send
+   * flush_on_close requests, which join c->inflight behind the kept ones. */
+  relock__link_t doomed, kept;
+  relock__list_init(&doomed);
+  relock__list_init(&kept);
   while (!relock__list_empty(&c->inflight)) {
-    relock__request_t *req = relock__container_of(c->inflight.next, relock__request_t, link);
+    relock__link_t *l = c->inflight.next;
+    relock__list_remove(l);
+    relock__list_push_back(relock__container_of(l, relock__request_t, link)->flush_on_close ? &kept : &doomed, l);
+  }
+  while (!relock__list_empty(&kept)) {
+    relock__link_t *l = kept.next;
+    relock__list_remove(l);
+    relock__list_push_back(&c->inflight, l);
+  }
+  while (!relock__list_empty(&doomed)) {
+    relock__request_t *req = relock__container_of(doomed.next, relock__request_t, link);
     request_fail(req, RELOCK_ECLOSED, "client closed");
   }
-  if (c->ac == NULL) {
+  if (c->nflush > 0 && c->ac != NULL) {
+    c->draining = 1; /* the context goes with the last of them (drain_check) */
+  } else if (c->ac == NULL) {
     context_gone(c);
   } else if (!c->free_deferred) {
     drop_context(c); /* inside on_connect this defers; the deferred free ends it */

@@ -53,6 +53,7 @@ struct relock__request {
   char *eval_cmd;          /* the EVAL form, once NOSCRIPT was met */
   unsigned char state;
   unsigned char in_hiredis; /* hiredis holds a callback for it */
+  unsigned char flush_on_close; /* a close waits for its answer (it gives back a hold) */
   size_t len;
   char cmd[];              /* RESP */
 };
@@ -100,6 +101,8 @@ struct relock__conn {
   relock__link_t inflight; /* requests handed to hiredis, in order */
   size_t nwaiting;
   size_t ninflight;
+  size_t nflush;           /* requests in flight that a close waits for */
+  int draining;            /* closing: the context goes when nflush is 0 */
 
   relock__timer_t connect_timer;
   relock__timer_t reconnect_timer;
@@ -136,7 +139,12 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
 void relock__conn_start(relock__conn_t *c);
 
 /* Fails everything pending with RELOCK_ECLOSED and drops the connection;
- * hooks.on_closed runs once it is fully down (possibly from inside this call). */
+ * hooks.on_closed runs once it is fully down (possibly from inside this call).
+ * Requests marked flush_on_close are the exception: those in flight, and
+ * those sent while the connection drains (an answer to a failed one may
+ * send one), are answered first, each within its own timeout. They give
+ * back holds: dropped unsent, a lock would stay held by a client that is
+ * gone, until its lease ran out. */
 void relock__conn_close(relock__conn_t *c);
 
 /* A request with room for a command of len bytes (to be written into
@@ -162,7 +170,9 @@ relock__request_t *relock__request_vformat(relock_future_t *future, const char *
 void relock__request_discard(relock__request_t *req);
 
 /* Sends req (or queues it until the connection is ready), bounded by
- * timeout_ms. Never fails directly: every outcome completes req->future. */
+ * timeout_ms. Never fails directly: every outcome completes req->future.
+ * After close, only a flush_on_close request on a draining connection is
+ * sent; others fail with RELOCK_ECLOSED. */
 void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms);
 
 /* Whether requests fail at once instead of waiting for the connection: it

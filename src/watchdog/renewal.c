@@ -222,6 +222,15 @@ int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *
   return lost;
 }
 
+int relock__renewal_release_lost(relock__renewal_t *r, const relock__hold_id_t *id) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
+  if (hold == NULL || !hold->lost)
+    return 0;
+  if (--hold->count <= 0 && hold->releases_in_flight == 0)
+    forget(r, hold);
+  return 1;
+}
+
 int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t *id) {
   relock__hold_t *hold = relock__renewal_find(r, id);
   return hold != NULL && hold->lease_ms > 0 ? hold->lease_ms : r->watchdog_ms;

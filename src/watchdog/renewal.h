@@ -155,6 +155,12 @@ void relock__renewal_release_started(relock__renewal_t *r, const relock__hold_id
 int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *id,
                                  relock__release_outcome_t outcome);
 
+/* A release by owner of a hold found lost: it is answered here, without
+ * Redis (which may be out of reach, the reason for the loss), by
+ * RELOCK_ELOST. Returns 1 if the hold is lost (one hold of it is let go:
+ * the last forgets it), 0 if the release must ask Redis. */
+int relock__renewal_release_lost(relock__renewal_t *r, const relock__hold_id_t *id);
+
 /* The lease a partial release keeps for the hold's remaining holds. */
 int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t *id);
 

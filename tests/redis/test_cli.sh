@@ -104,6 +104,23 @@ relock status held >"$work/status"
 grep -q "held by [0-9a-f-]*:[0-9][0-9]*, hold count 1, expires in" "$work/status"
 expect "status shows the holder of a lock held by another process" 0 $? "$(cat "$work/status")"
 
+relock -w 1500ms held -- true 2>"$work/err"
+code=$?
+grep -c "^relock: waiting for lock held, held by [0-9a-f-]*:$holder (hold count 1), expires in [0-9]* ms$" \
+  "$work/err" >"$work/count"
+expect "after 1 s without the lock, relock says once who holds it" "75 1" "$code $(cat "$work/count")" \
+  "$(cat "$work/err")"
+relock -w 500ms held -- true 2>"$work/err"
+expect "not before" "75 0" "$? $(grep -c "waiting for lock" "$work/err")" "$(cat "$work/err")"
+relock -q -w 1500ms held -- true 2>"$work/err"
+expect "nor with -q" "75 " "$? $(cat "$work/err")"
+relock -v -w 1s held -- true 2>"$work/err"
+code=$?
+# at least the first try, and the try once subscribed to the unlock channel
+tries=$(grep -c "^relock: lock held is held, its lease ends in [0-9]* ms: waiting$" "$work/err")
+expect "-v shows each try that finds the lock held" "75 yes" "$code $([ "$tries" -ge 2 ] && echo yes)" \
+  "$(cat "$work/err")"
+
 : >"$work/release"
 t0=$(now_ms)
 relock -q -w 10s held -- true
@@ -138,6 +155,83 @@ wait "$waiter"
 expect "SIGINT while waiting cancels the wait" 130 $?
 kill -TERM "$holder"
 wait "$holder"
+
+# leftover NAME: the fields of NAME held by no live process ("" if none)
+leftover() {
+  redis HKEYS "$1" | while read -r field; do
+    [ -n "$field" ] && ! kill -0 "${field##*:}" 2>/dev/null && echo "$field"
+  done
+}
+# rand_ms N: a random number in [0, N]
+rand_ms() { echo $(($(od -An -N2 -tu2 /dev/urandom) % ($1 + 1))); }
+
+# A signal to a waiting relock at a random moment around the holder's
+# release (50 ms before to 50 ms after): whatever it hits - the wait, the
+# acquire in flight, the acquisition just made - once both have exited the
+# lock is free, never left to a dead process.
+runs=50 # under valgrind the offsets mean little, and each run takes seconds
+[ -n "${RELOCK_UNDER_VALGRIND:-}" ] && runs=10
+bad= codes=
+for i in $(seq $runs); do
+  rm -f "$work/go"
+  relock_bg -q race -- sh -c "while [ ! -e '$work/go' ]; do sleep 0.01; done"
+  holder=$!
+  wait_held race
+  relock_bg -q race -- true
+  waiter=$!
+  for _ in $(seq 100); do # until the waiter is waiting
+    [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{race}' | tail -n 1)" = 1 ] && break
+    sleep 0.01
+  done
+  sig=INT
+  [ $((i % 2)) = 0 ] && sig=TERM
+  off=$(($(rand_ms 100) - 50))
+  if [ "$off" -lt 0 ]; then
+    kill -$sig "$waiter"
+    sleep "$(printf '0.%03d' $((-off)))"
+    : >"$work/go"
+  else
+    : >"$work/go"
+    sleep "$(printf '0.%03d' "$off")"
+    kill -$sig "$waiter"
+  fi
+  wait "$waiter"
+  codes="$codes $?"
+  wait "$holder"
+  left=$(leftover race)
+  if [ -n "$left" ]; then
+    bad="$bad run$i:$sig@${off}ms:$left"
+    redis DEL race >/dev/null
+  fi
+done
+expect "a signal to a waiter around the holder's release never leaves the lock to a dead process ($runs runs)" "" \
+  "$bad" "exit codes:$codes"
+
+# The same with the waiter's try surely in flight: another holder's lease
+# runs out while Redis is stopped, so the waiter's try at that moment waits
+# for Redis; the signal comes meanwhile, and Redis, resumed, takes the lock
+# for the waiter. Its relock must give it back before it exits.
+bad= codes=
+for i in $(seq 10); do
+  redis HSET race2 "dead-holder:999999999" 1 >/dev/null
+  redis PEXPIRE race2 300 >/dev/null
+  relock_bg -q race2 -- true
+  waiter=$!
+  sleep 0.25 # the waiter tries again when the lease ends (at 300 ms)
+  kill -STOP "$redis_pid"
+  sleep 0.1
+  kill -INT "$waiter"
+  sleep "$(printf '0.%03d' "$(rand_ms 50)")"
+  kill -CONT "$redis_pid"
+  wait "$waiter"
+  codes="$codes $?"
+  left=$(leftover race2)
+  if [ -n "$left" ]; then
+    bad="$bad run$i:$left"
+    redis DEL race2 >/dev/null
+  fi
+done
+expect "a signal while the waiter's try is in flight leaves no lock behind (10 runs)" "" "$bad" "exit codes:$codes"
 
 # -- losing the lock ----------------------------------------------------------
 
@@ -393,5 +487,36 @@ expect "list walks the whole SCAN (2500 locks), each once, sorted" "0 2500 2500 
 
 relock --help | grep -q "list"
 expect "--help mentions list" 0 $?
+
+# -- Redis gone (last: these stop the server) ----------------------------------
+
+# Redis goes away while the command runs: the lease runs out unrenewed, the
+# lock is lost (76), not a Redis error (69).
+relock_bg -q --watchdog 600ms --kill-grace 10s gone -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
+  2>"$work/gone-err"
+pid=$!
+wait_held gone
+stop_redis
+wait "$pid"
+expect "Redis gone while the command runs: the lease runs out, exit 76" 76 $? "$(cat "$work/gone-err")"
+start_redis
+export RELOCK_URL="redis://127.0.0.1:$port"
+trap 'stop_redis; rm -rf "$work"' EXIT # start_redis set its own
+
+# The lock is lost (key deleted), and Redis goes away before the command
+# has ended: relock still knows the loss, and says so with 76, not with
+# Redis's unreachability (69).
+rm -f "$work/go"
+relock_bg -q --watchdog 600ms --kill-grace 10s lostdown -- \
+  sh -c "trap 'while [ ! -e \"$work/go\" ]; do sleep 0.02; done; exit 0' TERM; while :; do sleep 0.02; done" \
+  2>"$work/lostdown-err"
+pid=$!
+wait_held lostdown
+redis DEL lostdown >/dev/null
+for _ in $(seq 200); do grep -q "lost" "$work/lostdown-err" && break; sleep 0.02; done
+stop_redis
+: >"$work/go"
+wait "$pid"
+expect "a lost lock with Redis gone afterwards: still exit 76" 76 $? "$(cat "$work/lostdown-err")"
 
 echo "1..$n"

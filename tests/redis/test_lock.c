@@ -345,6 +345,75 @@ static void test_force_release_wakes_waiter(void **state) {
   relock_lock_free(lb);
 }
 
+/* -- the wait callback -------------------------------------------------------*/
+
+typedef struct {
+  int calls;
+  uint64_t owner;
+  int64_t ttl_ms;
+  relock_lock_t *lock;
+  relock_future_t *cancel; /* cancelled from the callback on its second call */
+} waited_t;
+
+static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *arg) {
+  waited_t *w = arg;
+  w->calls++;
+  w->owner = owner;
+  w->ttl_ms = ttl_ms;
+  w->lock = lock;
+  if (w->cancel != NULL && w->calls == 2)
+    relock_future_cancel(w->cancel);
+}
+
+static int called_twice(void *arg) { return ((waited_t *)arg)->calls >= 2; }
+
+static void test_wait_callback_sees_each_try_that_finds_it_held(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
+  waited_t w = {0};
+  assert_int_equal(relock_lock_on_wait(NULL, on_wait, &w), RELOCK_EINVAL);
+  assert_int_equal(relock_lock_on_wait(lb, on_wait, &w), 0);
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  assert_int_equal(ACQUIRE(lb, 2, 0, RELOCK_INFINITE), 0); /* one try: one call */
+  assert_int_equal(w.calls, 1);
+  assert_int_equal(w.owner, 2);
+  assert_ptr_equal(w.lock, lb);
+  assert_true(w.ttl_ms > 9000 && w.ttl_ms <= 10000); /* the holder's lease left */
+
+  /* A wait: the first try, the try once subscribed, one per wake-up. */
+  w.calls = 0;
+  relock_future_t *wait = relock_lock_acquire_async(lb, 3, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(w.calls, 2);
+  assert_int_equal(w.owner, 3);
+  fx_raw_int(fx->redis, "PUBLISH", "redisson_lock__channel:{res}", "1", NULL); /* wakes every waiter */
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(w.calls, 3);
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(relock_future_wait(wait, 5000), 0);
+  assert_int_equal(relock_future_bool(wait), 1);
+  relock_future_release(wait);
+  assert_int_equal(w.calls, 3); /* the try that took it is no wait */
+
+  /* The callback may cancel the acquisition it reports on. */
+  w.calls = 0;
+  w.cancel = relock_lock_acquire_async(lb, 4, RELOCK_INFINITE, RELOCK_INFINITE); /* owner 3 holds it */
+  assert_true(fx_run_until(fx->b->loop, called_twice, &w, 2000));
+  assert_int_equal(relock_future_state(w.cancel), RELOCK_FUTURE_CANCELLED);
+  relock_future_release(w.cancel);
+  w.cancel = NULL;
+  assert_int_equal(w.calls, 2);
+
+  assert_int_equal(relock_lock_on_wait(lb, NULL, NULL), 0); /* cleared */
+  assert_int_equal(ACQUIRE(la, 5, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(ACQUIRE(lb, 5, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(w.calls, 2);
+  assert_int_equal(RELEASE(lb, 3), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
 static int no_channels(void *arg) { return relock__pubsub_channels(&((relock_client_t *)arg)->redis.pubsub) == 0; }
 
 static void test_cancel_during_wait(void **state) {
@@ -877,6 +946,7 @@ int main(void) {
       T(test_blocking_api),
       T(test_blocking_inside_a_callback_would_block),
       T(test_close_fails_pending_acquires),
+      T(test_wait_callback_sees_each_try_that_finds_it_held),
   };
 #undef T
   if (!relock_test_redis_available())

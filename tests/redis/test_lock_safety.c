@@ -444,6 +444,98 @@ static void test_release_of_a_lost_hold_reports_it(void **state) {
   relock_lock_free(l);
 }
 
+/* -- issue 14 item 2: cancel, then close, leaves nothing held ---------------*/
+
+static void on_closed(relock_client_t *c, void *arg) {
+  (void)c;
+  *(int *)arg = 1;
+}
+
+typedef struct {
+  relock_test_redis_t *redis;
+  uint64_t resume_at;
+  int *closed;
+} resume_t;
+
+/* Resumes the paused server once its time has come; done when closed. */
+static int resumed_and_closed(void *arg) {
+  resume_t *r = arg;
+  if (r->resume_at != 0 && relock__now_ns() >= r->resume_at) {
+    assert_int_equal(relock_test_redis_resume(r->redis), 0);
+    r->resume_at = 0;
+  }
+  return r->resume_at == 0 && *r->closed;
+}
+
+/* The try is in Redis (paused: unanswered) when the caller cancels and at
+ * once closes the client (or just closes it). The try will run and take the
+ * lock: the give-back the cancel (or the close) sends must reach Redis
+ * before the connection goes, and the close must wait for it. The old close
+ * dropped it unsent: the lock stayed held for the watchdog lease by a
+ * client that no longer exists. */
+static void cancel_then_close(fx_t *fx, int cancel) {
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "cancelclose");
+  relock_future_release(FX_CMD(fx->a, "PING")); /* connected: the try is sent at once */
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_non_null(f);
+  for (int i = 0; i < 10; i++) /* the try is written to the socket */
+    ev_run(fx->a->loop, EVRUN_NOWAIT);
+  if (cancel) {
+    relock_future_cancel(f);
+    assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
+  }
+  relock_lock_free(l);
+  int closed = 0;
+  assert_int_equal(relock_client_close(fx->a, on_closed, &closed), 0);
+  assert_int_equal(relock_future_error(f), cancel ? RELOCK_ECANCELED : RELOCK_ECLOSED);
+  relock_future_release(f);
+  resume_t r = {fx->redis, relock__now_ns() + 200 * 1000000u, &closed};
+  assert_true(fx_run_until(fx->a->loop, resumed_and_closed, &r, 5000));
+  /* Whatever ran in Redis has run by now; give a late one time too. */
+  struct timespec ts = {0, 100 * 1000000};
+  nanosleep(&ts, NULL);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "cancelclose", NULL), 0);
+  relock_client_free(fx->a);
+  fx->a = NULL;
+}
+
+static void test_cancel_then_close_leaves_nothing_held(void **state) {
+  cancel_then_close(*state, 1);
+  cancel_then_close(*state, 0);
+}
+
+/* Issue 14 item 10: a hold known lost answers its release at once, from
+ * what the client knows, even with Redis gone (the old release asked Redis
+ * first, and reported the connection's error after its timeout). */
+static void test_release_of_a_lost_hold_needs_no_redis(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "lostdown");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1); /* re-entered */
+  fx_raw_int(fx->redis, "DEL", "lostdown", NULL);
+  uint64_t t0 = relock__now_ns();
+  while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(2000))
+    ev_run(fx->a->loop, EVRUN_ONCE);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(relock_test_redis_stop(fx->redis), 0);
+  t0 = relock__now_ns();
+  char msg[256];
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, msg, sizeof msg), RELOCK_ELOST);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(100));
+  assert_non_null(strstr(msg, "lost"));
+  /* Each release of the re-entered hold says so; the last one ends it. */
+  assert_int_equal(fx->a->renewal.holds.count, 1);
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx->a->renewal.holds.count, 0);
+  relock_lock_free(l);
+}
+
 /* -- item 13: the tables' hash is keyed per process -------------------------*/
 
 static uint64_t hash_in_a_child(void) {
@@ -554,6 +646,8 @@ int main(void) {
       T(test_lost_and_expired_holds_leave_the_registry),
       T(test_release_of_a_lost_hold_reports_it),
       T(test_validity_is_local_and_validate_asks_redis),
+      T(test_cancel_then_close_leaves_nothing_held),
+      T(test_release_of_a_lost_hold_needs_no_redis),
 #undef T
   };
   if (!relock_test_redis_available())
