@@ -209,8 +209,8 @@ static void refuse_waiters(waitq_t *q, const char *why) {
     }
   q->guards++;
   while (!relock__list_empty(&batch))
-    end(relock__container_of(batch.next, acquire_t, qlink), RELOCK_ENOPERM, 0, "cannot wait for lock %s: %s",
-        q->lock->name, why);
+    end(relock__container_of(batch.next, acquire_t, qlink), RELOCK_ENOPERM, 0,
+        "waiting needs the lock's unlock channel: %s", why);
   q->guards--;
   queue_maybe_free(q);
 }
