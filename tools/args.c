@@ -63,7 +63,8 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     default:
       if (optopt != 0)
         return usage(a, "option -%c needs a value, or is unknown", optopt);
-      return usage(a, "unknown option %s", argv[optind - 1]);
+      /* not its value: "--ur=redis://:password@host" (ambiguous) must not echo a password */
+      return usage(a, "unknown option %.*s", (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
     }
   }
   *first = optind;

@@ -15,6 +15,7 @@
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
 #include "redis/call.h"
+#include "redis/reply.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -159,7 +160,7 @@ int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int
 static int server_error(relock_future_t *f, const relock_reply_t *reply) {
   if (reply->type != RELOCK_REPLY_ERROR)
     return 0;
-  relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+  relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
   return 1;
 }
 

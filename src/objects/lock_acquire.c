@@ -41,6 +41,7 @@
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
 #include "redis/call.h"
+#include "redis/reply.h"
 #include "redis/pubsub.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
@@ -190,14 +191,45 @@ static void on_message(relock__listener_t *l, const char *payload, size_t len, v
   }
 }
 
+static void end(acquire_t *op, int err, int value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The ACL forbids the unlock channel: waiting would only poll until the
+ * deadline, the subscription refused again at every reconnect, and hide
+ * the operator's mistake. Every waiter there is now fails with the
+ * server's word; those that join later start afresh. */
+static void refuse_waiters(waitq_t *q, const char *why) {
+  relock__link_t batch;
+  relock__list_init(&batch);
+  relock__link_t *lists[] = {&q->idle, &q->trying};
+  for (int i = 0; i < 2; i++)
+    while (!relock__list_empty(lists[i])) {
+      relock__link_t *l = lists[i]->next;
+      relock__list_remove(l);
+      relock__list_push_back(&batch, l);
+    }
+  q->guards++;
+  while (!relock__list_empty(&batch))
+    end(relock__container_of(batch.next, acquire_t, qlink), RELOCK_ENOPERM, 0,
+        "waiting needs the lock's unlock channel: %s", why);
+  q->guards--;
+  queue_maybe_free(q);
+}
+
 static void on_confirm(relock_future_t *f, void *arg) {
   waitq_t *q = arg;
   if (q->dying)
     return;
-  q->heard = relock_future_error(f) == 0;
+  int err = relock_future_error(f);
+  char why[256];
+  snprintf(why, sizeof why, "%s", err != 0 ? relock_future_message(f) : "");
+  q->heard = err == 0;
   if (q->confirm == f) {
     q->confirm = NULL;
     relock_future_release(f);
+  }
+  if (err == RELOCK_ENOPERM) {
+    refuse_waiters(q, why);
+    return;
   }
   /* Subscribed (or not: then the waiters poll until it is) - the waiters
    * that were waiting for it try again. */
@@ -365,7 +397,7 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
   else if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
   else if (reply->type == RELOCK_REPLY_ERROR)
-    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
   else
     relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", (int)reply->type);
 }
@@ -419,7 +451,9 @@ static void on_try_done(relock_future_t *f, void *arg) {
     tell_waiting(op, answer);
   op->attempt = NULL;
   /* A server error means the script did not run; any other error leaves
-   * the outcome unknown. */
+   * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
+   * a key comes before the script runs, but one of a command inside it
+   * comes after what ran before: unknown too. */
   int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
   if (err == 0)
     op->answered = 1;

@@ -334,7 +334,7 @@ int relock__conn_fails_fast(const relock__conn_t *c) {
 void relock__reply_to_future(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
   if (reply->type == RELOCK_REPLY_ERROR) {
-    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
     return;
   }
   relock_reply_t *copy = relock__reply_dup(reply);
@@ -483,7 +483,7 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
   int step = c->hs_steps[c->hs_next++];
   if (reply->type == REDIS_REPLY_ERROR) {
     const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
-    int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : RELOCK_ESERVER;
+    int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : relock__reply_error_code(reply->str, reply->len);
     record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
     c->definitive = 1;
     /* Retrying won't fix a wrong password or database: tell the waiting
@@ -695,7 +695,7 @@ static int is_pong(const redisReply *r) {
 static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
   if (reply->type == REDIS_REPLY_ERROR) {
     /* A refused SUBSCRIBE (ACL), "max number of clients": the server's word. */
-    drop_for(c, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    drop_for(c, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
     return -1;
   }
   if (c->ping_pending && is_pong(reply)) {

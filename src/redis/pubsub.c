@@ -239,7 +239,8 @@ static void channel_down(relock__channel_t *ch) {
 static void refuse(relock__listener_t *l, void *ctx) {
   relock__conn_t *c = ctx;
   settle_confirm(l, c->last_err, "subscription to %.*s %s: %s", (int)l->channel->len, l->channel->name,
-                 c->last_err == RELOCK_ESERVER ? "refused" : "not confirmed", c->last_msg);
+                 c->last_err == RELOCK_ESERVER || c->last_err == RELOCK_ENOPERM ? "refused" : "not confirmed",
+                 c->last_msg);
 }
 
 /* Fails every pending confirmation. Their callbacks may subscribe and
@@ -270,7 +271,7 @@ static void on_down(relock__conn_t *c, void *arg) {
   /* The server refused (a SUBSCRIBE denied by ACL, say): waiting for the
    * confirmation would only end in a timeout. Listeners stay, and are
    * subscribed again after the reconnect. */
-  if (c->last_err == RELOCK_ESERVER || c->last_err == RELOCK_EPROTO)
+  if (c->last_err == RELOCK_ESERVER || c->last_err == RELOCK_ENOPERM || c->last_err == RELOCK_EPROTO)
     refuse_pending(arg);
 }
 

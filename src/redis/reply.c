@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include <relock/client.h>
+#include <relock/error.h>
 
 #include "future/promise.h"
 #include "redis/reply.h"
@@ -269,4 +270,14 @@ const relock_reply_t *relock_future_reply(const relock_future_t *future) {
   if (relock_future_state(future) != RELOCK_FUTURE_SUCCEEDED || relock__future_ptr_dtor(future) != relock__reply_free)
     return NULL;
   return relock_future_ptr(future);
+}
+
+int relock__reply_error_code(const char *str, size_t len) {
+  static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't"};
+  for (size_t i = 0; i < sizeof acl / sizeof acl[0]; i++) {
+    size_t n = strlen(acl[i]);
+    if (len >= n && memcmp(str, acl[i], n) == 0)
+      return RELOCK_ENOPERM;
+  }
+  return RELOCK_ESERVER;
 }

@@ -26,6 +26,13 @@ relock_reply_t *relock__reply_dup(const relock_reply_t *r);
  * elements: returns -1 (and fills nothing) when r is an aggregate. */
 int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
 
+/* The code for a Redis error reply whose text is str (len bytes):
+ * RELOCK_ENOPERM when the server's ACL refused it ("NOPERM ...", and inside
+ * a script, where Redis 7.0 says "ERR The user executing the script can't
+ * ..."), else RELOCK_ESERVER. A missing permission is the operator's to
+ * fix, not a failure to retry or to poll around: callers tell it apart. */
+int relock__reply_error_code(const char *str, size_t len);
+
 /* Frees a copy (NULL is fine); fits relock__future_succeed_ptr's dtor. */
 void relock__reply_free(void *reply);
 

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "future/promise.h"
 #include "redis/call.h"
+#include "redis/reply.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -259,7 +260,7 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
   batch_t *b = arg;
   relock__renewal_t *r = b->r;
   if (reply->type == RELOCK_REPLY_ERROR) {
-    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
     return;
   }
   if (reply->type != RELOCK_REPLY_ARRAY || reply->elements != b->n) {
@@ -454,7 +455,7 @@ static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void 
   if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_bool(f, reply->integer != 0);
   else if (reply->type == RELOCK_REPLY_ERROR)
-    relock__future_fail(f, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
   else
     relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to HEXISTS", reply->type);
 }

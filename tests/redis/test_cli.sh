@@ -488,6 +488,101 @@ expect "list walks the whole SCAN (2500 locks), each once, sorted" "0 2500 2500 
 relock --help | grep -q "list"
 expect "--help mentions list" 0 $?
 
+# -- least privilege: the ACL user of docs/ACL.md (issue 15) ----------------------
+
+acl_doc="$here/../../docs/ACL.md"
+acl_base=$(grep '^ACL SETUSER relock reset ' "$acl_doc" | sed 's/>CHANGE-ME/>pw/')
+acl_addons=$(grep '^ACL SETUSER relock +' "$acl_doc")
+set -f # the rules hold '*': words, not globs
+redis $acl_base >"$work/out"
+expect "the documented ACL user can be made" OK "$(cat "$work/out")"
+set +f
+acl_url="redis://relock:pw@127.0.0.1:$port"
+relock -u "$acl_url" app:cli -- sh -c 'exit 3'
+expect "as the documented ACL user: a command runs holding the lock" 3 $?
+relock -u "$acl_url" --wait 5s app:cli -- sh -c 'sleep 0.3' &
+acl_holder=$!
+wait_held app:cli
+relock -u "$acl_url" --wait 5s app:cli -- true
+expect "as the ACL user: a second relock waits (pub/sub) and runs" 0 $?
+wait "$acl_holder"
+relock -u "$acl_url" other:cli -- true 2>"$work/err"
+code=$?
+grep -q "NOPERM" "$work/err"
+expect "as the ACL user: a lock outside its key pattern: exit 69, NOPERM" "69 0" "$code $?" "$(cat "$work/err")"
+relock -u "$acl_url" status app:cli >"$work/out" 2>"$work/err"
+code=$?
+grep -q "NOPERM.*'type'" "$work/err"
+expect "status without the status add-ons: exit 69 and the server's NOPERM" "69 0" "$code $?" "$(cat "$work/err")"
+relock -u "$acl_url" list 'app:*' >"$work/out" 2>"$work/err"
+code=$?
+grep -q "NOPERM.*'scan'" "$work/err"
+expect "list without SCAN: exit 69 and the server's NOPERM" "69 0" "$code $?" "$(cat "$work/err")"
+set -f
+redis $acl_addons >/dev/null
+set +f
+redis HSET app:held "3f2a9c4e-0000-4000-8000-000000000001:1" 1 >/dev/null
+relock -u "$acl_url" status app:held >/dev/null
+expect "with the add-ons: status works" 0 $?
+relock -u "$acl_url" list 'app:*' >"$work/out"
+expect "with the add-ons: list works" "0 app:held" "$? $(cut -d: -f1,2 "$work/out")"
+relock -u "$acl_url" -q release --force app:held
+expect "release --force works with the base rules" "0 0" "$? $(redis EXISTS app:held)"
+
+# -- a password never shows (issue 15) -------------------------------------------
+
+secret=s3cretpw
+for url in "redis://u:$secret@127.0.0.1:BADPORT" "redis://u:$secret@127.0.0.1:$port/BADDB" \
+  "redis://u:$secret@127.0.0.1:99999" "redis://u:$secret/x@127.0.0.1" "redis://$secret@127.0.0.1"; do
+  relock -u "$url" x -- true >"$work/out" 2>&1
+  code=$?
+  grep -q "$secret" "$work/out"
+  expect "a malformed URL with a password: exit 64, the password not shown ($url)" "64 1" "$code $?" "$(cat "$work/out")"
+done
+relock --ur="redis://u:$secret@127.0.0.1:$port" x -- true >"$work/out" 2>&1
+code=$?
+grep -q "$secret" "$work/out"
+expect "an ambiguous option's value is not echoed" "64 1" "$code $?" "$(cat "$work/out")"
+echo "redis://u:$secret@127.0.0.1:BADPORT" >"$work/url-bad"
+RELOCK_URL= relock --url-file "$work/url-bad" x -- true >"$work/out" 2>&1
+code=$?
+grep -q "$secret" "$work/out"
+expect "--url-file with a malformed URL: exit 64, the password not shown" "64 1" "$code $?" "$(cat "$work/out")"
+
+redis CONFIG SET requirepass the-right-one >/dev/null
+redis() { redis-cli -p "$port" --no-auth-warning -a the-right-one "$@"; }
+for mode in run status list; do
+  case $mode in
+  run) set -- pw-lock -- true ;;
+  status) set -- status pw-lock ;;
+  list) set -- list 'pw-*' ;;
+  esac
+  relock -v -u "redis://:$secret@127.0.0.1:$port" "$@" >"$work/out" 2>&1
+  code=$?
+  grep -q "$secret" "$work/out"
+  expect "a wrong password ($mode -v): exit 69, the password not shown" "69 1" "$code $?" "$(cat "$work/out")"
+  RELOCK_URL="redis://default:$secret@127.0.0.1:$port" relock -v "$@" >"$work/out" 2>&1
+  code=$?
+  grep -q "$secret" "$work/out"
+  expect "a wrong password in RELOCK_URL ($mode -v): exit 69, not shown" "69 1" "$code $?" "$(cat "$work/out")"
+done
+echo "redis://:the-right-one@127.0.0.1:$port" >"$work/url-pw"
+RELOCK_URL= relock -v --url-file "$work/url-pw" pw-lock -- true >"$work/out" 2>&1
+code=$?
+grep -q "the-right-one" "$work/out"
+expect "--url-file with the right password: runs, the password not shown" "0 1" "$code $?" "$(cat "$work/out")"
+RELOCK_URL= relock --url-file "$work/url-pw" status pw-lock >"$work/out" 2>&1
+code=$?
+grep -q "the-right-one" "$work/out"
+expect "status through --url-file with a password: free (1), not shown" "1 1" "$code $?" "$(cat "$work/out")"
+RELOCK_URL="redis://:the-right-one@127.0.0.1:$port" relock -v pw-lock -- true >"$work/out" 2>&1
+code=$?
+grep -q "the-right-one" "$work/out"
+expect "RELOCK_URL with the right password: runs, not shown" "0 1" "$code $?" "$(cat "$work/out")"
+# back to no password for what follows
+redis CONFIG SET requirepass "" >/dev/null
+redis() { redis-cli -p "$port" "$@"; }
+
 # -- Redis gone (last: these stop the server) ----------------------------------
 
 # Redis goes away while the command runs: the lease runs out unrenewed, the

@@ -247,6 +247,93 @@ static void test_connection_refused_is_clear(void **state) {
   }
 }
 
+/* A password given in a URL appears in no message: not in a refused URL's,
+ * nor in those of a refused connection, a wrong password, a timeout, a
+ * refused lock operation or subscription, nor in a refused configuration. */
+#define SECRET "s3cretpw"
+
+static void no_secret(const char *what, const char *msg) {
+  if (msg == NULL || strstr(msg, SECRET) != NULL || strstr(msg, "s3cret") != NULL)
+    fail_msg("%s: \"%s\" shows the password", what, msg ? msg : "(null)");
+}
+
+static void ignore_message(relock_subscription_t *sub, const char *payload, size_t len, void *arg) {
+  (void)sub, (void)payload, (void)len, (void)arg;
+}
+
+static void secret_stays_out_of(relock_client_t *c, int want) {
+  relock_future_t *f = relock_client_command_async(c, 1, (const char *const[]){"PING"}, NULL);
+  assert_int_equal(relock_future_wait(f, 10000), want);
+  no_secret("PING", relock_future_message(f));
+  relock_future_release(f);
+  relock_lock_t *l = relock_lock_new(c, "secret-lock", NULL);
+  f = relock_lock_acquire_async(l, 1, 300, RELOCK_INFINITE);
+  assert_int_not_equal(relock_future_wait(f, 10000), RELOCK_EPENDING);
+  no_secret("acquire", relock_future_message(f));
+  relock_future_release(f);
+  relock_subscription_t *sub = NULL;
+  f = relock_client_subscribe(c, "secret-ch", 9, ignore_message, NULL, &sub);
+  if (f != NULL) {
+    relock_future_wait(f, 10000);
+    no_secret("subscribe", relock_future_message(f));
+    relock_future_release(f);
+  }
+  relock_subscription_free(sub);
+  relock_lock_free(l);
+}
+
+static void test_password_in_url_never_in_messages(void **state) {
+  fx_t *fx = *state;
+  static const char *const malformed[] = {
+      "redis://u:" SECRET "@127.0.0.1:BADPORT", "redis://u:" SECRET "@127.0.0.1:6379/BADDB",
+      "redis://u:" SECRET "@127.0.0.1:99999",   "redis://:" SECRET "@ho$t:6379",
+      "redis://:" SECRET "@[::1:6379",          "redis://u:" SECRET "@host:6379?db=1",
+      "redis://u:" SECRET "/x@host",            "redis://" SECRET "@host",
+      "rediss://u:" SECRET "@host",             "unix:///tmp/r.sock?password=" SECRET "&bad=1",
+  };
+  for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+    relock_error_t err;
+    assert_int_equal(relock_options_set_url(fx->cfg, malformed[i], &err), RELOCK_EINVAL);
+    no_secret(malformed[i], err.message);
+  }
+
+  char url[128];
+  snprintf(url, sizeof url, "redis://u:" SECRET "@127.0.0.1:%d", closed_port());
+  relock_options_t *o = fx_copy(fx->cfg);
+  assert_int_equal(relock_options_set_url(o, url, NULL), 0);
+  relock_client_t *c = fx_client(o);
+  secret_stays_out_of(c, RELOCK_ECONNREFUSED);
+  relock_client_free(c);
+
+  /* a wrong password; then the right one, and a stalled server: timeouts
+   * name host:port only */
+  char reply[64];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "ACL", "SETUSER", "u", "on", ">" SECRET,
+                                         "~*", "&*", "+@all", NULL), 0);
+  snprintf(url, sizeof url, "redis://nobody:" SECRET "@127.0.0.1:%d", relock_test_redis_port(fx->redis));
+  assert_int_equal(relock_options_set_url(o, url, NULL), 0);
+  c = fx_client(o);
+  secret_stays_out_of(c, RELOCK_EAUTH);
+  relock_client_free(c);
+  snprintf(url, sizeof url, "redis://u:" SECRET "@127.0.0.1:%d", relock_test_redis_port(fx->redis));
+  assert_int_equal(relock_options_set_url(o, url, NULL), 0);
+  fx_set_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, 200);
+  c = fx_client(o);
+  relock_future_release(FX_CMD(c, "PING")); /* connected */
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  secret_stays_out_of(c, RELOCK_ETIMEDOUT);
+  assert_int_equal(relock_test_redis_resume(fx->redis), 0);
+  relock_client_free(c);
+
+  /* refused by validation */
+  relock_error_t err;
+  fx_set_ms(o, RELOCK_OPT_RECONNECT_MIN, 5000);
+  fx_set_ms(o, RELOCK_OPT_RECONNECT_MAX, 10);
+  assert_null(relock_client_new(fx_loop(), o, &err));
+  no_secret("relock_client_new", err.message);
+  relock_options_free(o);
+}
+
 /* The blocking API, on a threaded client with every default (retries,
  * back-off, timeouts): a refused connection fails within 200 ms too. */
 static void test_blocking_calls_fail_fast_when_refused(void **state) {
@@ -849,6 +936,7 @@ int main(void) {
       T(test_handshake_password),
       T(test_handshake_acl_user),
       T(test_connection_refused_is_clear),
+      T(test_password_in_url_never_in_messages),
       T(test_blocking_calls_fail_fast_when_refused),
       T(test_refused_then_server_starts),
       T(test_refused_after_connecting_waits),

@@ -28,6 +28,7 @@ static void test_codes_keep_their_numbers(void **state) {
   assert_int_equal(RELOCK_EAUTH, -14);
   assert_int_equal(RELOCK_ELOST, -15);
   assert_int_equal(RELOCK_EIO, -16);
+  assert_int_equal(RELOCK_ENOPERM, -20);
 }
 
 static void test_every_code_has_a_distinct_name_and_description(void **state) {

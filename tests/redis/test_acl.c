@@ -1,0 +1,405 @@
+/* relock under a least-privileged Redis ACL user: the rules of docs/ACL.md
+ * (read from that file, so the page and the tests cannot drift apart) are
+ * enough for every lock operation, and each of them is needed: without
+ * it something fails with RELOCK_ENOPERM and the server's text, at once,
+ * never by hanging. */
+#include <config.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "support/client_fixture.h"
+
+#define ACL_DOC RELOCK_TOP_SRCDIR "/docs/ACL.md"
+#define MAX_RULES 64
+
+typedef struct {
+  char line[2048];
+  const char *rule[MAX_RULES];
+  int n;
+} rules_t;
+
+static rules_t base_rules, addon_rules; /* from ACL_DOC */
+
+/* Splits the words of an "ACL SETUSER relock ..." line after the user name. */
+static void split(const char *line, rules_t *r) {
+  snprintf(r->line, sizeof r->line, "%s", line);
+  r->line[strcspn(r->line, "\r\n")] = '\0';
+  r->n = 0;
+  int word = 0;
+  for (char *t = strtok(r->line, " "); t != NULL && r->n < MAX_RULES; t = strtok(NULL, " "))
+    if (word++ >= 3)
+      r->rule[r->n++] = t;
+}
+
+static int load_rules(void) {
+  FILE *f = fopen(ACL_DOC, "r");
+  if (f == NULL)
+    return -1;
+  char line[2048];
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "ACL SETUSER relock reset ", 25) == 0)
+      split(line, &base_rules);
+    else if (strncmp(line, "ACL SETUSER relock +", 20) == 0)
+      split(line, &addon_rules);
+  }
+  fclose(f);
+  return base_rules.n > 0 && addon_rules.n > 0 ? 0 : -1;
+}
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_options_t *cfg;
+  relock_client_t *a, *b;
+  int lost;
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  if ((fx->redis = relock_test_redis_start(NULL)) == NULL)
+    return -1;
+  fx->cfg = fx_options(fx->redis, 1);
+  fx_set_str(fx->cfg, RELOCK_OPT_USERNAME, "relock");
+  fx_set_str(fx->cfg, RELOCK_OPT_PASSWORD, "pw");
+  /* both optional rules in use: SELECT and CLIENT SETNAME are sent */
+  fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_NAME, "acl-test");
+  fx_set_int(fx->cfg, RELOCK_OPT_DB, 1);
+  fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  *state = fx;
+  return 0;
+}
+
+static void close_clients(fx_t *fx) {
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  fx->a = fx->b = NULL;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  close_clients(fx);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
+  free(fx);
+  return 0;
+}
+
+/* Sends an admin command (the default user) that must answer +OK. */
+static void admin_ok(fx_t *fx, int argc, const char *const *argv) {
+  char reply[512];
+  assert_int_equal(relock_test_redis_cmdv(fx->redis, reply, sizeof reply, argc, argv, NULL), 0);
+  if (strncmp(reply, "+OK", 3) != 0)
+    fail_msg("%s %s: %s", argv[0], argc > 1 ? argv[1] : "", reply);
+}
+
+/* (Re)makes the user "relock" from the documented rules, without the rule
+ * omit (NULL: all of them), with the status/list add-ons if asked. */
+static void make_user(fx_t *fx, const char *omit, int addons) {
+  if (relock_test_redis_version(fx->redis) < 70000) {
+    print_message("# redis-server older than 7.0: its ACL errors differ; skipped\n");
+    skip();
+  }
+  const char *argv[3 + 2 * MAX_RULES] = {"ACL", "SETUSER", "relock"};
+  int argc = 3;
+  for (int i = 0; i < base_rules.n; i++)
+    if (omit == NULL || strcmp(base_rules.rule[i], omit) != 0)
+      argv[argc++] = base_rules.rule[i][0] == '>' ? ">pw" : base_rules.rule[i];
+  for (int i = 0; addons && i < addon_rules.n; i++)
+    argv[argc++] = addon_rules.rule[i];
+  admin_ok(fx, argc, argv);
+  /* a fresh script cache: EVAL (the NOSCRIPT fallback) is exercised too */
+  const char *flush[] = {"SCRIPT", "FLUSH"};
+  admin_ok(fx, 2, flush);
+}
+
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock, (void)owner, (void)reason, (void)message;
+  ((fx_t *)arg)->lost++;
+}
+
+static void clients(fx_t *fx, int64_t watchdog_ms) {
+  relock_options_t *o = fx_copy(fx->cfg);
+  if (watchdog_ms > 0)
+    fx_set_ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms);
+  fx->a = fx_client(o);
+  fx->b = fx_client(o);
+  relock_options_free(o);
+}
+
+static relock_lock_t *lock_of(fx_t *fx, relock_client_t *c, const char *name) {
+  relock_lock_t *l = relock_lock_new(c, name, NULL);
+  assert_non_null(l);
+  relock_lock_on_lost(l, on_lost, fx);
+  return l;
+}
+
+/* Waits for f; 0 and its value in *v, or its error with its message. */
+static int outcome(relock_future_t *f, int64_t *v, char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  if (r == 0 && v != NULL)
+    *v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  if (msg != NULL)
+    snprintf(msg, size, "%s", r != 0 ? relock_future_message(f) : "");
+  relock_future_release(f);
+  return r;
+}
+
+static int64_t value_of(relock_future_t *f) {
+  int64_t v = 0;
+  char msg[512];
+  int r = outcome(f, &v, msg, sizeof msg);
+  if (r != 0)
+    fail_msg("operation failed: %s (%s)", msg, relock_err_name(r));
+  return v;
+}
+
+/* f fails with RELOCK_ENOPERM and a message holding phrase; returns at
+ * once (well within any wait it was given). */
+static void refused(relock_future_t *f, const char *phrase) {
+  char msg[512];
+  uint64_t t0 = relock__now_ns();
+  int r = outcome(f, NULL, msg, sizeof msg);
+  if (r != RELOCK_ENOPERM || strstr(msg, phrase) == NULL)
+    fail_msg("expected RELOCK_ENOPERM with \"%s\", got %s: %s", phrase, relock_err_name(r), msg);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(2000));
+}
+
+static long long raw_exists(fx_t *fx, const char *key) {
+  char buf[64];
+  const char *select_exists[] = {"EVAL", "redis.call('select', 1) return redis.call('exists', KEYS[1])", "1", key};
+  assert_int_equal(relock_test_redis_cmdv(fx->redis, buf, sizeof buf, 4, select_exists, NULL), 0);
+  return buf[0] == ':' ? atoll(buf + 1) : -1;
+}
+
+static int never(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+
+/* -- the documented rules suffice ---------------------------------------------*/
+
+static void test_documented_rules_suffice(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, NULL, 0);
+  clients(fx, 300); /* renewed every 100 ms */
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
+
+  assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1); /* reentrant */
+  assert_int_equal(value_of(relock_lock_is_locked_async(la)), 1);
+  assert_int_equal(value_of(relock_lock_is_held_by_async(la, 1)), 1);
+  assert_int_equal(value_of(relock_lock_hold_count_async(la, 1)), 2);
+  /* renewal: held three times its lease */
+  fx_run_until(fx_loop(), never, NULL, 900);
+  assert_true(value_of(relock_lock_remaining_ttl_async(la)) > 0);
+  assert_int_equal(value_of(relock_lock_validate_async(la, 1)), 1);
+  assert_int_equal(fx->lost, 0);
+
+  /* waiting: b subscribes, and gets the lock on a's release */
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(RELEASE(la, 1), 0);
+  assert_int_equal(RELEASE(la, 1), 1);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(value_of(wait), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
+
+  /* force release (and its wake-up of a waiter), and a fixed lease */
+  wait = relock_lock_acquire_async(la, 1, 20000, 10000);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(value_of(relock_lock_force_release_async(lb)), 1);
+  assert_int_equal(value_of(wait), 1);
+  assert_int_equal(value_of(relock_lock_validate_async(la, 1)), 1); /* HEXISTS */
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(value_of(relock_lock_is_locked_async(la)), 0);
+  assert_int_equal(fx->lost, 0);
+  /* the subscriber connection was never refused anything */
+  assert_int_equal(fx->b->redis.pubsub.conn.connects, 1);
+  assert_int_equal(fx->a->redis.pubsub.conn.connects, 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+/* -- one rule missing -----------------------------------------------------------*/
+
+static void test_without_evalsha(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, "+evalsha", 0);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  refused(relock_lock_acquire_async(la, 1, 0, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_force_release_async(la), "'evalsha'");
+  assert_int_equal(raw_exists(fx, "app:res"), 0);
+  relock_lock_free(la);
+}
+
+static void test_without_eval(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, "+eval", 0); /* and the cache flushed: NOSCRIPT, then EVAL */
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  refused(relock_lock_acquire_async(la, 1, 5000, RELOCK_INFINITE), "NOPERM this user has no permissions to run the 'eval'");
+  relock_lock_free(la);
+}
+
+static void test_key_outside_the_pattern(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, NULL, 0);
+  clients(fx, 0);
+  relock_lock_t *lx = lock_of(fx, fx->a, "other:res");
+  refused(relock_lock_acquire_async(lx, 1, 5000, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_is_locked_async(lx), "NOPERM");
+  refused(relock_lock_force_release_async(lx), "NOPERM");
+  relock_lock_free(lx);
+}
+
+/* A waiter whose SUBSCRIBE is refused fails with the server's word, long
+ * before its wait would end; the lock itself still works. */
+static void waiter_refused(fx_t *fx, const char *omit) {
+  make_user(fx, omit, 0);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1); /* free: no subscription needed */
+  refused(relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM"); /* again, no stale state */
+  assert_int_equal(value_of(relock_lock_is_held_by_async(lb, 2)), 0);
+  assert_int_equal(ACQUIRE(lb, 2, 0, 10000), 0); /* a try needs no channel */
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_without_subscribe(void **state) {
+  fx_t *fx = *state;
+  waiter_refused(fx, "+subscribe");
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  assert_int_equal(RELEASE(la, 1), 1);
+  relock_lock_free(la);
+}
+
+static void test_without_the_channel_pattern(void **state) {
+  fx_t *fx = *state;
+  waiter_refused(fx, "&redisson_lock__channel:{app:*");
+  /* PUBLISH from the release script is refused too, after the DEL */
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  refused(relock_lock_release_async(la, 1), "can't publish");
+  assert_int_equal(raw_exists(fx, "app:res"), 0);
+  relock_lock_free(la);
+}
+
+/* Redis checks a script's commands too; one refused half-way keeps what
+ * ran before it (docs/ACL.md): here the lock is deleted, the wake-up not
+ * published. */
+static void test_without_publish(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, "+publish", 0);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  assert_int_equal(RELEASE(la, 1), 0); /* holds remain: no PUBLISH */
+  refused(relock_lock_release_async(la, 1), "ERR The user executing the script can't run this command");
+  assert_int_equal(raw_exists(fx, "app:res"), 0);
+  relock_lock_free(la);
+}
+
+/* The channel's name is among the keys of the scripts that publish on it:
+ * without its key pattern they are refused before running. */
+static void test_without_the_channel_key_pattern(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, "~redisson_lock__channel:{app:*", 0);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  refused(relock_lock_release_async(la, 1), "NOPERM this user has no permissions to access one of the keys");
+  assert_int_equal(raw_exists(fx, "app:res"), 1);
+  relock_lock_free(la);
+}
+
+/* -- every rule is needed -----------------------------------------------------
+ * Every lock operation once; returns how many failed with RELOCK_ENOPERM
+ * (or could not connect for it), and in *reconnects how often a subscriber
+ * connection had to be made again (a refused PING or UNSUBSCRIBE drops it
+ * without failing anything). */
+static int enoperm(relock_future_t *f, int *other) {
+  int r = outcome(f, NULL, NULL, 0);
+  if (r != 0 && r != RELOCK_ENOPERM)
+    ++*other;
+  return r == RELOCK_ENOPERM;
+}
+
+static int every_operation(fx_t *fx, uint64_t *reconnects, int *other) {
+  relock_options_t *o = fx_copy(fx->cfg);
+  fx_set_ms(o, RELOCK_OPT_PING_INTERVAL, 50);
+  relock_client_t *a = fx_client(o), *b = fx_client(o);
+  relock_options_free(o);
+  relock_lock_t *la = lock_of(fx, a, "app:res"), *lb = lock_of(fx, b, "app:res");
+  int n = enoperm(relock_lock_acquire_async(la, 1, 0, 10000), other);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 2000, 10000);
+  fx_run_until(fx_loop(), never, NULL, 300); /* subscribed, and idle: PING */
+  n += enoperm(relock_lock_release_async(la, 1), other);
+  n += enoperm(wait, other); /* the waiter's acquisition */
+  fx_run_until(fx_loop(), never, NULL, 200); /* unsubscribed */
+  n += enoperm(relock_lock_is_locked_async(la), other);
+  n += enoperm(relock_lock_is_held_by_async(lb, 2), other);
+  n += enoperm(relock_lock_hold_count_async(lb, 2), other);
+  n += enoperm(relock_lock_remaining_ttl_async(lb), other);
+  n += enoperm(relock_lock_validate_async(lb, 2), other);
+  n += enoperm(relock_lock_force_release_async(lb), other);
+  *reconnects = a->redis.pubsub.conn.connects + b->redis.pubsub.conn.connects;
+  relock_lock_free(la);
+  relock_lock_free(lb);
+  relock_client_free(a);
+  relock_client_free(b);
+  const char *flushall[] = {"FLUSHALL"};
+  admin_ok(fx, 1, flushall);
+  return n;
+}
+
+static void test_every_rule_is_needed(void **state) {
+  fx_t *fx = *state;
+  uint64_t subscriber_connects;
+  int other = 0;
+  make_user(fx, NULL, 0);
+  assert_int_equal(every_operation(fx, &subscriber_connects, &other), 0);
+  assert_int_equal(other, 0);
+  assert_int_equal(subscriber_connects, 1); /* b's; a never subscribed */
+  for (int i = 0; i < base_rules.n; i++) {
+    const char *rule = base_rules.rule[i];
+    if (rule[0] != '+' && rule[0] != '~' && rule[0] != '&')
+      continue; /* reset, on, the password, -@all */
+    make_user(fx, rule, 0);
+    other = 0;
+    int n = every_operation(fx, &subscriber_connects, &other);
+    if (n == 0 && subscriber_connects == 1)
+      fail_msg("without %s everything still works: the rule is not needed", rule);
+    print_message("# without %s: %d operations refused, %d failed otherwise, %llu subscriber connections\n", rule,
+                  n, other, (unsigned long long)subscriber_connects);
+  }
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(test_documented_rules_suffice),
+      T(test_without_evalsha),
+      T(test_without_eval),
+      T(test_key_outside_the_pattern),
+      T(test_without_subscribe),
+      T(test_without_the_channel_pattern),
+      T(test_without_publish),
+      T(test_without_the_channel_key_pattern),
+      T(test_every_rule_is_needed),
+  };
+#undef T
+  if (!relock_test_redis_available())
+    RELOCK_TEST_SKIP_ALL("redis-server not found: install the Debian package redis-server");
+  if (load_rules() != 0)
+    RELOCK_TEST_SKIP_ALL("cannot read the ACL rules from " ACL_DOC);
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("acl", tests, NULL, NULL);
+}
