@@ -16,6 +16,7 @@ typedef struct options {
   int64_t watchdog_ms;  /* --watchdog: 0 (the library's default) unless given; > 0 */
   int verbosity;        /* 0 quiet, 1 normal, 2 verbose */
   int force;            /* --force */
+  int orphan_signal;    /* --orphan-signal: the command's signal if relock dies; SIGTERM */
 } options_t;
 
 typedef enum args_mode {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -33,6 +34,9 @@ typedef struct run {
   ev_child child_watcher;
   ev_signal signals[3];
   ev_timer grace;
+  int killed;     /* the grace ran out: the group got SIGKILL */
+  ev_timer lease; /* a fixed lease: its end is a lost lock */
+  ev_timer reap;  /* lost: polls until the command's whole group is gone */
 } run_t;
 
 /* -- ending -----------------------------------------------------------------*/
@@ -48,6 +52,8 @@ static void finish(run_t *r, int code) {
   for (int i = 0; i < 3; i++)
     ev_signal_stop(r->c->loop, &r->signals[i]);
   ev_timer_stop(r->c->loop, &r->grace);
+  ev_timer_stop(r->c->loop, &r->lease);
+  ev_timer_stop(r->c->loop, &r->reap);
   if (relock_client_close(r->c->client, on_closed, r) != 0)
     ev_break(r->c->loop, EVBREAK_ALL);
 }
@@ -93,18 +99,39 @@ static void give_terminal_back(run_t *r) {
   r->terminal = 0;
 }
 
+/* The lock is lost: relock ends once the command's whole process group is
+ * gone, not just its leader: a member that ignores SIGTERM would otherwise
+ * run on unprotected. Called when the leader was reaped, by the reap timer
+ * and at the end of the grace. */
+static void end_when_gone(run_t *r) {
+  if (!r->child_done)
+    return; /* on_child comes */
+  if (!r->killed && !(kill(-r->child, 0) != 0 && errno == ESRCH)) {
+    if (!ev_is_active(&r->reap))
+      ev_timer_start(r->c->loop, &r->reap);
+    return;
+  }
+  say(0, "%s; the command was terminated", r->lost_message);
+  finish(r, EXIT_LOST);
+}
+
+static void on_reap(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  end_when_gone(w->data);
+}
+
 static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
   (void)revents;
   run_t *r = w->data;
   ev_child_stop(loop, w);
-  ev_timer_stop(loop, &r->grace);
+  ev_timer_stop(loop, &r->lease);
   give_terminal_back(r);
   r->child_status = w->rstatus;
   r->child_done = 1;
   say(2, "command exited with status %d", status_code(w->rstatus));
-  if (r->lost) { /* nothing to release: report and go */
-    say(0, "%s; the command was terminated", r->lost_message);
-    finish(r, EXIT_LOST);
+  if (r->lost) { /* nothing to release; the grace timer runs on */
+    end_when_gone(r);
     return;
   }
   relock_future_t *f = relock_lock_release_async(r->c->lock, r->c->owner);
@@ -122,20 +149,19 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)loop;
   (void)revents;
   run_t *r = w->data;
-  if (!r->child_done) {
+  if (kill(-r->child, SIGKILL) == 0)
     say(1, "command still running %lld ms after SIGTERM: SIGKILL", (long long)r->c->opt.grace_ms);
-    kill(-r->child, SIGKILL);
-  }
+  r->killed = 1; /* SIGKILL cannot be ignored: no need to wait for the group */
+  end_when_gone(r);
 }
 
-static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
-  (void)lock;
-  (void)owner;
-  (void)reason;
-  run_t *r = arg;
+/* The lock is no longer held (lost, or the fixed lease ran out): stop the
+ * command's whole group, SIGTERM now and SIGKILL after the grace. */
+static void lose(run_t *r, const char *message) {
   if (r->lost || r->child_done)
     return;
   r->lost = 1;
+  ev_timer_stop(r->c->loop, &r->lease);
   snprintf(r->lost_message, sizeof r->lost_message, "%s", message);
   say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
   if (r->child > 0) {
@@ -145,6 +171,37 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
   }
 }
 
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock;
+  (void)owner;
+  (void)reason;
+  lose(arg, message);
+}
+
+/* A fixed lease is never renewed, and the library does not call on_lost
+ * when it merely runs out: this timer does. */
+static void on_lease(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  char message[512];
+  snprintf(message, sizeof message, "the fixed lease of lock %s (%lld ms) ran out", r->c->name,
+           (long long)r->c->opt.lease_ms);
+  lose(r, message);
+}
+
+/* Arms on_lease for the validity the library knows without network: from
+ * the send time of the confirmed acquisition, less a drift margin, so never
+ * later than the lease ends on the server. libev counts from the loop's
+ * cached time, which is not later than now: earlier still, never late. */
+static void start_lease(run_t *r) {
+  if (r->c->opt.lease_ms == RELOCK_INFINITE)
+    return;
+  int64_t left = relock_lock_validity_ms(r->c->lock, r->c->owner);
+  ev_timer_set(&r->lease, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
+  ev_timer_start(r->c->loop, &r->lease);
+}
+
 static int spawn(run_t *r) {
   char field[160];
   relock_lock_field(r->c->lock, r->c->owner, field, sizeof field);
@@ -152,11 +209,25 @@ static int spawn(run_t *r) {
   if (pipe2(pipefd, O_CLOEXEC) != 0)
     return -1;
   int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  /* Members of the command's group whose parent exits become relock's
+   * children, and libev's SIGCHLD handler reaps every child: so once the
+   * group is gone, kill(-group, 0) says so at once, even where init leaves
+   * zombies (some containers). */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
     close(pipefd[0]);
+    /* If relock dies (SIGKILL, the OOM killer), the command must not run on
+     * unprotected: the kernel signals it when the parent *thread* exits;
+     * relock is single-threaded (the client runs embedded on relock's own
+     * loop), so that is relock's end. Kept across exec (but for set-user-ID
+     * programs). If relock died before prctl, nobody will tell: stop now. */
+    prctl(PR_SET_PDEATHSIG, r->c->opt.orphan_signal);
+    if (getppid() != parent)
+      _exit(128 + r->c->opt.orphan_signal);
     setpgid(0, 0); /* its own process group: a lost lock stops all of it */
     sigset_t none;
     sigemptyset(&none);
@@ -190,6 +261,7 @@ static int spawn(run_t *r) {
     sigprocmask(SIG_SETMASK, &old, NULL);
   }
   say(2, "running %s (pid %d)", r->c->argv[0], (int)pid);
+  start_lease(r);
   return 0;
 }
 
@@ -260,6 +332,10 @@ int run_command(cli_t *c) {
   }
   ev_timer_init(&r->grace, on_grace, 0.0, 0.0);
   r->grace.data = r;
+  ev_timer_init(&r->lease, on_lease, 0.0, 0.0);
+  r->lease.data = r;
+  ev_timer_init(&r->reap, on_reap, 0.05, 0.05);
+  r->reap.data = r;
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
     say(0, "cannot acquire lock %s: out of memory", c->name);

@@ -16,6 +16,7 @@
  * durations in their ranges, and for a command run a command that is a
  * non-empty tail of argv after NAME or NAME --. */
 #include <ctype.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -158,6 +159,7 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(o->verbosity >= 0 && o->verbosity <= 2 && (o->force == 0 || o->force == 1));
   FUZZ_CHECK(o->url == NULL || in_argv(argc, argv, o->url));
   FUZZ_CHECK(o->url_file == NULL || in_argv(argc, argv, o->url_file));
+  FUZZ_CHECK(o->orphan_signal > 0 && o->orphan_signal < NSIG);
 
   FUZZ_CHECK(a->name != NULL && a->name[0] != '\0');
   int name_at = 0;
