@@ -37,6 +37,7 @@ typedef struct run {
   int killed;     /* the grace ran out: the group got SIGKILL */
   ev_timer lease; /* a fixed lease: its end is a lost lock */
   ev_timer reap;  /* lost: polls until the command's whole group is gone */
+  ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
 } run_t;
 
 /* -- ending -----------------------------------------------------------------*/
@@ -54,6 +55,8 @@ static void finish(run_t *r, int code) {
   ev_timer_stop(r->c->loop, &r->grace);
   ev_timer_stop(r->c->loop, &r->lease);
   ev_timer_stop(r->c->loop, &r->reap);
+  for (int i = 0; i < 2; i++)
+    ev_signal_stop(r->c->loop, &r->jobctl[i]);
   if (relock_client_close(r->c->client, on_closed, r) != 0)
     ev_break(r->c->loop, EVBREAK_ALL);
 }
@@ -86,18 +89,95 @@ static void on_released(relock_future_t *f, void *arg) {
   finish(r, code);
 }
 
-static void give_terminal_back(run_t *r) {
-  if (!r->terminal)
-    return;
-  /* A background process group changing the terminal gets SIGTTOU. */
+/* tcsetpgrp with SIGTTOU blocked: a background process group changing the
+ * terminal would get it. */
+static int set_terminal(pid_t pgrp) {
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGTTOU);
   sigprocmask(SIG_BLOCK, &set, &old);
-  tcsetpgrp(STDIN_FILENO, getpgrp());
+  int rc = tcsetpgrp(STDIN_FILENO, pgrp);
   sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+static int in_foreground(void) { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
+/* The command runs in the foreground when relock does: its group gets the
+ * terminal (and with it ^C, ^Z and reading). */
+static void give_terminal(run_t *r) {
+  if (in_foreground())
+    r->terminal = set_terminal(r->child) == 0;
+}
+
+static void give_terminal_back(run_t *r) {
+  if (!r->terminal)
+    return;
+  set_terminal(getpgrp());
   r->terminal = 0;
 }
+
+/* -- job control ------------------------------------------------------------*/
+
+/* The command stopped (^Z on the terminal it has, SIGTSTP, SIGSTOP,
+ * SIGTTIN): stop relock too, so that the shell sees its job stopped and
+ * takes the terminal back; it continues relock with SIGCONT (on_cont). Had
+ * the terminal not been the command's, ^Z would have stopped relock's whole
+ * group: do the same then. While relock is stopped the lease is not renewed. */
+static void stop_self(run_t *r) {
+  pid_t whom = r->terminal ? 0 : getpid();
+  give_terminal_back(r);
+  sigset_t cont, mask;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  /* Blocked, SIGCONT still continues us but stays pending: proof that we
+   * were stopped. libev's handler gets it when the mask is restored. */
+  sigprocmask(SIG_BLOCK, &cont, &mask);
+  struct sigaction dfl, old;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGTSTP, &dfl, &old);
+  kill(whom, SIGTSTP); /* stops here until SIGCONT */
+  sigaction(SIGTSTP, &old, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  int stopped = sigismember(&pending, SIGCONT);
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  if (!stopped && r->child > 0 && !r->child_done) {
+    /* The kernel drops SIGTSTP in an orphaned process group (no
+     * job-control shell of this session above it): nobody could continue
+     * us, so do not hang. */
+    say(1, "cannot stop (no job control here): the command goes on");
+    give_terminal(r);
+    kill(-r->child, SIGCONT);
+  }
+}
+
+/* SIGTSTP sent to relock: the command stops first, then on_child stops
+ * relock. Before the command runs, relock stops at once. */
+static void on_tstp(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (r->child > 0 && !r->child_done)
+    kill(-r->child, SIGTSTP);
+  else
+    stop_self(r);
+}
+
+/* SIGCONT: relock was continued (fg, bg, kill -CONT): continue the command;
+ * in the foreground (fg) it gets the terminal again. */
+static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (r->child <= 0 || r->child_done)
+    return;
+  give_terminal(r);
+  kill(-r->child, SIGCONT);
+}
+
+/* -- the command's end ------------------------------------------------------*/
 
 /* The lock is lost: relock ends once the command's whole process group is
  * gone, not just its leader: a member that ignores SIGTERM would otherwise
@@ -124,6 +204,15 @@ static void on_reap(struct ev_loop *loop, ev_timer *w, int revents) {
 static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
   (void)revents;
   run_t *r = w->data;
+  if (WIFCONTINUED(w->rstatus))
+    return;
+  if (WIFSTOPPED(w->rstatus)) {
+    if (r->lost)
+      kill(-r->child, SIGCONT); /* let it see the SIGTERM */
+    else
+      stop_self(r);
+    return;
+  }
   ev_child_stop(loop, w);
   ev_timer_stop(loop, &r->lease);
   give_terminal_back(r);
@@ -166,6 +255,7 @@ static void lose(run_t *r, const char *message) {
   say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
   if (r->child > 0) {
     kill(-r->child, SIGTERM);
+    kill(-r->child, SIGCONT); /* a stopped group would not see the SIGTERM */
     ev_timer_set(&r->grace, (double)r->c->opt.grace_ms / 1000.0, 0.0);
     ev_timer_start(r->c->loop, &r->grace);
   }
@@ -208,7 +298,7 @@ static int spawn(run_t *r) {
   int pipefd[2]; /* reports exec failure; closed on a successful exec */
   if (pipe2(pipefd, O_CLOEXEC) != 0)
     return -1;
-  int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  int foreground = in_foreground();
   /* Members of the command's group whose parent exits become relock's
    * children, and libev's SIGCHLD handler reaps every child: so once the
    * group is gone, kill(-group, 0) says so at once, even where init leaves
@@ -229,6 +319,8 @@ static int spawn(run_t *r) {
     if (getppid() != parent)
       _exit(128 + r->c->opt.orphan_signal);
     setpgid(0, 0); /* its own process group: a lost lock stops all of it */
+    if (foreground) /* also here, before exec: it may read the terminal at once */
+      set_terminal(getpid());
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -252,14 +344,8 @@ static int spawn(run_t *r) {
     say(0, "cannot run %s: %s", r->c->argv[0], strerror(e));
     return 0; /* the child exits with 126/127; on_child takes it from there */
   }
-  if (foreground) {
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTTOU);
-    sigprocmask(SIG_BLOCK, &set, &old);
-    r->terminal = tcsetpgrp(STDIN_FILENO, pid) == 0;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-  }
+  if (foreground) /* the child may have taken it already: not give_terminal */
+    r->terminal = set_terminal(pid) == 0;
   say(2, "running %s (pid %d)", r->c->argv[0], (int)pid);
   start_lease(r);
   return 0;
@@ -297,7 +383,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
       finish(r, EXIT_CANNOT_RUN);
     return;
   }
-  ev_child_init(&r->child_watcher, on_child, r->child, 0);
+  ev_child_init(&r->child_watcher, on_child, r->child, 1); /* 1: stops too (job control) */
   r->child_watcher.data = r;
   ev_child_start(r->c->loop, &r->child_watcher);
 }
@@ -336,6 +422,12 @@ int run_command(cli_t *c) {
   r->lease.data = r;
   ev_timer_init(&r->reap, on_reap, 0.05, 0.05);
   r->reap.data = r;
+  static const int jobctl[2] = {SIGTSTP, SIGCONT};
+  for (int i = 0; i < 2; i++) {
+    ev_signal_init(&r->jobctl[i], i == 0 ? on_tstp : on_cont, jobctl[i]);
+    r->jobctl[i].data = r;
+    ev_signal_start(c->loop, &r->jobctl[i]);
+  }
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
     say(0, "cannot acquire lock %s: out of memory", c->name);
