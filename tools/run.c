@@ -38,6 +38,7 @@ typedef struct run {
   ev_timer lease; /* a fixed lease: its end is a lost lock */
   ev_timer reap;  /* lost: polls until the command's whole group is gone */
   ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
+  int tstp_sent;       /* relock got SIGTSTP and passed it on */
 } run_t;
 
 /* -- ending -----------------------------------------------------------------*/
@@ -125,7 +126,8 @@ static void give_terminal_back(run_t *r) {
  * the terminal not been the command's, ^Z would have stopped relock's whole
  * group: do the same then. While relock is stopped the lease is not renewed. */
 static void stop_self(run_t *r) {
-  pid_t whom = r->terminal ? 0 : getpid();
+  pid_t whom = r->terminal && !r->tstp_sent ? 0 : getpid();
+  r->tstp_sent = 0;
   give_terminal_back(r);
   sigset_t cont, mask;
   sigemptyset(&cont);
@@ -159,14 +161,21 @@ static void on_tstp(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)loop;
   (void)revents;
   run_t *r = w->data;
-  if (r->child > 0 && !r->child_done)
+  if (r->child > 0 && !r->child_done) {
+    r->tstp_sent = 1; /* then stop relock alone, not its group */
     kill(-r->child, SIGTSTP);
-  else
+  } else {
     stop_self(r);
+  }
 }
 
+static void lose(run_t *r, const char *message);
+
 /* SIGCONT: relock was continued (fg, bg, kill -CONT): continue the command;
- * in the foreground (fg) it gets the terminal again. */
+ * in the foreground (fg) it gets the terminal again. A stopped relock
+ * renewed nothing: if the hold is no longer known valid, the command is
+ * continued only to be stopped, before the renewal or the lease timer
+ * would find out. */
 static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)loop;
   (void)revents;
@@ -174,6 +183,12 @@ static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
   if (r->child <= 0 || r->child_done)
     return;
   give_terminal(r);
+  if (!r->lost && relock_lock_validity_ms(r->c->lock, r->c->owner) <= 0) {
+    char message[512];
+    snprintf(message, sizeof message, "the lease of lock %s ran out while relock was stopped", r->c->name);
+    lose(r, message); /* SIGTERM, SIGCONT */
+    return;
+  }
   kill(-r->child, SIGCONT);
 }
 

@@ -74,17 +74,22 @@ static int64_t now_ms(void) {
 
 static int64_t slack(int64_t ms) { return relock_test_under_valgrind() ? ms * 10 : ms; }
 
-/* The command: waits until it has the terminal (relock hands it over after
+/* The command, in the test's directory: waits until it has the terminal (relock hands it over after
  * the exec), says its pid, waits for "go", then checks that it has the
  * terminal again (relock hands it back on SIGCONT) and exits 0. Polls are
- * bounded: exit 3 / 4 if it never gets the terminal. */
+ * bounded: exit 3 / 4 if it never gets the terminal. In perl, not sh: it
+ * must not fork. A process stopped by ^Z between dash's vfork and exec
+ * leaves its parent waiting in the kernel, never reported stopped - under
+ * any job-control shell, relock or not. */
 static const char command[] =
-    "fg() { set -- $(cat /proc/$$/stat); [ \"$5\" = \"$8\" ]; }\n"
-    "i=0; until fg; do i=$((i+1)); [ $i -gt 2500 ] && exit 3; sleep 0.02; done\n"
-    "echo $$ >pid.tmp && mv pid.tmp pid\n"
-    "while [ ! -e go ]; do sleep 0.02; done\n"
-    "i=0; until fg; do i=$((i+1)); [ $i -gt 2500 ] && exit 4; sleep 0.02; done\n"
-    "exit 0\n";
+    "chdir $ENV{TTY_DIR} or exit 6;\n"
+    "sub fg { open(my $f, '<', \"/proc/$$/stat\") or return 0; my @s = split / /, scalar <$f>; $s[4] == $s[7] }\n"
+    "sub until_fg { for (1 .. 2500) { return if fg(); select(undef, undef, undef, 0.02) } exit $_[0] }\n"
+    "until_fg(3);\n"
+    "open(my $p, '>', 'pid.tmp') or exit 5; print $p \"$$\\n\"; close $p; rename 'pid.tmp', 'pid';\n"
+    "select(undef, undef, undef, 0.02) until -e 'go';\n"
+    "until_fg(4);\n"
+    "exit 0;\n";
 
 /* What the shell saw, sent to the test over a pipe after relock's pid
  * (whom to kill if it hangs). */
@@ -119,6 +124,7 @@ enum mode {
   CTRL_Z,      /* ^Z typed on the terminal */
   KILL_TSTP,   /* kill -TSTP relock */
   ORPHANED,    /* ^Z, relock in an orphaned process group: cannot stop */
+  LOST,        /* ^Z, and fg only once the lease ran out in Redis */
 };
 
 /* The session leader on the pty: a job-control shell with one job (but for
@@ -133,16 +139,16 @@ static void shell(fx_t *fx, int out, enum mode mode) {
       tcsetpgrp(STDIN_FILENO, getpid());
     }
     signal(SIGTTOU, SIG_DFL);
-    if (chdir(fx->dir) != 0)
-      _exit(120);
-    const char *q = mode == ORPHANED ? "-v" : "-q"; /* ORPHANED: the test reads what relock says */
+    setenv("TTY_DIR", fx->dir, 1); /* not chdir: the valgrind wrapper is a relative path */
+    /* ORPHANED: the test reads what relock says. */
+    const char *q = mode == ORPHANED ? "-v" : "-q", *watchdog = mode == LOST ? "600ms" : "30s";
     /* Under make check-valgrind, relock runs under valgrind too. */
     const char *wrapper = getenv("RELOCK_CLI_WRAPPER");
     if (wrapper != NULL && wrapper[0] != '\0')
-      execlp("sh", "sh", "-c", "exec $RELOCK_CLI_WRAPPER \"$0\" \"$@\"", fx->relock, q, "tty-job", "--", "sh", "-c",
-             command, (char *)NULL);
+      execlp("sh", "sh", "-c", "exec $RELOCK_CLI_WRAPPER \"$0\" \"$@\"", fx->relock, q, "--watchdog", watchdog,
+             "tty-job", "--", "perl", "-e", command, (char *)NULL);
     else
-      execl(fx->relock, fx->relock, q, "tty-job", "--", "sh", "-c", command, (char *)NULL);
+      execl(fx->relock, fx->relock, q, "--watchdog", watchdog, "tty-job", "--", "perl", "-e", command, (char *)NULL);
     _exit(121);
   }
   if (mode != ORPHANED) {
@@ -158,6 +164,10 @@ static void shell(fx_t *fx, int out, enum mode mode) {
   rep.foreground = tcgetpgrp(STDIN_FILENO);
   rep.cmd_state = cmd_state(fx->dir);
   rep.status = st;
+  char reply[64] = "";
+  for (int64_t end = now_ms() + slack(10000); mode == LOST && strcmp(reply, ":0\r\n") != 0 && now_ms() < end;)
+    if (relock_test_redis_cmd(fx->redis, reply, sizeof reply, "EXISTS", "tty-job", NULL) != 0)
+      break; /* until the lease ran out */
   if (rep.stopped && mode != ORPHANED) { /* fg */
     tcsetpgrp(STDIN_FILENO, pid);
     kill(-pid, SIGCONT);
@@ -267,6 +277,9 @@ static report_t run_job(fx_t *fx, enum mode mode, pid_t *relock) {
   if (ok)
     ok = read_within(fx, master, pipefd[0], &rep, sizeof rep, slack(20000)) == 0;
   if (!ok) { /* a hang: end it before failing */
+    char ps[128]; /* the session's processes, for the log */
+    snprintf(ps, sizeof ps, "ps -s %d -o pid,ppid,pgid,tpgid,stat,wchan:20,args >&2", (int)sh);
+    (void)!system(ps);
     if (*relock > 0)
       kill(mode == ORPHANED ? *relock : -*relock, SIGKILL);
     kill_group_in(pid_path);
@@ -324,6 +337,18 @@ static void test_orphaned_relock_resumes_the_command(void **state) {
   assert_released(fx);
 }
 
+/* A job stopped past its lease has lost the lock: on fg the command is
+ * continued only to get SIGTERM, and relock exits 76. */
+static void test_lock_lost_while_stopped(void **state) {
+  fx_t *fx = *state;
+  pid_t relock;
+  report_t rep = run_job(fx, LOST, &relock);
+  assert_true(rep.stopped);
+  assert_true(WIFEXITED(rep.status));
+  assert_int_equal(WEXITSTATUS(rep.status), 76);
+  assert_released(fx);
+}
+
 int main(void) {
   if (!relock_test_redis_available())
     RELOCK_TEST_SKIP_ALL("redis-server not found");
@@ -331,6 +356,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_ctrl_z_stops_relock_and_fg_resumes_the_command, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigtstp_to_relock_stops_the_command, setup, teardown),
       cmocka_unit_test_setup_teardown(test_orphaned_relock_resumes_the_command, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lock_lost_while_stopped, setup, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);
