@@ -28,7 +28,7 @@ typedef struct fx {
   relock_test_redis_t *redis;
   char tty[4096];            /* what the pty printed (relock's messages) */
   size_t tty_len;
-  char dir[64];              /* the command's working directory */
+  char dir[64];              /* the command's pid and "go" files */
   char relock[PATH_MAX];     /* the relock program */
 } fx_t;
 
@@ -349,6 +349,8 @@ static void test_lock_lost_while_stopped(void **state) {
 int main(void) {
   if (!relock_test_redis_available())
     RELOCK_TEST_SKIP_ALL("redis-server not found");
+  if (system("perl -e 1 2>/dev/null") != 0)
+    RELOCK_TEST_SKIP_ALL("perl not found (the command under test is a perl one-liner)");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_ctrl_z_stops_relock_and_fg_resumes_the_command, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigtstp_to_relock_stops_the_command, setup, teardown),
