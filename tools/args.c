@@ -2,10 +2,12 @@
  * operands. Every message is the one relock prints after "relock: ". */
 #define _GNU_SOURCE /* vasprintf */
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strcasecmp */
 
 #include <relock/common.h>
 
@@ -31,6 +33,26 @@ static int duration_opt(args_t *a, const char *name, const char *text, int64_t *
   return ARGS_OK;
 }
 
+/* A signal by name (TERM, SIGTERM) or number. */
+static int signal_opt(args_t *a, const char *text, int *out) {
+  static const struct { const char *name; int num; } names[] = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT}, {"KILL", SIGKILL},
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}};
+  const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcasecmp(name, names[i].name) == 0) {
+      *out = names[i].num;
+      return ARGS_OK;
+    }
+  char *end;
+  long n = strtol(text, &end, 10);
+  if (end != text && *end == '\0' && n > 0 && n < NSIG) {
+    *out = (int)n;
+    return ARGS_OK;
+  }
+  return usage(a, "invalid --orphan-signal \"%s\": use a signal name (TERM, KILL, HUP, INT, ...) or number", text);
+}
+
 static int parse_options(int argc, char **argv, args_t *a, int *first) {
   static const struct option longopts[] = {
       {"url", required_argument, NULL, 'u'},        {"url-file", required_argument, NULL, 'F'},
@@ -38,7 +60,8 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"kill-grace", required_argument, NULL, 'k'}, {"timeout", required_argument, NULL, 'T'},
       {"watchdog", required_argument, NULL, 'W'},   {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},          {"force", no_argument, NULL, 'f'},
-      {"json", no_argument, NULL, 'j'},      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+      {"json", no_argument, NULL, 'j'},             {"orphan-signal", required_argument, NULL, 'O'},
+      {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -54,6 +77,7 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case 'k': if ((r = duration_opt(a, "--kill-grace", optarg, &o->grace_ms, 1)) != 0) return r; break;
     case 'T': if ((r = duration_opt(a, "--timeout", optarg, &o->timeout_ms, 0)) != 0) return r; break;
     case 'W': if ((r = duration_opt(a, "--watchdog", optarg, &o->watchdog_ms, 0)) != 0) return r; break;
+    case 'O': if ((r = signal_opt(a, optarg, &o->orphan_signal)) != 0) return r; break;
     case 'q': o->verbosity = 0; break;
     case 'v': o->verbosity = 2; break;
     case 'f': o->force = 1; break;
@@ -80,7 +104,8 @@ static int is_json_operand(int nargs, char **args) {
 
 int args_parse(int argc, char **argv, args_t *a) {
   *a = (args_t){
-      .opt = {NULL, NULL, RELOCK_INFINITE, RELOCK_INFINITE, 10000, 0, 0, 1, 0, 0},
+      .opt = {.wait_ms = RELOCK_INFINITE, .lease_ms = RELOCK_INFINITE, .grace_ms = 10000, .verbosity = 1,
+              .orphan_signal = SIGTERM},
       .mode = ARGS_RUN,
       .name = NULL,
       .command = NULL,

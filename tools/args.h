@@ -17,6 +17,7 @@ typedef struct options {
   int verbosity;        /* 0 quiet, 1 normal, 2 verbose */
   int force;            /* --force */
   int json;             /* --json: status and list print JSON */
+  int orphan_signal;    /* --orphan-signal: the command's signal if relock dies; SIGTERM */
 } options_t;
 
 typedef enum args_mode {

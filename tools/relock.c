@@ -29,6 +29,7 @@ static const char usage_text[] =
     "  -w, --wait DURATION    how long to wait for the lock (default: forever; 0: try once)\n"
     "  -l, --lease DURATION   fixed lease (default: a watchdog lease renewed while running)\n"
     "  -k, --kill-grace DURATION  SIGTERM to SIGKILL when the lock is lost (default 10s)\n"
+    "      --orphan-signal SIG  the command's signal if relock dies (default TERM)\n"
     "      --timeout DURATION  Redis command timeout (default 3s)\n"
     "      --watchdog DURATION watchdog lease (default 30s, renewed every third)\n"
     "  -q, --quiet            print nothing but errors\n"

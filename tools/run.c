@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -39,6 +40,11 @@ typedef struct run {
   double next_progress;
   ev_timer patience;          /* waiting this long: say who holds the lock */
   relock_future_t *holders;   /* that report's HGETALL, until its PTTL answers */
+  int killed;     /* the grace ran out: the group got SIGKILL */
+  ev_timer lease; /* a fixed lease: its end is a lost lock */
+  ev_timer reap;  /* lost: polls until the command's whole group is gone */
+  ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
+  int tstp_sent;       /* relock got SIGTSTP and passed it on */
 } run_t;
 
 /* How long relock waits quietly before saying who holds the lock. */
@@ -58,6 +64,11 @@ static void finish(run_t *r, int code) {
     ev_signal_stop(r->c->loop, &r->signals[i]);
   ev_timer_stop(r->c->loop, &r->grace);
   ev_timer_stop(r->c->loop, &r->patience);
+  ev_timer_stop(r->c->loop, &r->retry);
+  ev_timer_stop(r->c->loop, &r->lease);
+  ev_timer_stop(r->c->loop, &r->reap);
+  for (int i = 0; i < 2; i++)
+    ev_signal_stop(r->c->loop, &r->jobctl[i]);
   if (relock_client_close(r->c->client, on_closed, r) != 0)
     ev_break(r->c->loop, EVBREAK_ALL);
 }
@@ -90,31 +101,152 @@ static void on_released(relock_future_t *f, void *arg) {
   finish(r, code);
 }
 
-static void give_terminal_back(run_t *r) {
-  if (!r->terminal)
-    return;
-  /* A background process group changing the terminal gets SIGTTOU. */
+/* tcsetpgrp with SIGTTOU blocked: a background process group changing the
+ * terminal would get it. */
+static int set_terminal(pid_t pgrp) {
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGTTOU);
   sigprocmask(SIG_BLOCK, &set, &old);
-  tcsetpgrp(STDIN_FILENO, getpgrp());
+  int rc = tcsetpgrp(STDIN_FILENO, pgrp);
   sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+static int in_foreground(void) { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
+/* The command runs in the foreground when relock does: its group gets the
+ * terminal (and with it ^C, ^Z and reading). */
+static void give_terminal(run_t *r) {
+  if (in_foreground())
+    r->terminal = set_terminal(r->child) == 0;
+}
+
+static void give_terminal_back(run_t *r) {
+  if (!r->terminal)
+    return;
+  set_terminal(getpgrp());
   r->terminal = 0;
+}
+
+/* -- job control ------------------------------------------------------------*/
+
+/* The command stopped (^Z on the terminal it has, SIGTSTP, SIGSTOP,
+ * SIGTTIN): stop relock too, so that the shell sees its job stopped and
+ * takes the terminal back; it continues relock with SIGCONT (on_cont). Had
+ * the terminal not been the command's, ^Z would have stopped relock's whole
+ * group: do the same then. While relock is stopped the lease is not renewed. */
+static void stop_self(run_t *r) {
+  pid_t whom = r->terminal && !r->tstp_sent ? 0 : getpid();
+  r->tstp_sent = 0;
+  give_terminal_back(r);
+  sigset_t cont, mask;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  /* Blocked, SIGCONT still continues us but stays pending: proof that we
+   * were stopped. libev's handler gets it when the mask is restored. */
+  sigprocmask(SIG_BLOCK, &cont, &mask);
+  struct sigaction dfl, old;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGTSTP, &dfl, &old);
+  kill(whom, SIGTSTP); /* stops here until SIGCONT */
+  sigaction(SIGTSTP, &old, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  int stopped = sigismember(&pending, SIGCONT);
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+  if (!stopped && r->child > 0 && !r->child_done) {
+    /* The kernel drops SIGTSTP in an orphaned process group (no
+     * job-control shell of this session above it): nobody could continue
+     * us, so do not hang. */
+    say(1, "cannot stop (no job control here): the command goes on");
+    give_terminal(r);
+    kill(-r->child, SIGCONT);
+  }
+}
+
+/* SIGTSTP sent to relock: the command stops first, then on_child stops
+ * relock. Before the command runs, relock stops at once. */
+static void on_tstp(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (r->child > 0 && !r->child_done) {
+    r->tstp_sent = 1; /* then stop relock alone, not its group */
+    kill(-r->child, SIGTSTP);
+  } else {
+    stop_self(r);
+  }
+}
+
+static void lose(run_t *r, const char *message);
+
+/* SIGCONT: relock was continued (fg, bg, kill -CONT): continue the command;
+ * in the foreground (fg) it gets the terminal again. A stopped relock
+ * renewed nothing: if the hold is no longer known valid, the command is
+ * continued only to be stopped, before the renewal or the lease timer
+ * would find out. */
+static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  if (r->child <= 0 || r->child_done)
+    return;
+  give_terminal(r);
+  if (!r->lost && relock_lock_validity_ms(r->c->lock, r->c->owner) <= 0) {
+    char message[512];
+    snprintf(message, sizeof message, "the lease of lock %s ran out while relock was stopped", r->c->name);
+    lose(r, message); /* SIGTERM, SIGCONT */
+    return;
+  }
+  kill(-r->child, SIGCONT);
+}
+
+/* -- the command's end ------------------------------------------------------*/
+
+/* The lock is lost: relock ends once the command's whole process group is
+ * gone, not just its leader: a member that ignores SIGTERM would otherwise
+ * run on unprotected. Called when the leader was reaped, by the reap timer
+ * and at the end of the grace. */
+static void end_when_gone(run_t *r) {
+  if (!r->child_done)
+    return; /* on_child comes */
+  if (!r->killed && !(kill(-r->child, 0) != 0 && errno == ESRCH)) {
+    if (!ev_is_active(&r->reap))
+      ev_timer_start(r->c->loop, &r->reap);
+    return;
+  }
+  say(0, "%s; the command was terminated", r->lost_message);
+  finish(r, EXIT_LOST);
+}
+
+static void on_reap(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  end_when_gone(w->data);
 }
 
 static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
   (void)revents;
   run_t *r = w->data;
+  if (WIFCONTINUED(w->rstatus))
+    return;
+  if (WIFSTOPPED(w->rstatus)) {
+    if (r->lost)
+      kill(-r->child, SIGCONT); /* let it see the SIGTERM */
+    else
+      stop_self(r);
+    return;
+  }
   ev_child_stop(loop, w);
-  ev_timer_stop(loop, &r->grace);
+  ev_timer_stop(loop, &r->lease);
   give_terminal_back(r);
   r->child_status = w->rstatus;
   r->child_done = 1;
   say(2, "command exited with status %d", status_code(w->rstatus));
-  if (r->lost) { /* nothing to release: report and go */
-    say(0, "%s; the command was terminated", r->lost_message);
-    finish(r, EXIT_LOST);
+  if (r->lost) { /* nothing to release; the grace timer runs on */
+    end_when_gone(r);
     return;
   }
   relock_future_t *f = relock_lock_release_async(r->c->lock, r->c->owner);
@@ -132,9 +264,26 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)loop;
   (void)revents;
   run_t *r = w->data;
-  if (!r->child_done) {
+  if (kill(-r->child, SIGKILL) == 0)
     say(1, "command still running %lld ms after SIGTERM: SIGKILL", (long long)r->c->opt.grace_ms);
-    kill(-r->child, SIGKILL);
+  r->killed = 1; /* SIGKILL cannot be ignored: no need to wait for the group */
+  end_when_gone(r);
+}
+
+/* The lock is no longer held (lost, or the fixed lease ran out): stop the
+ * command's whole group, SIGTERM now and SIGKILL after the grace. */
+static void lose(run_t *r, const char *message) {
+  if (r->lost || r->child_done)
+    return;
+  r->lost = 1;
+  ev_timer_stop(r->c->loop, &r->lease);
+  snprintf(r->lost_message, sizeof r->lost_message, "%s", message);
+  say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
+  if (r->child > 0) {
+    kill(-r->child, SIGTERM);
+    kill(-r->child, SIGCONT); /* a stopped group would not see the SIGTERM */
+    ev_timer_set(&r->grace, (double)r->c->opt.grace_ms / 1000.0, 0.0);
+    ev_timer_start(r->c->loop, &r->grace);
   }
 }
 
@@ -142,17 +291,31 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
   (void)lock;
   (void)owner;
   (void)reason;
-  run_t *r = arg;
-  if (r->lost || r->child_done)
+  lose(arg, message);
+}
+
+/* A fixed lease is never renewed, and the library does not call on_lost
+ * when it merely runs out: this timer does. */
+static void on_lease(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  run_t *r = w->data;
+  char message[512];
+  snprintf(message, sizeof message, "the fixed lease of lock %s (%lld ms) ran out", r->c->name,
+           (long long)r->c->opt.lease_ms);
+  lose(r, message);
+}
+
+/* Arms on_lease for the validity the library knows without network: from
+ * the send time of the confirmed acquisition, less a drift margin, so never
+ * later than the lease ends on the server. libev counts from the loop's
+ * cached time, which is not later than now: earlier still, never late. */
+static void start_lease(run_t *r) {
+  if (r->c->opt.lease_ms == RELOCK_INFINITE)
     return;
-  r->lost = 1;
-  snprintf(r->lost_message, sizeof r->lost_message, "%s", message);
-  say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
-  if (r->child > 0) {
-    kill(-r->child, SIGTERM);
-    ev_timer_set(&r->grace, (double)r->c->opt.grace_ms / 1000.0, 0.0);
-    ev_timer_start(r->c->loop, &r->grace);
-  }
+  int64_t left = relock_lock_validity_ms(r->c->lock, r->c->owner);
+  ev_timer_set(&r->lease, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
+  ev_timer_start(r->c->loop, &r->lease);
 }
 
 static int spawn(run_t *r) {
@@ -161,13 +324,29 @@ static int spawn(run_t *r) {
   int pipefd[2]; /* reports exec failure; closed on a successful exec */
   if (pipe2(pipefd, O_CLOEXEC) != 0)
     return -1;
-  int foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  int foreground = in_foreground();
+  /* Members of the command's group whose parent exits become relock's
+   * children, and libev's SIGCHLD handler reaps every child: so once the
+   * group is gone, kill(-group, 0) says so at once, even where init leaves
+   * zombies (some containers). */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
     close(pipefd[0]);
+    /* If relock dies (SIGKILL, the OOM killer), the command must not run on
+     * unprotected: the kernel signals it when the parent *thread* exits;
+     * relock is single-threaded (the client runs embedded on relock's own
+     * loop), so that is relock's end. Kept across exec (but for set-user-ID
+     * programs). If relock died before prctl, nobody will tell: stop now. */
+    prctl(PR_SET_PDEATHSIG, r->c->opt.orphan_signal);
+    if (getppid() != parent)
+      _exit(128 + r->c->opt.orphan_signal);
     setpgid(0, 0); /* its own process group: a lost lock stops all of it */
+    if (foreground) /* also here, before exec: it may read the terminal at once */
+      set_terminal(getpid());
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -191,15 +370,10 @@ static int spawn(run_t *r) {
     say(0, "cannot run %s: %s", r->c->argv[0], strerror(e));
     return 0; /* the child exits with 126/127; on_child takes it from there */
   }
-  if (foreground) {
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTTOU);
-    sigprocmask(SIG_BLOCK, &set, &old);
-    r->terminal = tcsetpgrp(STDIN_FILENO, pid) == 0;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-  }
+  if (foreground) /* the child may have taken it already: not give_terminal */
+    r->terminal = set_terminal(pid) == 0;
   say(2, "running %s (pid %d)", r->c->argv[0], (int)pid);
+  start_lease(r);
   return 0;
 }
 
@@ -248,6 +422,7 @@ static int retry_refused(run_t *r, relock_future_t *f) {
   ev_timer_start(r->c->loop, &r->retry);
   return 1;
 }
+
 /* -v: each try that found the lock held. */
 static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *arg) {
   (void)owner;
@@ -345,7 +520,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
       finish(r, EXIT_CANNOT_RUN);
     return;
   }
-  ev_child_init(&r->child_watcher, on_child, r->child, 0);
+  ev_child_init(&r->child_watcher, on_child, r->child, 1); /* 1: stops too (job control) */
   r->child_watcher.data = r;
   ev_child_start(r->c->loop, &r->child_watcher);
 }
@@ -369,7 +544,6 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   }
 }
 
-
 int run_command(cli_t *c) {
   run_t run, *r = &run;
   memset(r, 0, sizeof *r);
@@ -390,6 +564,16 @@ int run_command(cli_t *c) {
   r->patience.data = r;
   if (verbosity >= 2)
     relock_lock_on_wait(c->lock, on_wait, r); /* only a progress report: ENOMEM leaves it out */
+  ev_timer_init(&r->lease, on_lease, 0.0, 0.0);
+  r->lease.data = r;
+  ev_timer_init(&r->reap, on_reap, 0.05, 0.05);
+  r->reap.data = r;
+  static const int jobctl[2] = {SIGTSTP, SIGCONT};
+  for (int i = 0; i < 2; i++) {
+    ev_signal_init(&r->jobctl[i], i == 0 ? on_tstp : on_cont, jobctl[i]);
+    r->jobctl[i].data = r;
+    ev_signal_start(c->loop, &r->jobctl[i]);
+  }
   r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
   if (r->acquire == NULL) {
     say(0, "cannot acquire lock %s: out of memory", c->name);

@@ -18,6 +18,7 @@
  * name last after the mode's word, or with --json before or after it; and
  * --json for no other mode. */
 #include <ctype.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -161,6 +162,7 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(o->json == 0 || (o->json == 1 && (a->mode == ARGS_STATUS || a->mode == ARGS_LIST)));
   FUZZ_CHECK(o->url == NULL || in_argv(argc, argv, o->url));
   FUZZ_CHECK(o->url_file == NULL || in_argv(argc, argv, o->url_file));
+  FUZZ_CHECK(o->orphan_signal > 0 && o->orphan_signal < NSIG);
 
   FUZZ_CHECK(a->name != NULL && a->name[0] != '\0');
   int name_at = 0;

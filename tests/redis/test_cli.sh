@@ -264,6 +264,87 @@ code=$?
 wait "$pid"
 expect "release --force on a lock held by another process; its holder is told" "0 76" "$code $?" "$(cat "$work/rel")"
 
+# -- process management (issue 14) ----------------------------------------------
+
+# gone PID: the process has ended (absent, or a zombie nobody reaped yet)
+gone() { [ ! -e "/proc/$1" ] || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+# wait_gone PID MS: until gone, MS at most
+wait_gone() {
+  for _ in $(seq $(($2 / 50))); do gone "$1" && return 0; sleep 0.05; done
+  gone "$1"
+}
+# wait_bounded PID MS: wait for a background relock, killing it (status 124)
+# if it is still running after MS: a hang fails the test instead of the run
+wait_bounded() {
+  wait_gone "$1" "$2" || { kill -KILL "$1"; wait "$1"; return 124; }
+  wait "$1"
+}
+# wait_file FILE: until it exists and is not empty, 10 s at most
+wait_file() {
+  for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+  return 1
+}
+
+t0=$(now_ms)
+relock_bg -q --lease 700ms --kill-grace 2s lease -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' \
+  >/dev/null 2>"$work/lease-err" # (before the fix the command outlived relock: not on the TAP pipe)
+wait_bounded $! $((5000 * slack))
+code=$?
+took=$(($(now_ms) - t0))
+expect "a fixed lease that runs out stops the command like a lost lock: exit 76" "76 in-time" \
+  "$code $([ "$took" -ge 650 ] && [ "$took" -lt $((3000 * slack)) ] && echo in-time || echo ${took}ms)" \
+  "$(cat "$work/lease-err")"
+grep -q "fixed lease" "$work/lease-err"
+expect "and says the fixed lease ran out" 0 $? "$(cat "$work/lease-err")"
+
+relock -q --lease 10s lease2 -- true
+expect "a fixed lease longer than the command: the command's status" "0 0" "$? $(redis EXISTS lease2)"
+
+rm -f "$work/member"
+relock_bg -q --watchdog 900ms --kill-grace 500ms group -- \
+  sh -c "trap '' TERM; sleep 100 & echo \$! >'$work/member'; trap - TERM; while :; do sleep 0.02; done" >/dev/null 2>&1
+pid=$!
+wait_file "$work/member"
+member=$(cat "$work/member")
+wait_held group
+redis DEL group >/dev/null
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "the group leader exits on SIGTERM, a member ignores it: killed after the grace" "76 gone" \
+  "$code $(gone "$member" && echo gone || echo running)"
+kill -KILL "$member" 2>/dev/null
+
+rm -f "$work/orphan-pid" "$work/orphan-sig"
+relock_bg -q orphan -- sh -c "echo \$\$ >'$work/orphan-pid'; trap 'echo TERM >\"$work/orphan-sig\"; exit 0' TERM; while :; do sleep 0.02; done"
+pid=$!
+wait_file "$work/orphan-pid"
+cpid=$(cat "$work/orphan-pid")
+kill -KILL "$pid"
+wait "$pid"
+wait_gone "$cpid" $((2000 * slack))
+expect "relock killed (SIGKILL): the command gets SIGTERM and ends" "gone TERM" \
+  "$(gone "$cpid" && echo gone || echo running) $(cat "$work/orphan-sig" 2>/dev/null)"
+kill -KILL "$cpid" 2>/dev/null
+
+rm -f "$work/orphan-pid"
+relock_bg -q --orphan-signal KILL orphan2 -- sh -c "echo \$\$ >'$work/orphan-pid'; trap '' TERM; while :; do sleep 0.02; done"
+pid=$!
+wait_file "$work/orphan-pid"
+cpid=$(cat "$work/orphan-pid")
+kill -KILL "$pid"
+wait "$pid"
+wait_gone "$cpid" $((2000 * slack))
+expect "--orphan-signal KILL: a command ignoring SIGTERM ends too" gone "$(gone "$cpid" && echo gone || echo running)"
+kill -KILL "$cpid" 2>/dev/null
+
+relock --orphan-signal 9 -q orphan3 -- true
+expect "--orphan-signal takes a number" 0 $?
+relock --orphan-signal BOGUS orphan3 -- true 2>"$work/err"
+code=$?
+grep -q 'invalid --orphan-signal "BOGUS"' "$work/err"
+expect "--orphan-signal with an unknown signal is a usage error, naming the option" "64 0" "$code $?" "$(cat "$work/err")"
+
 # -- Redisson-held locks --------------------------------------------------------
 
 redis HSET jlock "3f2a9c4e-0000-4000-8000-000000000001:42" 1 >/dev/null
