@@ -465,8 +465,8 @@ int main(int argc, char **argv) {
     execv("/proc/self/exe", argv);
   }
   if (!relock_test_redis_available()) {
-    printf("1..0 # SKIP redis-server not found\n");
-    return 0;
+    printf("Bail out! cannot run: redis-server not found\n");
+    return 1;
   }
   shared_fd = memfd_create("relock-chaos", 0); /* inherited by the workers */
   if (shared_fd < 0 || ftruncate(shared_fd, sizeof(*sh)) != 0)
@@ -475,8 +475,8 @@ int main(int argc, char **argv) {
   relock_test_redis_opts_t opts = {.aof = 1};
   redis = relock_test_redis_start(&opts);
   if (sh == MAP_FAILED || redis == NULL) {
-    printf("1..0 # SKIP cannot start the soak's redis-server\n");
-    return 0;
+    printf("Bail out! cannot run: cannot start the soak's redis-server\n");
+    return 1;
   }
   for (int i = 0; i < nworkers; i++)
     proxies[i] = relock_test_proxy_start(relock_test_redis_host(redis), relock_test_redis_port(redis));

@@ -348,9 +348,9 @@ static void test_lock_lost_while_stopped(void **state) {
 
 int main(void) {
   if (!relock_test_redis_available())
-    RELOCK_TEST_SKIP_ALL("redis-server not found");
+    RELOCK_TEST_CANNOT_RUN("redis-server not found");
   if (system("perl -e 1 2>/dev/null") != 0)
-    RELOCK_TEST_SKIP_ALL("perl not found (the command under test is a perl one-liner)");
+    RELOCK_TEST_CANNOT_RUN("perl not found (the command under test is a perl one-liner)");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_ctrl_z_stops_relock_and_fg_resumes_the_command, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigtstp_to_relock_stops_the_command, setup, teardown),

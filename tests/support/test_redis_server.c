@@ -26,7 +26,7 @@
  * be the only plan in the output. */
 __attribute__((constructor)) static void skip_without_redis_server(void) {
   if (!relock_test_redis_available())
-    RELOCK_TEST_SKIP_ALL("redis-server not found (install the Debian package redis-server, "
+    RELOCK_TEST_CANNOT_RUN("redis-server not found (install the Debian package redis-server, "
                          "or set REDIS_SERVER to its path)");
 }
 
