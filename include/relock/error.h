@@ -31,7 +31,8 @@ extern "C" {
   XX(EIO, -16, "system I/O error")                                            \
   XX(EWRONGTHREAD, -17, "called from a thread that may not use this client")   \
   XX(EFORKED, -18, "client made before fork(): not usable in the child")      \
-  XX(EINTERRUPTED, -19, "blocking call interrupted")
+  XX(EINTERRUPTED, -19, "blocking call interrupted")                          \
+  XX(ETLS, -20, "TLS handshake or certificate verification failed")
 
 typedef enum relock_err {
   RELOCK_OK = 0,
