@@ -17,6 +17,12 @@ typedef struct options {
   int verbosity;        /* 0 quiet, 1 normal, 2 verbose */
   int force;            /* --force */
   int json;             /* --json: status and list print JSON */
+  const char *tls_ca;   /* --tls-ca FILE; the --tls-* are NULL unless given */
+  const char *tls_ca_dir;
+  const char *tls_cert;
+  const char *tls_key;
+  const char *tls_server_name;
+  int tls_insecure;     /* --tls-insecure: no verification, for tests only */
 } options_t;
 
 typedef enum args_mode {
