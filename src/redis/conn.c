@@ -565,12 +565,13 @@ static void on_connect(const redisAsyncContext *cac, int status) {
 static void on_disconnect(const redisAsyncContext *cac, int status) {
   relock__conn_t *c = cac->data;
   char msg[sizeof c->last_msg];
+  /* Asked whenever TLS failed, so that OpenSSL's error queue is emptied. */
+  int tls_why = status != REDIS_OK && c->ssl != NULL && relock__tls_failure(c->ssl, msg, sizeof msg);
   /* hiredis drops a connection on an error reply nobody asked for (a refused
    * SUBSCRIBE, "max number of clients"): that is the server's word. */
   if (c->unexpected_reply)
     record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
-  else if (status != REDIS_OK && c->ssl != NULL && c->state != RELOCK__CONN_READY &&
-           relock__tls_failure(c->ssl, msg, sizeof msg))
+  else if (tls_why && c->state != RELOCK__CONN_READY)
     tls_failed(c, msg); /* hiredis's own text is strerror of a stale errno */
   else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
     record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);

@@ -138,20 +138,25 @@ SSL *relock__tls_start(relock__tls_t *t, redisContext *ctx, char *msg, size_t si
 int relock__tls_failure(SSL *ssl, char *msg, size_t size) {
   long v = SSL_get_verify_result(ssl);
   unsigned long e = ERR_peek_last_error();
+  int done = SSL_is_init_finished(ssl), reason = ERR_GET_REASON(e);
+  int blame = 1;
   if (v != X509_V_OK) {
     snprintf(msg, size, "TLS: the server's certificate was refused: %s", X509_verify_cert_error_string(v));
-  } else if (e != 0) {
+  } else if (e != 0 && !(done && reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+    /* A plaintext server answers a ClientHello with an error line, which
+     * reads as a record of an unknown version, or hangs up. */
+    int plain = reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+                reason == SSL_R_UNEXPECTED_EOF_WHILE_READING;
     const char *why = ERR_reason_error_string(e);
-    int wrong = ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER || ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG;
-    snprintf(msg, size, "TLS handshake failed: %s%s", why != NULL ? why : "unknown OpenSSL error",
-             wrong ? " (does the server speak TLS on this port?)" : "");
-  } else if (!SSL_is_init_finished(ssl)) {
+    snprintf(msg, size, "TLS%s: %s%s", done ? "" : " handshake failed", why != NULL ? why : "unknown OpenSSL error",
+             plain ? " (does the server speak TLS on this port?)" : "");
+  } else if (!done) {
     snprintf(msg, size, "TLS handshake failed: the server closed the connection (does it speak TLS on this port?)");
   } else {
-    return 0;
+    blame = 0; /* the connection just went away */
   }
   ERR_clear_error();
-  return 1;
+  return blame;
 }
 
 int relock__tls_established(SSL *ssl) { return SSL_is_init_finished(ssl); }

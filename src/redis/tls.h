@@ -34,8 +34,9 @@ struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, cha
 /* Why TLS failed on ssl, if it did: the certificate's verification result
  * (X509_verify_cert_error_string: "certificate has expired"), OpenSSL's
  * reason ("tlsv13 alert certificate required"), or an unfinished
- * handshake. 1 with msg filled, or 0 when TLS is not to blame. Clears the
- * thread's OpenSSL error queue. */
+ * handshake. 1 with msg filled, or 0 when TLS is not to blame (a closed
+ * connection after the handshake). Clears the thread's OpenSSL error queue
+ * either way. */
 int relock__tls_failure(struct ssl_st *ssl, char *msg, size_t size);
 
 /* Whether ssl finished its handshake. */

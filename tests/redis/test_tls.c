@@ -200,6 +200,26 @@ static void test_lock_unlock(void **state) {
   relock_test_redis_free(r);
 }
 
+/* A client with its own loop thread, through the blocking API. */
+static void test_threaded_client(void **state) {
+  (void)state;
+  relock_test_redis_t *r = tls_server(NULL, 0);
+  relock_options_t *opts = tls_options(r, "ca.crt");
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(NULL, opts, &err);
+  if (c == NULL)
+    fail_msg("relock_client_new: %s", err.message);
+  relock_lock_t *l = relock_lock_new(c, "tls-threaded", NULL);
+  assert_int_equal(relock_lock_lock(l, RELOCK_INFINITE), 0);
+  assert_int_equal(fx_raw_int(r, "EXISTS", "tls-threaded", NULL), 1);
+  assert_int_equal(relock_lock_unlock(l), 0);
+  assert_int_equal(fx_raw_int(r, "EXISTS", "tls-threaded", NULL), 0);
+  relock_lock_free(l);
+  relock_client_free(c);
+  relock_options_free(opts);
+  relock_test_redis_free(r);
+}
+
 /* The second owner waits over the subscriber connection (TLS too) and is
  * woken by the first one's unlock, long before the 30 s lease would end. */
 static void test_waiting(void **state) {
@@ -403,12 +423,17 @@ static void test_write_to_dead_tls_socket(void **state) {
   relock_options_t *opts = tls_options(r, "ca.crt");
   relock_client_t *c = fx_client(opts);
   expect_ok(c);
-  /* our side of the socket closed for writing: the next write is EPIPE */
+  /* Our side of the socket closed for writing: the next write is EPIPE.
+   * The server is paused meanwhile, so that no hang-up from it is read
+   * before the write is tried. */
   redisContext *ctx = (redisContext *)(void *)c->redis.cmd.ac; /* its first member */
+  assert_int_equal(relock_test_redis_pause(r), 0);
   assert_int_equal(shutdown(ctx->fd, SHUT_WR), 0);
   relock_future_t *f = FX_CMD(c, "PING");
   assert_int_equal(relock_future_error(f), RELOCK_ECONNLOST);
+  print_message("# %s\n", relock_future_message(f));
   relock_future_release(f);
+  assert_int_equal(relock_test_redis_resume(r), 0);
   assert_true(fx_run_until(fx_loop(), is_ready, c, 3000));
   expect_ok(c); /* and it reconnected */
   relock_client_free(c);
@@ -427,6 +452,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options),
       cmocka_unit_test(test_lock_unlock),
+      cmocka_unit_test(test_threaded_client),
       cmocka_unit_test(test_waiting),
       cmocka_unit_test(test_mutual_tls),
       cmocka_unit_test(test_unknown_ca),
