@@ -241,12 +241,13 @@ static void deliver(relock_future_t *f, const redisReply *reply, relock__reply_f
   }
 }
 
-/* A plaintext connection the server drops before saying anything at all is
- * most likely one to a port that speaks TLS only. */
+/* A plaintext connection whose server drops it without ever having said
+ * anything at all (not even to an earlier connection) is most likely one to
+ * a port that speaks TLS only. */
 static const char *plain_on_tls_hint(const relock__conn_t *c) {
-  if (c->heard || c->ssl != NULL || c->settings->opt.unix_path != NULL)
+  if (c->ever_heard || c->tls != NULL || c->settings->opt.unix_path != NULL)
     return "";
-  return " (nothing ever came back on this connection: a TLS port? use rediss://)";
+  return " (the server has never answered anything: a TLS port? use rediss://)";
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
@@ -576,8 +577,9 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
   else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
     record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);
   else if (status != REDIS_OK && c->last_err == 0)
-    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s",
-                 cac->errstr[0] ? cac->errstr : "connection lost");
+    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s%s",
+                 tls_why ? msg : cac->errstr[0] ? cac->errstr : "connection lost",
+                 c->state == RELOCK__CONN_HANDSHAKE ? plain_on_tls_hint(c) : "");
   context_gone(c);
   fail_fast_waiting(c);
 }
@@ -639,7 +641,7 @@ static int unexpected(const redisReadTask *task) {
   if (task->parent != NULL || ac == NULL)
     return 0;
   c->last_rx = ev_now(c->loop);
-  c->heard = 1;
+  c->ever_heard = 1;
   /* hiredis itself drops a connection on an unasked-for error reply (a
    * refused connection: "max number of clients reached"). */
   if (ac->replies.head != NULL || task->type == REDIS_REPLY_ERROR)
@@ -755,9 +757,11 @@ static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
 #ifdef RELOCK_HAVE_TLS
   if (c->ssl != NULL) {
     ssize_t n = ac->c.funcs->read(&ac->c, buf, size);
+    char why[sizeof c->last_msg];
+    if (n < 0 && !relock__tls_failure(c->ssl, why, sizeof why))
+      snprintf(why, sizeof why, "server closed the connection");
     if (n < 0)
-      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address,
-               ac->c.err == REDIS_ERR_EOF ? "server closed the connection" : "TLS read failed");
+      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address, why);
     return n;
   }
 #endif
@@ -988,7 +992,6 @@ static void connect_now(relock__conn_t *c) {
   }
   c->ac = ac;
   c->unexpected_reply = 0;
-  c->heard = 0;
   guard_replies(c, ac);
   c->state = RELOCK__CONN_CONNECTING;
   relock__timer_start(c->wheel, &c->connect_timer, s->opt.connect_timeout_ms);

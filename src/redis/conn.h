@@ -128,7 +128,7 @@ struct relock__conn {
   struct redisReader *reader; /* a raw connection's, once ready */
 
   int unexpected_reply;    /* the server sent a reply nobody asked for */
-  int heard;               /* a reply has come on this context */
+  int ever_heard;          /* a reply has come, on any context so far */
   int last_err;            /* why the last attempt failed (0: none) */
   int definitive;          /* and the next attempt will meet it too */
   char last_msg[160];

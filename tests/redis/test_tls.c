@@ -340,6 +340,12 @@ static void test_plaintext_client_on_tls_port(void **state) {
   /* the server drops what is no TLS at once: the command fails, no hang */
   double ms = expect_failure(opts, RELOCK_ECONNLOST, "TLS port?");
   assert_true(ms < (double)fx_slack_ms(3000));
+  /* the same with AUTH first: the handshake is dropped, commands wait for
+   * their timeout (1 s here), then say why */
+  fx_set_str(opts, RELOCK_OPT_PASSWORD, "secret");
+  fx_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(1000));
+  ms = expect_failure(opts, RELOCK_ECONNLOST, "TLS port?");
+  assert_true(ms < (double)fx_slack_ms(1000) + 300);
   relock_options_free(opts);
   relock_test_redis_free(r);
 }
