@@ -751,9 +751,10 @@ static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply
 }
 
 /* Reads what the socket has into buf: > 0 bytes, 0 for nothing now, -1
- * with the connection dropped. Over TLS through hiredis's SSL_read (an
- * SSL_read that wants to write first only happens with renegotiation, which
- * TLS 1.3 does not have and Redis does not start). */
+ * with the connection dropped. Over TLS through hiredis's SSL_read; one
+ * that must write first and cannot (a renegotiation or a key update the
+ * server asks for, which Redis never does) is not retried on writability:
+ * the next readable event retries it. */
 static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
   redisAsyncContext *ac = c->ac;
 #ifdef RELOCK_HAVE_TLS
