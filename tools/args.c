@@ -52,6 +52,8 @@ static int signal_opt(args_t *a, const char *text, int *out) {
   }
   return usage(a, "invalid --orphan-signal \"%s\": use a signal name (TERM, KILL, HUP, INT, ...) or number", text);
 }
+/* Long options without a short one. */
+enum { OPT_TLS_CA = 256, OPT_TLS_CA_DIR, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE };
 
 static int parse_options(int argc, char **argv, args_t *a, int *first) {
   static const struct option longopts[] = {
@@ -62,6 +64,12 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"verbose", no_argument, NULL, 'v'},          {"force", no_argument, NULL, 'f'},
       {"json", no_argument, NULL, 'j'},             {"orphan-signal", required_argument, NULL, 'O'},
       {"help", no_argument, NULL, 'h'},             {"version", no_argument, NULL, 'V'},
+      {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+      {"tls-ca-dir", required_argument, NULL, OPT_TLS_CA_DIR},
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
+      {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -82,6 +90,12 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case 'v': o->verbosity = 2; break;
     case 'f': o->force = 1; break;
     case 'j': o->json = 1; break;
+    case OPT_TLS_CA: o->tls_ca = optarg; break;
+    case OPT_TLS_CA_DIR: o->tls_ca_dir = optarg; break;
+    case OPT_TLS_CERT: o->tls_cert = optarg; break;
+    case OPT_TLS_KEY: o->tls_key = optarg; break;
+    case OPT_TLS_SERVER_NAME: o->tls_server_name = optarg; break;
+    case OPT_TLS_INSECURE: o->tls_insecure = 1; break;
     case 'h': return ARGS_HELP;
     case 'V': return ARGS_VERSION;
     default:

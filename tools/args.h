@@ -18,6 +18,12 @@ typedef struct options {
   int force;            /* --force */
   int json;             /* --json: status and list print JSON */
   int orphan_signal;    /* --orphan-signal: the command's signal if relock dies; SIGTERM */
+  const char *tls_ca;   /* --tls-ca FILE; the --tls-* are NULL unless given */
+  const char *tls_ca_dir;
+  const char *tls_cert;
+  const char *tls_key;
+  const char *tls_server_name;
+  int tls_insecure;     /* --tls-insecure: no verification, for tests only */
 } options_t;
 
 typedef enum args_mode {

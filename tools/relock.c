@@ -32,6 +32,12 @@ static const char usage_text[] =
     "      --orphan-signal SIG  the command's signal if relock dies (default TERM)\n"
     "      --timeout DURATION  Redis command timeout (default 3s)\n"
     "      --watchdog DURATION watchdog lease (default 30s, renewed every third)\n"
+    "      --tls-ca FILE      TLS: trust the CAs in FILE (default: the system's store);\n"
+    "                         any --tls-* option turns TLS on, as rediss:// does\n"
+    "      --tls-ca-dir DIR   TLS: trust the (hashed) CA certificates in DIR\n"
+    "      --tls-cert FILE, --tls-key FILE  TLS: client certificate and key (mutual TLS)\n"
+    "      --tls-server-name NAME  TLS: the name the certificate must have (default: the host)\n"
+    "      --tls-insecure     TLS without verifying the server at all: for tests only\n"
     "  -q, --quiet            print nothing but errors\n"
     "  -v, --verbose          say what happens\n"
     "      --json             status, list: one JSON object per lock and line\n"
@@ -81,6 +87,31 @@ static char *read_url_file(const char *path) {
   return strdup(buf);
 }
 
+/* The --tls-* options; any of them turns TLS on, even with a redis:// URL. */
+static int set_tls(relock_options_t *opts, const options_t *o, relock_error_t *err) {
+  const struct {
+    const char *name, *value;
+  } strings[] = {{RELOCK_OPT_TLS_CA_FILE, o->tls_ca},
+                 {RELOCK_OPT_TLS_CA_DIR, o->tls_ca_dir},
+                 {RELOCK_OPT_TLS_CERT, o->tls_cert},
+                 {RELOCK_OPT_TLS_KEY, o->tls_key},
+                 {RELOCK_OPT_TLS_SERVER_NAME, o->tls_server_name}};
+  int any = o->tls_insecure, rc = 0;
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0] && rc == 0; i++)
+    if (strings[i].value != NULL) {
+      any = 1;
+      rc = relock_options_set_string(opts, strings[i].name, strings[i].value, err);
+    }
+  if (rc == 0 && o->tls_insecure) {
+    say(0, "WARNING: --tls-insecure: the server's certificate and name are NOT verified; anyone on the "
+           "path can read and change the traffic, password included. For tests only.");
+    rc = relock_options_set_int(opts, RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY, 1, err);
+  }
+  if (rc == 0 && any)
+    rc = relock_options_set_int(opts, RELOCK_OPT_TLS, 1, err);
+  return rc;
+}
+
 static int connect_client(cli_t *r) {
   const options_t *o = &r->opt;
   char *from_file = NULL;
@@ -104,6 +135,8 @@ static int connect_client(cli_t *r) {
   int rc = relock_options_set_url(opts, url, &err);
   free(from_file);
   if (rc == 0)
+    rc = set_tls(opts, o, &err);
+  if (rc == 0)
     rc = relock_options_set_string(opts, RELOCK_OPT_CLIENT_NAME, "relock-cli", &err);
   if (rc == 0 && o->timeout_ms > 0)
     rc = relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, o->timeout_ms, &err);
@@ -117,13 +150,15 @@ static int connect_client(cli_t *r) {
   if (rc != 0) {
     relock_options_free(opts);
     say(0, "%s", err.message);
-    return rc == RELOCK_EINVAL ? EXIT_USAGE : EXIT_REDIS;
+    /* RELOCK_ETLS here: TLS asked of a build without it */
+    return rc == RELOCK_EINVAL || rc == RELOCK_ETLS ? EXIT_USAGE : EXIT_REDIS;
   }
   r->client = relock_client_new(r->loop, opts, &err);
   relock_options_free(opts);
   if (r->client == NULL) {
     say(0, "%s", err.message);
-    return err.code == RELOCK_EINVAL ? EXIT_USAGE : EXIT_REDIS;
+    /* RELOCK_ETLS here: a CA, certificate or key file that cannot be loaded */
+    return err.code == RELOCK_EINVAL || err.code == RELOCK_ETLS ? EXIT_USAGE : EXIT_REDIS;
   }
   if ((r->lock = relock_lock_new(r->client, r->name, &err)) == NULL) {
     say(0, "invalid lock name: %s", relock_strerror(err.code));
@@ -140,7 +175,7 @@ int main(int argc, char **argv) {
   if (parsed == ARGS_HELP)
     fputs(usage_text, stdout);
   else if (parsed == ARGS_VERSION)
-    printf("relock %s\n", relock_version_string());
+    printf("relock %s\nTLS: %s\n", relock_version_string(), relock_tls_available() ? "yes" : "no");
   else if (parsed == ARGS_USAGE)
     code = usage_error("%s", a.message != NULL ? a.message : "out of memory");
   args_cleanup(&a);

@@ -82,6 +82,34 @@ extern "C" {
  * timeout instead. Redisson's pingConnectionInterval. >= 0. */
 #define RELOCK_OPT_PING_INTERVAL "ping-interval"
 
+/* TLS. A build without TLS (hiredis 0.14 has none) refuses each of these
+ * with RELOCK_ETLS when set to anything but its default; relock_tls_available
+ * tells which build this is.
+ *
+ * int, 0: 1 = connect with TLS (rediss:// sets it). The server's certificate
+ * is verified against the CA (below, or the system's store), and its name
+ * against RELOCK_OPT_TLS_SERVER_NAME or the host (a DNS name, or an IP
+ * address against the certificate's IP addresses). A failed handshake or
+ * verification fails with RELOCK_ETLS, naming the reason. */
+#define RELOCK_OPT_TLS "tls"
+/* string: a PEM file of the CA certificates to trust. Not set (and no
+ * RELOCK_OPT_TLS_CA_DIR): the system's default store. */
+#define RELOCK_OPT_TLS_CA_FILE "tls-ca-file"
+/* string: a directory of CA certificates, hashed (openssl rehash). */
+#define RELOCK_OPT_TLS_CA_DIR "tls-ca-dir"
+/* string: the client certificate (PEM, chain allowed) for mutual TLS
+ * (Redis's tls-auth-clients); needs RELOCK_OPT_TLS_KEY. */
+#define RELOCK_OPT_TLS_CERT "tls-cert"
+/* string: the private key of RELOCK_OPT_TLS_CERT (PEM, not encrypted). */
+#define RELOCK_OPT_TLS_KEY "tls-key"
+/* string: the name sent as SNI and required in the server's certificate.
+ * Not set: the host. */
+#define RELOCK_OPT_TLS_SERVER_NAME "tls-server-name"
+/* int, 0: 1 = do NOT verify the server's certificate or name. FOR TESTS
+ * ONLY: anyone on the path can then read and change the traffic, AUTH
+ * password included. */
+#define RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY "tls-insecure-skip-verify"
+
 /* Every duration is at most 2^40 ms (about 34 years). */
 
 typedef struct relock_options relock_options_t;
@@ -102,7 +130,8 @@ RELOCK_EXTERN relock_options_t *relock_options_copy(const relock_options_t *opts
  * Each returns 0, or RELOCK_EINVAL with err naming the problem: an unknown
  * name ("unknown option \"x\""), an option of another type, or a value the
  * option does not accept (it then keeps its value). RELOCK_ENOMEM when a
- * string cannot be copied. err may be NULL. */
+ * string cannot be copied; RELOCK_ETLS for a TLS option in a build without
+ * TLS. err may be NULL. */
 
 RELOCK_EXTERN int relock_options_set_string(relock_options_t *opts, const char *name, const char *value,
                                             relock_error_t *err);
@@ -130,17 +159,23 @@ RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char
  * their defaults:
  *   redis://[[username]:password@]host[:port][/db]
  *   unix:///path/to/socket[?db=N]   (also ?password=..., ?username=...)
+ *   rediss://...                     (as redis://, with TLS: RELOCK_OPT_TLS)
  * IPv6 hosts go in brackets: redis://[::1]:6380. Percent-escapes are decoded
- * in the username and password. rediss:// (TLS) is refused: this build has
- * no TLS. On error the options are unchanged and err says what is wrong
+ * in the username and password. The URL sets RELOCK_OPT_TLS (1 for
+ * rediss://, 0 otherwise) but no other TLS option: CA, certificate and
+ * server name are options of their own, not query parameters. rediss:// in
+ * a build without TLS fails with RELOCK_ETLS. On error the options are unchanged and err says what is wrong
  * (RELOCK_EINVAL), never quoting a password. */
 RELOCK_EXTERN int relock_options_set_url(relock_options_t *opts, const char *url, relock_error_t *err);
 
 /* Checks the rules that tie options together: a host unless there is a Unix
  * socket path, a username only with a password, reconnect-min <=
- * reconnect-max. (Each value was checked when it was set.) Returns 0 or
+ * reconnect-max, tls-cert and tls-key together, no TLS over a Unix socket. (Each value was checked when it was set.) Returns 0 or
  * RELOCK_EINVAL with err naming the problem; err may be NULL. */
 RELOCK_EXTERN int relock_options_validate(const relock_options_t *opts, relock_error_t *err);
+
+/* 1 if this build has TLS (rediss://), else 0. */
+RELOCK_EXTERN int relock_tls_available(void);
 
 #ifdef __cplusplus
 }

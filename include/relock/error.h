@@ -32,7 +32,8 @@ extern "C" {
   XX(EWRONGTHREAD, -17, "called from a thread that may not use this client")   \
   XX(EFORKED, -18, "client made before fork(): not usable in the child")      \
   XX(EINTERRUPTED, -19, "blocking call interrupted")                          \
-  XX(ENOPERM, -20, "not permitted by the Redis user's ACL")
+  XX(ENOPERM, -20, "not permitted by the Redis user's ACL")                   \
+  XX(ETLS, -21, "TLS handshake or certificate verification failed")
 
 typedef enum relock_err {
   RELOCK_OK = 0,

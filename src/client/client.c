@@ -35,6 +35,7 @@ static void client_destroy(relock_client_t *c) {
   ev_timer_stop(c->loop, &c->close_notify);
   relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
   relock__settings_cleanup(&c->settings);
+  relock__tls_free(c->tls); /* the connections are down */
   relock__exec_unref(c->exec); /* threaded: the loop goes with the last future */
   free(c);
 }
@@ -179,7 +180,8 @@ static int client_init(relock_client_t *c) {
   }
   if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
     goto fail_renewal;
-  if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, &c->rng, on_redis_closed, c)) != 0)
+  if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, c->tls, &c->rng, on_redis_closed,
+                              c)) != 0)
     goto fail_redis;
   return 0;
 
@@ -202,6 +204,12 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     free(c);
     return NULL;
   }
+  /* Loaded now: a CA or key file that cannot be read fails the creation. */
+  if (relock__tls_new(&c->settings, &c->tls, err) != 0) {
+    relock__settings_cleanup(&c->settings);
+    free(c);
+    return NULL;
+  }
   if (loop != NULL)
     c->exec = relock__exec_embedded(loop);
   else
@@ -209,6 +217,7 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
   if (c->exec == NULL) {
     if (loop != NULL)
       relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
+    relock__tls_free(c->tls);
     relock__settings_cleanup(&c->settings);
     free(c);
     return NULL;
@@ -219,6 +228,7 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
   if (r != 0) {
     relock__exec_stop(c->exec);
     relock__exec_unref(c->exec);
+    relock__tls_free(c->tls);
     relock__settings_cleanup(&c->settings);
     free(c);
     relock__error_set(err, r, "out of memory creating a client");

@@ -19,6 +19,7 @@ struct relock_client {
   relock__exec_t *exec;     /* the loop, and which threads may call (a reference) */
   struct ev_loop *loop;     /* exec->loop */
   relock__settings_t settings;
+  relock__tls_t *tls;            /* the TLS context, NULL without TLS */
   relock__wheel_t wheel;
   relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
   relock__renewal_t renewal; /* the watchdog: what this client holds */

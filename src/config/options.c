@@ -174,6 +174,33 @@ static int check_ping_interval(value_t v, relock_error_t *err) {
   return check_duration("ping-interval", v.n, 0, ">= 0, 0 for no PING", err);
 }
 
+/* TLS options: a build without TLS refuses them at once (RELOCK_ETLS), so
+ * that a program asking for TLS learns it at setup rather than at its first
+ * command. The value that means "no TLS" (0, NULL) is accepted anyway. */
+#ifndef RELOCK_HAVE_TLS
+static int no_tls(relock_error_t *err) { return relock__error_set(err, RELOCK_ETLS, RELOCK__NO_TLS_MESSAGE); }
+#endif
+
+static int check_tls_flag(value_t v, relock_error_t *err) {
+  if (v.n != 0 && v.n != 1)
+    return invalid(err, "a TLS switch must be 0 or 1 (got %d)", (int)v.n);
+#ifndef RELOCK_HAVE_TLS
+  if (v.n != 0)
+    return no_tls(err);
+#endif
+  return RELOCK_OK;
+}
+
+static int check_tls_string(value_t v, relock_error_t *err) {
+  if (v.s != NULL && v.s[0] == '\0')
+    return invalid(err, "a TLS file, directory or name must not be empty (NULL for the default)");
+#ifndef RELOCK_HAVE_TLS
+  if (v.s != NULL)
+    return no_tls(err);
+#endif
+  return RELOCK_OK;
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -195,6 +222,13 @@ static const option_t options[] = {
     {RELOCK_OPT_CLIENT_ID, OPT_STRING, FIELD(client_id), NULL, 0, check_client_id, 0},
     {RELOCK_OPT_WATCHDOG_TIMEOUT, OPT_MS, FIELD(watchdog_timeout_ms), NULL, 30000, check_watchdog_timeout, 0},
     {RELOCK_OPT_PING_INTERVAL, OPT_MS, FIELD(ping_interval_ms), NULL, 1000, check_ping_interval, 0},
+    {RELOCK_OPT_TLS, OPT_INT, FIELD(tls), NULL, 0, check_tls_flag, 0},
+    {RELOCK_OPT_TLS_CA_FILE, OPT_STRING, FIELD(tls_ca_file), NULL, 0, check_tls_string, 0},
+    {RELOCK_OPT_TLS_CA_DIR, OPT_STRING, FIELD(tls_ca_dir), NULL, 0, check_tls_string, 0},
+    {RELOCK_OPT_TLS_CERT, OPT_STRING, FIELD(tls_cert), NULL, 0, check_tls_string, 0},
+    {RELOCK_OPT_TLS_KEY, OPT_STRING, FIELD(tls_key), NULL, 0, check_tls_string, 0},
+    {RELOCK_OPT_TLS_SERVER_NAME, OPT_STRING, FIELD(tls_server_name), NULL, 0, check_tls_string, 0},
+    {RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY, OPT_INT, FIELD(tls_insecure_skip_verify), NULL, 0, check_tls_flag, 0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -265,9 +299,8 @@ static int store(relock_options_t *opts, const option_t *o, value_t v, relock_er
 }
 
 static int set_checked(relock_options_t *opts, const option_t *o, value_t v, relock_error_t *err) {
-  if (o->check != NULL && o->check(v, err) != RELOCK_OK)
-    return RELOCK_EINVAL;
-  return store(opts, o, v, err);
+  int r = o->check != NULL ? o->check(v, err) : RELOCK_OK;
+  return r != RELOCK_OK ? r : store(opts, o, v, err); /* RELOCK_ETLS: no TLS in this build */
 }
 
 /* -- the object ---------------------------------------------------------------*/
@@ -448,5 +481,18 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
   if (opts->reconnect_min_ms > opts->reconnect_max_ms)
     return invalid(err, "reconnect-min (%" PRId64 ") must not exceed reconnect-max (%" PRId64 ")",
                    opts->reconnect_min_ms, opts->reconnect_max_ms);
+  if ((opts->tls_cert == NULL) != (opts->tls_key == NULL))
+    return invalid(err, "%s without %s: a client certificate needs its key and the other way round",
+                   opts->tls_cert != NULL ? "tls-cert" : "tls-key", opts->tls_cert != NULL ? "tls-key" : "tls-cert");
+  if (opts->tls && opts->unix_path != NULL)
+    return invalid(err, "TLS over a Unix socket is not supported: use rediss://host:port, or unix:// without TLS");
   return relock__error_set(err, RELOCK_OK, NULL);
+}
+
+int relock_tls_available(void) {
+#ifdef RELOCK_HAVE_TLS
+  return 1;
+#else
+  return 0;
+#endif
 }

@@ -34,7 +34,18 @@ struct relock_options {
   char *client_id;
   int64_t watchdog_timeout_ms;
   int64_t ping_interval_ms;
+  int tls;
+  char *tls_ca_file;
+  char *tls_ca_dir;
+  char *tls_cert;
+  char *tls_key;
+  char *tls_server_name;
+  int tls_insecure_skip_verify;
 };
+
+/* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */
+#define RELOCK__NO_TLS_MESSAGE                                                                                   \
+  "this build has no TLS support (hiredis 0.14 has none; build against hiredis >= 1.0 with hiredis_ssl)"
 
 /* Frees a string of the options; a secret one (a password) is wiped first,
  * so that it does not linger in freed memory. */

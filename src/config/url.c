@@ -1,4 +1,4 @@
-/* Parsing of redis:// and unix:// URLs into the connection options
+/* Parsing of redis://, rediss:// and unix:// URLs into the connection options
  * (relock_options_set_url).
  *
  * Error messages name the problem and may quote parts of the URL, but never
@@ -418,12 +418,15 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
   size_t slen = scheme_length(url);
   if (slen == 0 || strncmp(url + slen, "://", 3) != 0)
     return invalid(err, "not a Redis URL: expected redis://host[:port][/db] or unix:///path/to/socket");
-  if (scheme_is(url, slen, "rediss"))
-    return invalid(err, "rediss:// (TLS) is not supported by this build");
-  int is_redis = scheme_is(url, slen, "redis");
+  int tls = scheme_is(url, slen, "rediss");
+#ifndef RELOCK_HAVE_TLS
+  if (tls)
+    return relock__error_set(err, RELOCK_ETLS, "rediss:// URL: " RELOCK__NO_TLS_MESSAGE);
+#endif
+  int is_redis = tls || scheme_is(url, slen, "redis");
   if (!is_redis && !scheme_is(url, slen, "unix")) {
     char q[48];
-    return invalid(err, "unsupported URL scheme \"%s\": use redis:// or unix://", quote(q, url, slen));
+    return invalid(err, "unsupported URL scheme \"%s\": use redis://, rediss:// or unix://", quote(q, url, slen));
   }
 
   /* Decoded parts are never longer than they were in the URL: len bytes and
@@ -470,5 +473,6 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
   replace(&opts->username, username, 0);
   replace(&opts->password, password, 1);
   opts->db = p.f.db;
+  opts->tls = tls;
   return relock__error_set(err, RELOCK_OK, NULL);
 }

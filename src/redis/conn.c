@@ -22,15 +22,17 @@
 #include "future/promise.h"
 #include "base/random.h"
 #include "redis/reply.h"
+#include "redis/tls.h"
 #include "base/resp.h"
 
 enum { REQ_WAITING = 0, REQ_SENT, REQ_DONE };
-enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME };
+enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING };
 
 static void connect_now(relock__conn_t *c);
 static void drop_context(relock__conn_t *c);
 static void health_start(relock__conn_t *c);
 static void raw_start(relock__conn_t *c);
+static int raw_feed(relock__conn_t *c, struct redisAsyncContext *ac, const char *buf, size_t n);
 
 /* -- requests ---------------------------------------------------------------*/
 
@@ -169,6 +171,10 @@ static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
     request_fail(req, RELOCK_ETIMEDOUT, "no reply from %s within the command timeout", c->settings->address);
   } else if (c->last_err != 0) {
     request_fail(req, c->last_err, "not sent: no connection to %s: %s", c->settings->address, c->last_msg);
+  } else if (c->ssl != NULL && !relock__tls_established(c->ssl)) {
+    /* A server without TLS on this port waits for the rest of a "command". */
+    request_fail(req, RELOCK_ETIMEDOUT, "not sent: TLS handshake with %s not done yet (does the server speak TLS "
+                 "on this port?)", c->settings->address);
   } else {
     request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->settings->address);
   }
@@ -251,6 +257,15 @@ static void deliver(relock_future_t *f, const redisReply *reply, relock__reply_f
   }
 }
 
+/* A plaintext connection whose server drops it without ever having said
+ * anything at all (not even to an earlier connection) is most likely one to
+ * a port that speaks TLS only. */
+static const char *plain_on_tls_hint(const relock__conn_t *c) {
+  if (c->ever_heard || c->tls != NULL || c->settings->opt.unix_path != NULL)
+    return "";
+  return " (the server has never answered anything: a TLS port? use rediss://)";
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   relock__request_t *req = privdata;
   redisReply *reply = r;
@@ -271,8 +286,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
       request_fail(req, RELOCK_EPROTO, "protocol error from %s with the command in flight: %s",
                    c->settings->address, why);
     else
-      request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s",
-                   c->settings->address, why);
+      request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s%s",
+                   c->settings->address, why, plain_on_tls_hint(c));
     return;
   }
   if (req->script != NULL && is_noscript(reply)) {
@@ -424,6 +439,7 @@ static void context_gone(relock__conn_t *c) {
   relock__conn_state_t was = c->state;
   c->ac = NULL;
   c->draining = 0;
+  c->ssl = NULL; /* hiredis freed it with the context */
   relock__timer_stop(&c->connect_timer);
   relock__timer_stop(&c->health_timer);
   c->ping_pending = 0;
@@ -481,7 +497,8 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
   if (reply == NULL || c->state != RELOCK__CONN_HANDSHAKE)
     return; /* the context is going away; context_gone deals with it */
   int step = c->hs_steps[c->hs_next++];
-  if (reply->type == REDIS_REPLY_ERROR) {
+  /* The PING only proves that TLS works both ways; NOAUTH is an answer too. */
+  if (reply->type == REDIS_REPLY_ERROR && step != HS_PING) {
     const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
     int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : relock__reply_error_code(reply->str, reply->len);
     record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
@@ -516,8 +533,35 @@ static void start_handshake(relock__conn_t *c) {
     redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", s->opt.client_name);
     c->hs_steps[c->hs_count++] = HS_SETNAME;
   }
+  /* With TLS, ready means a whole round trip over it: under TLS 1.3 the
+   * client's side of the handshake completes before the server has judged
+   * it, and a refused client certificate only shows on the first read. */
+  if (c->ssl != NULL) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "PING");
+    c->hs_steps[c->hs_count++] = HS_PING;
+  }
   if (c->hs_count == 0)
     ready(c);
+}
+
+/* A TLS failure is definitive (the next attempt meets the same certificate)
+ * and, before any success, fails what waits at once. */
+static void tls_failed(relock__conn_t *c, const char *msg) {
+  record_error(c, RELOCK_ETLS, "%s", msg);
+  c->definitive = 1;
+}
+
+/* Starts TLS over the connected socket: 0, or -1 with the context dropped. */
+static int start_tls(relock__conn_t *c) {
+  char msg[sizeof c->last_msg];
+  c->ssl = relock__tls_start(c->tls, &c->ac->c, msg, sizeof msg);
+  if (c->ssl != NULL)
+    return 0;
+  tls_failed(c, msg);
+  if (c->connects == 0)
+    fail_waiting(c, c->last_err, c->last_msg);
+  drop_context(c); /* deferred: we are inside on_connect */
+  return -1;
 }
 
 static void on_connect(const redisAsyncContext *cac, int status) {
@@ -531,7 +575,8 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     return;
   }
   c->in_on_connect = 1;
-  start_handshake(c);
+  if (c->tls == NULL || start_tls(c) == 0)
+    start_handshake(c);
   c->in_on_connect = 0;
   if (c->free_deferred)
     ev_timer_start(c->loop, &c->deferred_free);
@@ -539,16 +584,23 @@ static void on_connect(const redisAsyncContext *cac, int status) {
 
 static void on_disconnect(const redisAsyncContext *cac, int status) {
   relock__conn_t *c = cac->data;
+  char msg[sizeof c->last_msg];
+  /* Asked whenever TLS failed, so that OpenSSL's error queue is emptied. */
+  int tls_why = status != REDIS_OK && c->ssl != NULL && relock__tls_failure(c->ssl, msg, sizeof msg);
   /* hiredis drops a connection on an error reply nobody asked for (a refused
    * SUBSCRIBE, "max number of clients"): that is the server's word. */
   if (c->unexpected_reply)
     record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
+  else if (tls_why && c->state != RELOCK__CONN_READY)
+    tls_failed(c, msg); /* hiredis's own text is strerror of a stale errno */
   else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
     record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);
   else if (status != REDIS_OK && c->last_err == 0)
-    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s",
-                 cac->errstr[0] ? cac->errstr : "connection lost");
+    record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s%s",
+                 tls_why ? msg : cac->errstr[0] ? cac->errstr : "connection lost",
+                 c->state == RELOCK__CONN_HANDSHAKE ? plain_on_tls_hint(c) : "");
   context_gone(c);
+  fail_fast_waiting(c);
 }
 
 static void on_deferred_free(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -582,8 +634,11 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
   relock__conn_t *c = arg;
   if (status != 0 || c->ac == NULL)
     return;
-  record_error(c, RELOCK_ETIMEDOUT, "no connection within %lld ms",
-               (long long)c->settings->opt.connect_timeout_ms);
+  if (c->ssl != NULL && !relock__tls_established(c->ssl))
+    record_error(c, RELOCK_ETIMEDOUT, "TLS handshake not done within %lld ms (does the server speak TLS on this port?)",
+                 (long long)c->settings->opt.connect_timeout_ms);
+  else
+    record_error(c, RELOCK_ETIMEDOUT, "no connection within %lld ms", (long long)c->settings->opt.connect_timeout_ms);
   drop_context(c);
 }
 
@@ -605,6 +660,7 @@ static int unexpected(const redisReadTask *task) {
   if (task->parent != NULL || ac == NULL)
     return 0;
   c->last_rx = ev_now(c->loop);
+  c->ever_heard = 1;
   /* hiredis itself drops a connection on an unasked-for error reply (a
    * refused connection: "max number of clients reached"). */
   if (ac->replies.head != NULL || task->type == REDIS_REPLY_ERROR)
@@ -713,36 +769,68 @@ static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply
   return 0;
 }
 
-static void raw_read(void *arg) {
-  relock__conn_t *c = arg;
+/* Reads what the socket has into buf: > 0 bytes, 0 for nothing now, -1
+ * with the connection dropped. Over TLS through hiredis's SSL_read; one
+ * that must write first and cannot (a renegotiation or a key update the
+ * server asks for, which Redis never does) is not retried on writability:
+ * the next readable event retries it. */
+static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
   redisAsyncContext *ac = c->ac;
-  char buf[16 * 1024];
-  ssize_t n = read(ac->c.fd, buf, sizeof buf);
+#ifdef RELOCK_HAVE_TLS
+  if (c->ssl != NULL) {
+    ssize_t n = ac->c.funcs->read(&ac->c, buf, size);
+    char why[sizeof c->last_msg];
+    if (n < 0 && !relock__tls_failure(c->ssl, why, sizeof why))
+      snprintf(why, sizeof why, "server closed the connection");
+    if (n < 0)
+      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address, why);
+    return n;
+  }
+#endif
+  ssize_t n = read(ac->c.fd, buf, size);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return;
+    return 0;
   if (n <= 0) {
     drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address,
              n == 0 ? "server closed the connection" : strerror(errno));
-    return;
+    return -1;
   }
+  return n;
+}
+
+static void raw_read(void *arg) {
+  relock__conn_t *c = arg;
+  char buf[16 * 1024];
+  /* TLS may hold decrypted bytes the socket will not announce again. */
+  do {
+    redisAsyncContext *ac = c->ac;
+    ssize_t n = raw_recv(c, buf, sizeof buf);
+    if (n <= 0 || raw_feed(c, ac, buf, (size_t)n) != 0)
+      return;
+  } while (c->ssl != NULL && relock__tls_pending(c->ssl) > 0);
+}
+
+/* Parses n bytes read on a raw connection and hands out the replies: 0, or
+ * -1 once the connection was dropped. */
+static int raw_feed(relock__conn_t *c, redisAsyncContext *ac, const char *buf, size_t n) {
   c->last_rx = ev_now(c->loop);
-  if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+  if (redisReaderFeed(c->reader, buf, n) != REDIS_OK) {
     drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->settings->address);
-    return;
+    return -1;
   }
   for (;;) {
     void *reply = NULL;
     if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
       drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address,
                c->role, c->reader->errstr);
-      return;
+      return -1;
     }
     if (reply == NULL)
-      return;
+      return 0;
     int r = raw_reply(c, ac, reply);
     freeReplyObject(reply);
     if (r != 0)
-      return;
+      return -1;
   }
 }
 
@@ -916,7 +1004,9 @@ static void connect_now(relock__conn_t *c) {
    * Redis connections to the child. */
   fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
   set_keepalive(c, ac->c.fd);
-  if (relock__ev_attach(ac, c->loop) != 0) {
+  /* SSL_read writes too (the handshake, key updates): TLS reads need the
+   * same SIGPIPE safety as writes. */
+  if (relock__ev_attach(ac, c->loop, c->tls != NULL) != 0) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     redisAsyncFree(ac);
     schedule_reconnect(c);

@@ -32,6 +32,8 @@
 struct redisAsyncContext;
 struct redisReader;
 struct redisReply;
+struct relock__tls;
+struct ssl_st;
 
 typedef struct relock__conn relock__conn_t;
 typedef struct relock__request relock__request_t;
@@ -77,7 +79,7 @@ typedef struct relock__conn_hooks {
 typedef enum relock__conn_state {
   RELOCK__CONN_IDLE = 0,   /* no context (maybe waiting to reconnect) */
   RELOCK__CONN_CONNECTING, /* TCP/unix connect in progress */
-  RELOCK__CONN_HANDSHAKE,  /* connected, AUTH/SELECT/SETNAME in flight */
+  RELOCK__CONN_HANDSHAKE,  /* connected, AUTH/SELECT/SETNAME (and with TLS a PING) in flight */
   RELOCK__CONN_READY,
   RELOCK__CONN_CLOSED
 } relock__conn_state_t;
@@ -109,7 +111,10 @@ struct relock__conn {
   unsigned attempts;       /* failed attempts since the last ready */
   uint64_t connects;       /* successful handshakes, for tests and statistics */
 
-  int hs_steps[3];         /* handshake replies still expected, in order */
+  struct relock__tls *tls; /* the client's TLS context; NULL: no TLS */
+  struct ssl_st *ssl;      /* this context's TLS session (hiredis owns it) */
+
+  int hs_steps[4];         /* handshake replies still expected, in order */
   int hs_next;
   int hs_count;
 
@@ -126,6 +131,7 @@ struct relock__conn {
   struct redisReader *reader; /* a raw connection's, once ready */
 
   int unexpected_reply;    /* the server sent a reply nobody asked for */
+  int ever_heard;          /* a reply has come, on any context so far */
   int last_err;            /* why the last attempt failed (0: none) */
   int definitive;          /* and the next attempt will meet it too */
   char last_msg[160];

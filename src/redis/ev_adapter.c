@@ -5,7 +5,8 @@
  * handlers nor change the process's signal dispositions, so each write runs
  * with SIGPIPE blocked on the calling thread, and a SIGPIPE the write raised
  * is consumed before the mask is restored. A program that already ignores
- * SIGPIPE skips all of this. */
+ * SIGPIPE skips all of this. Over TLS reads get the same treatment: SSL_read
+ * writes as well (the rest of the handshake, alerts, key updates). */
 #include <config.h>
 
 #include <errno.h>
@@ -24,6 +25,7 @@ typedef struct ev_adapter {
   ev_io wev;
   void (*read_fn)(void *arg); /* instead of hiredis's read handler */
   void *read_arg;
+  int guard_reads;            /* TLS: reads may write */
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -31,9 +33,19 @@ static int sigpipe_ignored(void) {
   return sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 }
 
-static void write_without_sigpipe(redisAsyncContext *ac) {
+static void handle_read(ev_adapter_t *a) {
+  if (a->read_fn != NULL)
+    a->read_fn(a->read_arg); /* may free the context, and a with it */
+  else
+    redisAsyncHandleRead(a->ac);
+}
+
+static void handle_write(ev_adapter_t *a) { redisAsyncHandleWrite(a->ac); }
+
+/* fn(a), with SIGPIPE kept from killing the process. a may be gone after. */
+static void without_sigpipe(void (*fn)(ev_adapter_t *a), ev_adapter_t *a) {
   if (sigpipe_ignored()) {
-    redisAsyncHandleWrite(ac);
+    fn(a);
     return;
   }
   sigset_t pipe_set, old_set, pending;
@@ -44,7 +56,7 @@ static void write_without_sigpipe(redisAsyncContext *ac) {
   sigpending(&pending);
   int was_pending = sigismember(&pending, SIGPIPE);
 
-  redisAsyncHandleWrite(ac);
+  fn(a);
 
   if (!was_pending && !sigismember(&old_set, SIGPIPE)) {
     sigpending(&pending);
@@ -61,17 +73,16 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
   ev_adapter_t *a = w->data;
-  if (a->read_fn != NULL)
-    a->read_fn(a->read_arg); /* may free the context, and a with it */
+  if (a->guard_reads)
+    without_sigpipe(handle_read, a);
   else
-    redisAsyncHandleRead(a->ac);
+    handle_read(a);
 }
 
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
-  ev_adapter_t *a = w->data;
-  write_without_sigpipe(a->ac);
+  without_sigpipe(handle_write, w->data);
 }
 
 static void add_read(void *privdata) {
@@ -110,12 +121,13 @@ void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *a
   }
 }
 
-int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop) {
+int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_reads) {
   ev_adapter_t *a = calloc(1, sizeof(*a));
   if (a == NULL)
     return RELOCK_ENOMEM;
   a->loop = loop;
   a->ac = ac;
+  a->guard_reads = guard_reads;
   ev_io_init(&a->rev, on_readable, ac->c.fd, EV_READ);
   ev_io_init(&a->wev, on_writable, ac->c.fd, EV_WRITE);
   a->rev.data = a;

@@ -24,7 +24,7 @@ static void on_pubsub_closed(relock__pubsub_t *ps, void *arg) {
 }
 
 int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
-                       const relock__settings_t *settings, uint64_t *rng,
+                       const relock__settings_t *settings, relock__tls_t *tls, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg) {
   memset(r, 0, sizeof(*r));
   r->exec = exec;
@@ -38,6 +38,8 @@ int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t
     return RELOCK_ENOMEM;
   relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = r};
   relock__conn_init(&r->cmd, exec->loop, wheel, settings, "command", &hooks, rng);
+  r->cmd.tls = tls;
+  r->pubsub.conn.tls = tls;
   relock__conn_start(&r->cmd);
   return 0;
 }

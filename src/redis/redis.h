@@ -15,6 +15,7 @@
 #include "loop/wheel.h"
 #include "redis/conn.h"
 #include "redis/pubsub.h"
+#include "redis/tls.h"
 
 typedef struct relock__redis relock__redis_t;
 
@@ -33,9 +34,10 @@ struct relock__redis {
 };
 
 /* Sets up the connections (the command connection starts connecting at
- * once). Returns 0 or RELOCK_ENOMEM (nothing to undo then). */
+ * once), over TLS when tls is not NULL (borrowed: it must outlive the
+ * connections). Returns 0 or RELOCK_ENOMEM (nothing to undo then). */
 int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
-                       const relock__settings_t *settings, uint64_t *rng,
+                       const relock__settings_t *settings, relock__tls_t *tls, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg);
 
 /* Fails everything pending with RELOCK_ECLOSED and closes the connections;

@@ -588,7 +588,7 @@ static void test_invalid_args_futures_and_errors(void **state) {
   relock_future_release(done);
 
   stage("error codes");
-  static const int unknown[] = {1, 42, -21, -1000, INT_MIN, INT_MAX}; /* -21: one past the last code */
+  static const int unknown[] = {1, 42, -22, -1000, INT_MIN, INT_MAX}; /* -22: one past the last code */
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     char input[64];
     snprintf(input, sizeof input, "relock_strerror / relock_err_name(%d)", unknown[i]);
@@ -2228,7 +2228,6 @@ static void test_malformed_urls(void **state) {
       "redis:/host",
       "://host",
       "http://host:6379",
-      "rediss://host:6379",
       "redis+sentinel://host",
       "1redis://host",
       "redis://",

@@ -569,6 +569,41 @@ expect "list walks the whole SCAN (2500 locks), each once, sorted" "0 2500 2500 
 relock --help | grep -q "list"
 expect "--help mentions list" 0 $?
 
+# TLS: rediss:// against a redis-server with --tls-port, certificates made by
+# tests/support/tls.sh; a build without TLS must say so instead.
+if relock --version | grep -qx "TLS: yes"; then
+  sh "$here/../support/tls.sh" "$work/tls"
+  tport=$(free_port)
+  redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no --dir "$work/tls" \
+    --tls-cert-file "$work/tls/server.crt" --tls-key-file "$work/tls/server.key" \
+    --tls-ca-cert-file "$work/tls/ca.crt" --tls-auth-clients no --logfile "$work/tls/redis.log" </dev/null >/dev/null 2>&1 &
+  tls_pid=$!
+  trap 'kill "$tls_pid" 2>/dev/null; stop_redis; rm -rf "$work"' EXIT
+  for _ in $(seq 100); do grep -q "Ready to accept" "$work/tls/redis.log" 2>/dev/null && break; sleep 0.05; done
+  RELOCK_URL="rediss://localhost:$tport" relock --tls-ca "$work/tls/ca.crt" t-tls -- true
+  expect "rediss:// with --tls-ca: the command runs holding the lock" 0 $?
+  RELOCK_URL="rediss://127.0.0.1:$tport" relock -q --timeout 2s t-tls -- true 2>"$work/err"
+  code=$?
+  grep -q "certificate" "$work/err"
+  expect "rediss:// with a CA that did not sign the server's certificate: exit 69, naming the certificate" \
+    "69 0" "$code $?" "$(cat "$work/err")"
+  RELOCK_URL="redis://127.0.0.1:$tport" relock --tls-insecure t-tls -- true 2>"$work/err"
+  code=$?
+  grep -q "WARNING: --tls-insecure" "$work/err"
+  expect "--tls-insecure turns TLS on, connects unverified, and warns" "0 0" "$code $?" "$(cat "$work/err")"
+  kill "$tls_pid"
+  wait "$tls_pid" 2>/dev/null
+else
+  relock --tls-ca /nonexistent/ca.crt t-tls -- true 2>"$work/err"
+  code=$?
+  grep -q "this build has no TLS support" "$work/err"
+  expect "a build without TLS: --tls-ca is a usage error saying so" "64 0" "$code $?" "$(cat "$work/err")"
+  RELOCK_URL="rediss://127.0.0.1:$port" relock t-tls -- true 2>"$work/err"
+  code=$?
+  grep -q "this build has no TLS support" "$work/err"
+  expect "a build without TLS: rediss:// is a usage error saying so" "64 0" "$code $?" "$(cat "$work/err")"
+fi
+
 # -- least privilege: the ACL user of docs/ACL.md (issue 15) ----------------------
 
 acl_doc="$here/../../docs/ACL.md"

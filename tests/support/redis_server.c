@@ -40,7 +40,7 @@
 #define HOST "127.0.0.1"
 #define MAX_SERVERS 64          /* live children at once, version probes included */
 #define MAX_CMD_ARGS 64         /* relock_test_redis_cmd(); cmdv has no limit */
-#define MAX_FIXED_ARGS 32       /* the arguments start() itself passes */
+#define MAX_FIXED_ARGS 48       /* the arguments start() itself passes */
 #define START_TIMEOUT_MS 10000
 #define CMD_TIMEOUT_MS 5000
 #define STOP_TIMEOUT_MS 5000
@@ -63,6 +63,8 @@ struct relock_test_redis {
   int aof;
   char *password;
   char **extra;        /* NULL-terminated copy of opts->extra_args */
+  int tls;             /* the port speaks TLS, with these files */
+  char tls_cert[160], tls_key[160], tls_ca[160];
   int start_timeout_ms;
   int cmd_timeout_ms;
   relock_test_redis_t *next; /* in g_live, for the exit handler */
@@ -687,8 +689,20 @@ static pid_t launch(relock_test_redis_t *r, int *exec_errno) {
   pid_t pid;
 
   fixed[n++] = path;
-  fixed[n++] = "--port";
+  fixed[n++] = r->tls ? "--tls-port" : "--port";
   fixed[n++] = r->port_str;
+  if (r->tls) {
+    fixed[n++] = "--port";
+    fixed[n++] = "0";
+    fixed[n++] = "--tls-cert-file";
+    fixed[n++] = r->tls_cert;
+    fixed[n++] = "--tls-key-file";
+    fixed[n++] = r->tls_key;
+    fixed[n++] = "--tls-ca-cert-file";
+    fixed[n++] = r->tls_ca;
+    fixed[n++] = "--tls-auth-clients";
+    fixed[n++] = "no";
+  }
   fixed[n++] = "--bind";
   fixed[n++] = HOST;
   fixed[n++] = "--unixsocket";
@@ -859,6 +873,12 @@ static int copy_opts(relock_test_redis_t *r, const relock_test_redis_opts_t *o) 
   r->start_timeout_ms = o->start_timeout_ms > 0 ? o->start_timeout_ms : START_TIMEOUT_MS;
   r->cmd_timeout_ms = o->cmd_timeout_ms > 0 ? o->cmd_timeout_ms : CMD_TIMEOUT_MS;
   if (o->password != NULL && (r->password = strdup(o->password)) == NULL) return -1;
+  if (o->tls_dir != NULL) {
+    r->tls = 1;
+    snprintf(r->tls_cert, sizeof r->tls_cert, "%s/server.crt", o->tls_dir);
+    snprintf(r->tls_key, sizeof r->tls_key, "%s/server.key", o->tls_dir);
+    snprintf(r->tls_ca, sizeof r->tls_ca, "%s/ca.crt", o->tls_dir);
+  }
   if (o->extra_args == NULL) return 0;
   while (o->extra_args[n] != NULL) n++;
   if ((r->extra = calloc(n + 1, sizeof *r->extra)) == NULL) return -1;

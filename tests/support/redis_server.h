@@ -30,6 +30,11 @@ typedef struct relock_test_redis_opts {
   int start_timeout_ms;
   /* Deadline of each relock_test_redis_cmd() call; 0 = 5 s. */
   int cmd_timeout_ms;
+  /* A directory of certificates made by tests/support/tls.sh: the TCP port
+   * then speaks TLS only (--port 0 --tls-port PORT), with server.crt,
+   * server.key and ca.crt from there and --tls-auth-clients no; extra_args
+   * can override any of them. The unix socket stays plain (for _cmd). */
+  const char *tls_dir;
 } relock_test_redis_opts_t;
 
 /* Non-zero if a redis-server can be run: $REDIS_SERVER if set and

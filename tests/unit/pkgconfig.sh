@@ -4,7 +4,8 @@
 # moved under DESTDIR, so any --prefix or --libdir works), and checks that
 #   - pkg-config --cflags relock names relock's include directory only: no
 #     hiredis or libev path leaks into a consumer's CFLAGS;
-#   - pkg-config --static --libs relock lists every library librelock needs;
+#   - pkg-config --static --libs relock lists every library librelock needs
+#     (with TLS: hiredis_ssl, libssl, libcrypto too);
 #   - a program including only <relock/relock.h> compiles against the
 #     installed headers and links against the installed library, shared and
 #     static (linked, not run).
@@ -79,7 +80,10 @@ fi
 libs=$(pkg-config --libs relock)
 slibs=$(pkg-config --static --libs relock)
 missing=
-for l in -lrelock -lhiredis -lev -lpthread; do
+want="-lrelock -lhiredis -lev -lpthread"
+# A build with TLS also needs hiredis_ssl and OpenSSL (config.h says which).
+grep -q '^#define RELOCK_HAVE_TLS 1' config.h 2>/dev/null && want="$want -lhiredis_ssl -lssl -lcrypto"
+for l in $want; do
   case " $slibs " in *" $l "*) ;; *) missing="$missing $l" ;; esac
 done
 if [ -z "$missing" ]; then

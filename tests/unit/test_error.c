@@ -28,7 +28,11 @@ static void test_codes_keep_their_numbers(void **state) {
   assert_int_equal(RELOCK_EAUTH, -14);
   assert_int_equal(RELOCK_ELOST, -15);
   assert_int_equal(RELOCK_EIO, -16);
+  assert_int_equal(RELOCK_EWRONGTHREAD, -17);
+  assert_int_equal(RELOCK_EFORKED, -18);
+  assert_int_equal(RELOCK_EINTERRUPTED, -19);
   assert_int_equal(RELOCK_ENOPERM, -20);
+  assert_int_equal(RELOCK_ETLS, -21);
 }
 
 static void test_every_code_has_a_distinct_name_and_description(void **state) {
