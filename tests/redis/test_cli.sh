@@ -19,22 +19,7 @@ export RELOCK_URL="redis://127.0.0.1:$port"
 work=$(mktemp -d)
 trap 'stop_redis; rm -rf "$work"' EXIT
 
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1))
-  echo "not ok $n - $1"
-  shift
-  for line in "$@"; do echo "# $line"; done
-}
-# expect NAME WANT GOT [DIAGNOSTICS...]
-expect() {
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    name=$1 want=$2 got=$3
-    shift 3
-    not_ok "$name" "wanted: $want" "got: $got" "$@"
-  fi
-}
+. "$here/../support/tap.sh"
 now_ms() { date +%s%3N; }
 redis() { redis-cli -p "$port" "$@"; }
 

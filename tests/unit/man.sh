@@ -19,14 +19,7 @@ done
 # shellcheck disable=SC2086
 set -- $pages
 echo "1..$(($# + 3))"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1))
-  echo "not ok $n - $1"
-  shift
-  for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
-}
+. "$(dirname "$0")/../support/tap.sh"
 
 if ! command -v man >/dev/null || ! command -v groff >/dev/null; then
   not_ok "man and groff are installed" \

@@ -19,14 +19,7 @@ cc=${CC:-cc}
 san=${RELOCK_SANITIZER_CFLAGS:-}
 
 echo "1..5"
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() {
-  n=$((n + 1))
-  echo "not ok $n - $1"
-  shift
-  for line in "$@"; do printf '%s\n' "$line" | sed 's/^/# /'; done
-}
+. "$(dirname "$0")/../support/tap.sh"
 bail() { echo "Bail out! $*"; exit 1; }
 
 command -v pkg-config >/dev/null || bail "pkg-config not found: install the Debian package pkg-config"
