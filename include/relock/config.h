@@ -110,6 +110,31 @@ extern "C" {
  * password included. */
 #define RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY "tls-insecure-skip-verify"
 
+/* Redis Sentinel. Setting RELOCK_OPT_SENTINELS makes the client find its
+ * master through the sentinels instead of host, port and unix-path: it asks
+ * them (in random order) where the master called RELOCK_OPT_SENTINEL_MASTER
+ * is, checks with ROLE that it is one, follows failovers (+switch-master,
+ * and a poll every second as a backstop) and moves its connections,
+ * subscriptions and held locks' renewals to the new master. Every sentinel
+ * unreachable fails with RELOCK_ECONNREFUSED naming each address tried;
+ * sentinels that answer but know no such master (or point to a node that
+ * is not a master) with RELOCK_ENOMASTER. The data nodes use username,
+ * password, db and the TLS options; the sentinels the same TLS options and
+ * their own credentials below.
+ *
+ * string: the sentinels, "host[:port],host[:port],..." (port 26379 when
+ * left out; IPv6 hosts in brackets), at most 16. Not set: no Sentinel. */
+#define RELOCK_OPT_SENTINELS "sentinels"
+/* string: the master's name as the sentinels know it (sentinel monitor
+ * <name> ...). Required with RELOCK_OPT_SENTINELS. */
+#define RELOCK_OPT_SENTINEL_MASTER "sentinel-master"
+/* string: the user for AUTH to the sentinels (needs the password). */
+#define RELOCK_OPT_SENTINEL_USERNAME "sentinel-username"
+/* string: the password for AUTH to the sentinels (their requirepass). Not
+ * set: no AUTH to the sentinels (the data nodes' password is not sent to
+ * them). */
+#define RELOCK_OPT_SENTINEL_PASSWORD "sentinel-password"
+
 /* Every duration is at most 2^40 ms (about 34 years). */
 
 typedef struct relock_options relock_options_t;
@@ -155,11 +180,19 @@ RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char
                                         relock_error_t *err);
 
 /* Sets the connection options (host, port, unix-path, username, password,
- * db) from a URL, leaving the others alone; the ones the URL leaves out get
- * their defaults:
+ * db, and the Sentinel ones) from a URL, leaving the others alone; the ones
+ * the URL leaves out get their defaults:
  *   redis://[[username]:password@]host[:port][/db]
  *   unix:///path/to/socket[?db=N]   (also ?password=..., ?username=...)
  *   rediss://...                     (as redis://, with TLS: RELOCK_OPT_TLS)
+ *   redis+sentinel://[[username]:password@]host[:port][,host[:port]...]/master[/db]
+ *       [?sentinel-password=...&sentinel-username=...&db=N]
+ *                                    (Sentinel: the hosts are the sentinels,
+ *                                    port 26379 by default, master the
+ *                                    master's name; the user info is the
+ *                                    data nodes' AUTH, the sentinels' goes
+ *                                    in the query)
+ *   rediss+sentinel://...            (the same, with TLS to sentinels and nodes)
  * IPv6 hosts go in brackets: redis://[::1]:6380. Percent-escapes are decoded
  * in the username and password. The URL sets RELOCK_OPT_TLS (1 for
  * rediss://, 0 otherwise) but no other TLS option: CA, certificate and

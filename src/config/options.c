@@ -201,6 +201,32 @@ static int check_tls_string(value_t v, relock_error_t *err) {
   return RELOCK_OK;
 }
 
+static int check_sentinels(value_t v, relock_error_t *err) {
+  if (v.s == NULL)
+    return RELOCK_OK;
+  relock__hostport_t list[RELOCK__SENTINELS_MAX];
+  int n = relock__parse_hostports(v.s, list, RELOCK__SENTINELS_MAX, err);
+  return n < 0 ? n : RELOCK_OK;
+}
+
+/* A master name goes into SENTINEL commands and is compared with the names
+ * in +switch-master messages, which separate fields with spaces. */
+static int check_sentinel_master(value_t v, relock_error_t *err) {
+  return check_token(v.s, "sentinel-master", 0, 1, err);
+}
+
+static int check_sentinel_username(value_t v, relock_error_t *err) {
+  if (v.s != NULL && v.s[0] == '\0')
+    return invalid(err, "sentinel-username is empty (NULL to AUTH with the password only)");
+  return RELOCK_OK;
+}
+
+static int check_sentinel_password(value_t v, relock_error_t *err) {
+  if (v.s != NULL && v.s[0] == '\0')
+    return invalid(err, "sentinel-password is empty (NULL for no AUTH to the sentinels)");
+  return RELOCK_OK;
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -229,6 +255,10 @@ static const option_t options[] = {
     {RELOCK_OPT_TLS_KEY, OPT_STRING, FIELD(tls_key), NULL, 0, check_tls_string, 0},
     {RELOCK_OPT_TLS_SERVER_NAME, OPT_STRING, FIELD(tls_server_name), NULL, 0, check_tls_string, 0},
     {RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY, OPT_INT, FIELD(tls_insecure_skip_verify), NULL, 0, check_tls_flag, 0},
+    {RELOCK_OPT_SENTINELS, OPT_STRING, FIELD(sentinels), NULL, 0, check_sentinels, 0},
+    {RELOCK_OPT_SENTINEL_MASTER, OPT_STRING, FIELD(sentinel_master), NULL, 0, check_sentinel_master, 0},
+    {RELOCK_OPT_SENTINEL_USERNAME, OPT_STRING, FIELD(sentinel_username), NULL, 0, check_sentinel_username, 0},
+    {RELOCK_OPT_SENTINEL_PASSWORD, OPT_STRING, FIELD(sentinel_password), NULL, 0, check_sentinel_password, 1},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -486,6 +516,14 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
                    opts->tls_cert != NULL ? "tls-cert" : "tls-key", opts->tls_cert != NULL ? "tls-key" : "tls-cert");
   if (opts->tls && opts->unix_path != NULL)
     return invalid(err, "TLS over a Unix socket is not supported: use rediss://host:port, or unix:// without TLS");
+  if (opts->sentinels != NULL && opts->unix_path != NULL)
+    return invalid(err, "sentinels and unix-path together: with sentinels, the master is the address they give");
+  if (opts->sentinels != NULL && opts->sentinel_master == NULL)
+    return invalid(err, "sentinels without sentinel-master: name the master the sentinels monitor");
+  if (opts->sentinel_master != NULL && opts->sentinels == NULL)
+    return invalid(err, "sentinel-master without sentinels: list the sentinels to ask (host:port,...)");
+  if (opts->sentinel_username != NULL && opts->sentinel_password == NULL)
+    return invalid(err, "sentinel-username without sentinel-password: Redis AUTH needs both");
   return relock__error_set(err, RELOCK_OK, NULL);
 }
 

@@ -41,11 +41,30 @@ struct relock_options {
   char *tls_key;
   char *tls_server_name;
   int tls_insecure_skip_verify;
+  char *sentinels;
+  char *sentinel_master;
+  char *sentinel_username;
+  char *sentinel_password;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */
 #define RELOCK__NO_TLS_MESSAGE                                                                                   \
   "this build has no TLS support (hiredis 0.14 has none; build against hiredis >= 1.0 with hiredis_ssl)"
+
+#define RELOCK__DEFAULT_SENTINEL_PORT 26379
+#define RELOCK__SENTINELS_MAX 16
+
+/* One host and port; host is a name, an IPv4 address or an IPv6 address
+ * (without brackets; a zone after '%'). */
+typedef struct relock__hostport {
+  char host[256];
+  int port;
+} relock__hostport_t;
+
+/* Parses a sentinel list "host[:port],..." into out (up to max entries;
+ * port RELOCK__DEFAULT_SENTINEL_PORT when left out). The count, or
+ * RELOCK_EINVAL with err naming the problem (url.c). */
+int relock__parse_hostports(const char *list, relock__hostport_t *out, int max, relock_error_t *err);
 
 /* Frees a string of the options; a secret one (a password) is wiped first,
  * so that it does not linger in freed memory. */

@@ -23,7 +23,15 @@ static int from_options(relock__settings_t *s, const relock_options_t *o, relock
     relock__settings_cleanup(s);
     return relock__error_set(err, r, "cannot generate a client id: no system randomness");
   }
-  if (o->unix_path != NULL)
+  if (o->sentinels != NULL) {
+    s->nsentinels = relock__parse_hostports(o->sentinels, s->sentinels, RELOCK__SENTINELS_MAX, err);
+    if (s->nsentinels < 0) { /* checked when set: cannot happen */
+      r = s->nsentinels;
+      relock__settings_cleanup(s);
+      return r;
+    }
+    snprintf(s->address, sizeof s->address, "master %s", o->sentinel_master);
+  } else if (o->unix_path != NULL)
     snprintf(s->address, sizeof s->address, "%s", o->unix_path);
   else
     snprintf(s->address, sizeof s->address, "%s:%d", o->host, o->port);

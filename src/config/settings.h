@@ -15,7 +15,10 @@
 typedef struct relock__settings {
   struct relock_options opt; /* every option, validated: the client's own copy */
   char client_id[65];        /* opt.client_id, or a generated UUID */
-  char address[300];         /* "host:port" or the socket path, for messages */
+  char address[300];         /* "host:port" or the socket path, for messages;
+                                with Sentinel "master NAME" */
+  relock__hostport_t sentinels[RELOCK__SENTINELS_MAX]; /* opt.sentinels, parsed */
+  int nsentinels;            /* 0: no Sentinel */
 } relock__settings_t;
 
 /* Validates opts (NULL: the defaults) and copies them, generating the client

@@ -1,5 +1,5 @@
-/* Parsing of redis://, rediss:// and unix:// URLs into the connection options
- * (relock_options_set_url).
+/* Parsing of redis://, rediss://, unix:// and redis+sentinel:// URLs into the
+ * connection options (relock_options_set_url), and of sentinel lists.
  *
  * Error messages name the problem and may quote parts of the URL, but never
  * a password: parts that could be (a misplaced) one are described, not
@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,10 @@ typedef struct url_fields {
   const char *username;
   const char *password;
   int db;
+  const char *sentinels; /* redis+sentinel://: the list as written */
+  const char *sentinel_master;
+  const char *sentinel_username;
+  const char *sentinel_password;
 } url_fields_t;
 
 typedef struct parser {
@@ -249,40 +254,48 @@ static int parse_hostport(parser_t *p, const char *s, size_t len) {
   return RELOCK_OK;
 }
 
+static int parse_query(parser_t *p, const char *q, int sentinel);
+
+/* The authority rest[0..alen) of a URL: user info up to its last '@' (a
+ * password may hold one), parsed; *hosts and *hlen get what follows it. */
+static int parse_authority(parser_t *p, const char *rest, size_t alen, const char **hosts, size_t *hlen) {
+  /* A password with a raw '/', '?' or '#' ends the host part early, and the
+   * rest of it would be parsed (and quoted) as a database. */
+  if (strchr(rest + alen, '@') != NULL)
+    return invalid(p->err, "\"@\" after the host in URL: percent-encode \"/\", \"?\", \"#\" and \"@\" in the "
+                           "user name and password (%%2F, %%3F, %%23, %%40)");
+  *hosts = rest;
+  *hlen = alen;
+  for (size_t i = alen; i > 0; i--)
+    if (rest[i - 1] == '@') {
+      int r = parse_userinfo(p, rest, i - 1);
+      *hosts = rest + i;
+      *hlen = alen - i;
+      return r;
+    }
+  return RELOCK_OK;
+}
+
+/* "/db" (empty: 0) at *after, if there; *after moves past it. */
+static int parse_db_path(parser_t *p, const char **after) {
+  if (**after != '/')
+    return RELOCK_OK;
+  size_t dlen = strcspn(*after + 1, "?#");
+  int r = dlen > 0 ? parse_db(p, *after + 1, dlen, 1) : RELOCK_OK;
+  *after += 1 + dlen;
+  return r;
+}
+
 /* redis://[[user]:password@]host[:port][/db] */
 static int parse_redis(parser_t *p, const char *rest) {
   size_t alen = strcspn(rest, "/?#");
   const char *after = rest + alen;
+  const char *hostport;
+  size_t hlen;
   int r;
-  /* A password with a raw '/', '?' or '#' ends the host part early, and the
-   * rest of it would be parsed (and quoted) as a database. */
-  if (strchr(after, '@') != NULL)
-    return invalid(p->err, "\"@\" after the host in URL: percent-encode \"/\", \"?\", \"#\" and \"@\" in the "
-                           "user name and password (%%2F, %%3F, %%23, %%40)");
-
-  const char *hostport = rest;
-  size_t hlen = alen;
-  const char *at = NULL;
-  for (size_t i = alen; i > 0; i--) /* the last '@': a password may hold one */
-    if (rest[i - 1] == '@') {
-      at = rest + i - 1;
-      break;
-    }
-  if (at != NULL) {
-    if ((r = parse_userinfo(p, rest, (size_t)(at - rest))) != RELOCK_OK)
-      return r;
-    hostport = at + 1;
-    hlen = alen - (size_t)(hostport - rest);
-  }
-  if ((r = parse_hostport(p, hostport, hlen)) != RELOCK_OK)
+  if ((r = parse_authority(p, rest, alen, &hostport, &hlen)) != RELOCK_OK ||
+      (r = parse_hostport(p, hostport, hlen)) != RELOCK_OK || (r = parse_db_path(p, &after)) != RELOCK_OK)
     return r;
-
-  if (*after == '/') {
-    size_t dlen = strcspn(after + 1, "?#");
-    if (dlen > 0 && (r = parse_db(p, after + 1, dlen, 1)) != RELOCK_OK)
-      return r;
-    after += 1 + dlen;
-  }
   if (*after == '?')
     return invalid(p->err, "query parameters (\"?...\") are not supported in redis:// URLs: "
                            "use redis://[[user]:password@]host[:port][/db]");
@@ -291,15 +304,59 @@ static int parse_redis(parser_t *p, const char *rest) {
   return RELOCK_OK;
 }
 
+/* redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db][?query] */
+static int parse_sentinel(parser_t *p, const char *rest) {
+  static const char form[] = "redis+sentinel://host[:port][,host[:port]...]/master[/db]";
+  size_t alen = strcspn(rest, "/?#");
+  const char *after = rest + alen;
+  const char *hosts;
+  size_t hlen;
+  int r;
+  if ((r = parse_authority(p, rest, alen, &hosts, &hlen)) != RELOCK_OK)
+    return r;
+  if (hlen == 0)
+    return invalid(p->err, "no sentinel in URL: %s", form);
+  const char *list = store(p, hosts, hlen);
+  relock__hostport_t parsed[RELOCK__SENTINELS_MAX];
+  if ((r = relock__parse_hostports(list, parsed, RELOCK__SENTINELS_MAX, p->err)) < 0)
+    return r;
+  p->f.sentinels = list;
+  size_t mlen = *after == '/' ? strcspn(after + 1, "/?#") : 0;
+  if (mlen == 0)
+    return invalid(p->err, "no master name in URL: %s", form);
+  if ((r = store_decoded(p, after + 1, mlen, "master name", &p->f.sentinel_master)) != RELOCK_OK)
+    return r;
+  for (const char *c = p->f.sentinel_master; *c != '\0'; c++)
+    if ((unsigned char)*c <= 0x20 || *c == 0x7f)
+      return invalid(p->err, "the master name in the URL must not contain spaces or control characters");
+  after += 1 + mlen;
+  if ((r = parse_db_path(p, &after)) != RELOCK_OK)
+    return r;
+  if (*after == '#')
+    return invalid(p->err, "URL fragments (\"#...\") are not supported");
+  return *after == '?' ? parse_query(p, after + 1, 1) : RELOCK_OK;
+}
+
 static int is_param(const char *s, size_t len, const char *name) {
   return len == strlen(name) && memcmp(s, name, len) == 0;
 }
 
-/* db=N&password=...&username=... After a password parameter nothing is
- * quoted: a raw '&' in the password would make its tail look like another
- * parameter. */
-static int parse_query(parser_t *p, const char *q) {
-  int seen_db = 0, seen_password = 0, seen_username = 0;
+/* The query parameters a URL may have; the Sentinel ones only in a
+ * redis+sentinel:// URL. */
+enum { Q_DB, Q_PASSWORD, Q_USERNAME, Q_SENTINEL_PASSWORD, Q_SENTINEL_USERNAME, Q_COUNT };
+static const char *const query_names[Q_COUNT] = {"db", "password", "username", "sentinel-password",
+                                                 "sentinel-username"};
+
+/* db=N&password=...&username=... (and sentinel-password=...&
+ * sentinel-username=... when sentinel). After a password parameter nothing
+ * is quoted: a raw '&' in the password would make its tail look like
+ * another parameter. */
+static int parse_query(parser_t *p, const char *q, int sentinel) {
+  int seen[Q_COUNT] = {0};
+  int nparams = sentinel ? Q_COUNT : Q_SENTINEL_PASSWORD;
+  const char *known = sentinel ? "db, password, username, sentinel-password, sentinel-username"
+                               : "db, password, username";
+  int after_secret = 0;
   for (;;) {
     size_t n = strcspn(q, "&");
     if (n == 0)
@@ -308,40 +365,36 @@ static int parse_query(parser_t *p, const char *q) {
     size_t nlen = eq != NULL ? (size_t)(eq - q) : n;
     const char *value = eq != NULL ? eq + 1 : NULL;
     size_t vlen = eq != NULL ? n - nlen - 1 : 0;
-    const char *name;
-    int *seen;
-    if (is_param(q, nlen, "db")) {
-      name = "db";
-      seen = &seen_db;
-    } else if (is_param(q, nlen, "password")) {
-      name = "password";
-      seen = &seen_password;
-    } else if (is_param(q, nlen, "username")) {
-      name = "username";
-      seen = &seen_username;
-    } else if (seen_password) {
-      return invalid(p->err, "unknown parameter after \"password\" in the URL query (a \"&\" in the "
-                             "password must be written %%26); known: db, password, username");
-    } else {
+    int which = 0;
+    while (which < nparams && !is_param(q, nlen, query_names[which]))
+      which++;
+    if (which == nparams && after_secret)
+      return invalid(p->err, "unknown parameter after a password in the URL query (a \"&\" in a "
+                             "password must be written %%26); known: %s", known);
+    if (which == nparams) {
       char qn[48];
-      return invalid(p->err, "unknown parameter \"%s\" in the URL query; known: db, password, username",
-                     quote(qn, q, nlen));
+      return invalid(p->err, "unknown parameter \"%s\" in the URL query; known: %s", quote(qn, q, nlen), known);
     }
-    if (*seen)
+    const char *name = query_names[which];
+    if (seen[which])
       return invalid(p->err, "parameter \"%s\" given twice in the URL query", name);
-    *seen = 1;
+    seen[which] = 1;
     if (value == NULL || vlen == 0)
       return invalid(p->err, "parameter \"%s\" in the URL query needs a value (%s=...)", name, name);
 
     int r;
-    if (seen == &seen_db)
-      r = parse_db(p, value, vlen, !seen_password);
-    else if (seen == &seen_password)
-      r = store_decoded(p, value, vlen, "password", &p->f.password);
-    else
-      r = store_decoded(p, value, vlen, "user name", &p->f.username);
+    switch (which) {
+    case Q_DB: r = parse_db(p, value, vlen, !after_secret); break;
+    case Q_PASSWORD: r = store_decoded(p, value, vlen, "password", &p->f.password); break;
+    case Q_USERNAME: r = store_decoded(p, value, vlen, "user name", &p->f.username); break;
+    case Q_SENTINEL_PASSWORD:
+      r = store_decoded(p, value, vlen, "sentinel password", &p->f.sentinel_password);
+      break;
+    default: r = store_decoded(p, value, vlen, "sentinel user name", &p->f.sentinel_username); break;
+    }
     if (r != RELOCK_OK)
       return r;
+    after_secret |= which == Q_PASSWORD || which == Q_SENTINEL_PASSWORD;
 
     q += n;
     if (*q == '\0')
@@ -350,6 +403,8 @@ static int parse_query(parser_t *p, const char *q) {
   }
   if (p->f.username != NULL && p->f.password == NULL)
     return invalid(p->err, "username without password in the URL query: Redis AUTH needs both");
+  if (p->f.sentinel_username != NULL && p->f.sentinel_password == NULL)
+    return invalid(p->err, "sentinel-username without sentinel-password in the URL query: Redis AUTH needs both");
   return RELOCK_OK;
 }
 
@@ -364,7 +419,7 @@ static int parse_unix(parser_t *p, const char *rest) {
     return invalid(p->err, "socket path in URL too long (%zu bytes, at most %zu)", plen, (size_t)UNIX_PATH_MAX_LEN);
   p->f.unix_path = store(p, rest, plen);
   if (rest[plen] == '?')
-    return parse_query(p, rest + plen + 1);
+    return parse_query(p, rest + plen + 1, 0);
   return RELOCK_OK;
 }
 
@@ -418,20 +473,24 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
   size_t slen = scheme_length(url);
   if (slen == 0 || strncmp(url + slen, "://", 3) != 0)
     return invalid(err, "not a Redis URL: expected redis://host[:port][/db] or unix:///path/to/socket");
-  int tls = scheme_is(url, slen, "rediss");
+  int sentinel = scheme_is(url, slen, "redis+sentinel") || scheme_is(url, slen, "rediss+sentinel");
+  int tls = scheme_is(url, slen, "rediss") || scheme_is(url, slen, "rediss+sentinel");
 #ifndef RELOCK_HAVE_TLS
   if (tls)
-    return relock__error_set(err, RELOCK_ETLS, "rediss:// URL: " RELOCK__NO_TLS_MESSAGE);
+    return relock__error_set(err, RELOCK_ETLS, "%s URL: " RELOCK__NO_TLS_MESSAGE,
+                             sentinel ? "rediss+sentinel://" : "rediss://");
 #endif
-  int is_redis = tls || scheme_is(url, slen, "redis");
-  if (!is_redis && !scheme_is(url, slen, "unix")) {
+  int is_redis = !sentinel && (tls || scheme_is(url, slen, "redis"));
+  if (!is_redis && !sentinel && !scheme_is(url, slen, "unix")) {
     char q[48];
-    return invalid(err, "unsupported URL scheme \"%s\": use redis://, rediss:// or unix://", quote(q, url, slen));
+    return invalid(err, "unsupported URL scheme \"%s\": use redis://, rediss://, unix:// or redis+sentinel://",
+                   quote(q, url, slen));
   }
 
   /* Decoded parts are never longer than they were in the URL: len bytes and
-   * a NUL for each of host, unix_path, username and password suffice. */
-  char *text = malloc(len + 4);
+   * a NUL for each of the (at most eight) parts suffice. */
+  size_t size = len + 8;
+  char *text = malloc(size);
   if (text == NULL)
     return relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing a URL");
   parser_t p = {
@@ -445,34 +504,60 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
             .db = 0},
   };
   const char *rest = url + slen + 3;
-  int r = is_redis ? parse_redis(&p, rest) : parse_unix(&p, rest);
+  int r = sentinel ? parse_sentinel(&p, rest) : is_redis ? parse_redis(&p, rest) : parse_unix(&p, rest);
+  /* The strings the URL sets, in this order; the secret ones are wiped. */
+  const char *parts[] = {p.f.host,      p.f.unix_path,       p.f.username,          p.f.password,
+                         p.f.sentinels, p.f.sentinel_master, p.f.sentinel_username, p.f.sentinel_password};
+  enum { NPARTS = sizeof parts / sizeof parts[0] };
+  static const int secret[NPARTS] = {0, 0, 0, 1, 0, 0, 0, 1};
+  char *copies[NPARTS] = {NULL};
   int ok = 1;
-  char *host = NULL, *unix_path = NULL, *username = NULL, *password = NULL;
-  if (r == RELOCK_OK) {
-    host = copy(p.f.host, &ok);
-    unix_path = copy(p.f.unix_path, &ok);
-    username = copy(p.f.username, &ok);
-    password = copy(p.f.password, &ok);
-  }
-  memset(text, 0, len + 4); /* it held the password */
+  for (size_t i = 0; i < NPARTS && r == RELOCK_OK; i++)
+    copies[i] = copy(parts[i], &ok);
+  memset(text, 0, size); /* it held the passwords */
   free(text);
   if (r == RELOCK_OK && !ok) {
     r = relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing a URL");
-    relock__options_free_string(host, 0);
-    relock__options_free_string(unix_path, 0);
-    relock__options_free_string(username, 0);
-    relock__options_free_string(password, 1);
+    for (size_t i = 0; i < NPARTS; i++)
+      relock__options_free_string(copies[i], secret[i]);
   }
   if (r != RELOCK_OK)
     return r;
 
   /* Committed only now: on error the options are unchanged. */
-  replace(&opts->host, host, 0);
+  char **slots[NPARTS] = {&opts->host,      &opts->unix_path,       &opts->username,          &opts->password,
+                          &opts->sentinels, &opts->sentinel_master, &opts->sentinel_username, &opts->sentinel_password};
+  for (size_t i = 0; i < NPARTS; i++)
+    replace(slots[i], copies[i], secret[i]);
   opts->port = p.f.port;
-  replace(&opts->unix_path, unix_path, 0);
-  replace(&opts->username, username, 0);
-  replace(&opts->password, password, 1);
   opts->db = p.f.db;
   opts->tls = tls;
   return relock__error_set(err, RELOCK_OK, NULL);
+}
+
+int relock__parse_hostports(const char *list, relock__hostport_t *out, int max, relock_error_t *err) {
+  size_t len = strlen(list);
+  char *text = malloc(len + 1);
+  if (text == NULL)
+    return relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing the sentinel list");
+  int n = 0, r = RELOCK_OK;
+  for (const char *s = list;; s++) {
+    size_t item = strcspn(s, ",");
+    parser_t p = {.out = text, .err = err, .f = {.port = RELOCK__DEFAULT_SENTINEL_PORT}};
+    if (item == 0)
+      r = invalid(err, "empty entry in the sentinel list \"host[:port],host[:port],...\"");
+    else if (n == max)
+      r = invalid(err, "more than %d sentinels in the list", max);
+    else if ((r = parse_hostport(&p, s, item)) == RELOCK_OK && strlen(p.f.host) >= sizeof out[n].host)
+      r = invalid(err, "a host in the sentinel list is longer than %zu bytes", sizeof out[n].host - 1);
+    if (r != RELOCK_OK)
+      break;
+    snprintf(out[n].host, sizeof out[n].host, "%s", p.f.host);
+    out[n++].port = p.f.port;
+    s += item;
+    if (*s == '\0')
+      break;
+  }
+  free(text);
+  return r != RELOCK_OK ? r : n;
 }

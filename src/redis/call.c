@@ -41,7 +41,8 @@ static void call_free(call_t *call) {
  * server saying "not now" (loading its data after a restart, a script
  * running too long, a failover) rather than "no". */
 static int not_now(const char *msg) {
-  static const char *const prefixes[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN "};
+  static const char *const prefixes[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN ",
+                                         "READONLY "};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
       return 1;

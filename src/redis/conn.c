@@ -26,9 +26,10 @@
 #include "base/resp.h"
 
 enum { REQ_WAITING = 0, REQ_SENT, REQ_DONE };
-enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING };
+enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE };
 
 static void connect_now(relock__conn_t *c);
+static void relocate(relock__conn_t *c, relock__relocate_why why);
 static void drop_context(relock__conn_t *c);
 static void health_start(relock__conn_t *c);
 static void raw_start(relock__conn_t *c);
@@ -168,15 +169,15 @@ static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
   if (status != 0) {
     request_fail(req, RELOCK_ECLOSED, "client closed");
   } else if (req->state == REQ_SENT) {
-    request_fail(req, RELOCK_ETIMEDOUT, "no reply from %s within the command timeout", c->settings->address);
+    request_fail(req, RELOCK_ETIMEDOUT, "no reply from %s within the command timeout", c->address);
   } else if (c->last_err != 0) {
-    request_fail(req, c->last_err, "not sent: no connection to %s: %s", c->settings->address, c->last_msg);
+    request_fail(req, c->last_err, "not sent: no connection to %s: %s", c->address, c->last_msg);
   } else if (c->ssl != NULL && !relock__tls_established(c->ssl)) {
     /* A server without TLS on this port waits for the rest of a "command". */
     request_fail(req, RELOCK_ETIMEDOUT, "not sent: TLS handshake with %s not done yet (does the server speak TLS "
-                 "on this port?)", c->settings->address);
+                 "on this port?)", c->address);
   } else {
-    request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->settings->address);
+    request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->address);
   }
   if (status == 0)
     drain_check(c);
@@ -261,7 +262,7 @@ static void deliver(relock_future_t *f, const redisReply *reply, relock__reply_f
  * anything at all (not even to an earlier connection) is most likely one to
  * a port that speaks TLS only. */
 static const char *plain_on_tls_hint(const relock__conn_t *c) {
-  if (c->ever_heard || c->tls != NULL || c->settings->opt.unix_path != NULL)
+  if (c->ever_heard || c->tls != NULL || c->unix_path != NULL)
     return "";
   return " (the server has never answered anything: a TLS port? use rediss://)";
 }
@@ -281,13 +282,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
       request_fail(req, RELOCK_ECLOSED, "client closed");
     else if (c->unexpected_reply)
       request_fail(req, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?",
-                   c->settings->address);
+                   c->address);
     else if (ac->c.err == REDIS_ERR_PROTOCOL)
       request_fail(req, RELOCK_EPROTO, "protocol error from %s with the command in flight: %s",
-                   c->settings->address, why);
+                   c->address, why);
     else
       request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s%s",
-                   c->settings->address, why, plain_on_tls_hint(c));
+                   c->address, why, plain_on_tls_hint(c));
     return;
   }
   if (req->script != NULL && is_noscript(reply)) {
@@ -303,11 +304,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   deliver(f, reply, fn, arg);
   relock_future_release(f);
   drain_check(c);
+  if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0)
+    relocate(c, RELOCK__RELOCATE_READONLY); /* a demoted master: where is the new one? */
 }
 
 static void submit(relock__conn_t *c, relock__request_t *req) {
   if (hand_to_hiredis(c, req, req->cmd, req->len) != 0) {
-    request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->settings->address);
+    request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->address);
     return;
   }
   req->state = REQ_SENT;
@@ -368,8 +371,10 @@ static void fail_waiting(relock__conn_t *c, int err, const char *why) {
     relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
     if (err == RELOCK_ECLOSED)
       request_fail(req, err, "client closed");
+    else if (!c->has_target) /* why says where it looked */
+      request_fail(req, err, "not sent: %s", why);
     else
-      request_fail(req, err, "not sent: no connection to %s: %s", c->settings->address, why);
+      request_fail(req, err, "not sent: no connection to %s: %s", c->address, why);
   }
 }
 
@@ -407,6 +412,16 @@ static void fail_fast_waiting(relock__conn_t *c) {
     fail_waiting(c, c->last_err, c->last_msg);
 }
 
+/* An attempt failed: what waits fails now if that is known to be final,
+ * and the locator is told - unless failing what waited made the connection
+ * move already (a locator reacting to the failed requests). */
+static void attempt_failed(relock__conn_t *c, relock__relocate_why why) {
+  unsigned gen = c->target_gen;
+  fail_fast_waiting(c);
+  if (gen == c->target_gen)
+    relocate(c, why);
+}
+
 /* Jittered exponential back-off: half the delay is fixed, half random, so
  * clients that lost the same server don't come back in lockstep. */
 static int64_t backoff_ms(relock__conn_t *c) {
@@ -422,7 +437,8 @@ static int64_t backoff_ms(relock__conn_t *c) {
 static void schedule_reconnect(relock__conn_t *c) {
   if (c->closing)
     return;
-  int64_t delay = backoff_ms(c);
+  int64_t delay = c->prompt ? 0 : backoff_ms(c);
+  c->prompt = 0;
   c->attempts++;
   relock__timer_start(c->wheel, &c->reconnect_timer, delay);
 }
@@ -490,6 +506,22 @@ static int auth_error(const redisReply *reply) {
   return 0;
 }
 
+/* ROLE's answer: NULL if the node is a master, else what it says it is. A
+ * user whom the ACL does not allow ROLE cannot check: the sentinels' word
+ * stands then (a demoted node still answers writes with READONLY). */
+static const char *not_master(const redisReply *reply) {
+  if (reply->type == REDIS_REPLY_ERROR)
+    return strncmp(reply->str, "NOPERM", 6) == 0 ? NULL : reply->str;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0 || reply->element[0]->type != REDIS_REPLY_STRING)
+    return "an unexpected answer to ROLE";
+  return strcmp(reply->element[0]->str, "master") == 0 ? NULL : reply->element[0]->str;
+}
+
+static void relocate(relock__conn_t *c, relock__relocate_why why) {
+  if (c->locator.relocate != NULL && !c->closing)
+    c->locator.relocate(c, why, c->locator.arg);
+}
+
 static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
   (void)ac;
   relock__conn_t *c = privdata;
@@ -497,8 +529,17 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
   if (reply == NULL || c->state != RELOCK__CONN_HANDSHAKE)
     return; /* the context is going away; context_gone deals with it */
   int step = c->hs_steps[c->hs_next++];
+  const char *role = step == HS_ROLE ? not_master(reply) : NULL;
+  if (role != NULL) {
+    /* Not definitive: whoever said this node was the master will be asked again. */
+    record_error(c, RELOCK_ENOMASTER, "%s is not a master (ROLE: %.40s)", c->address, role);
+    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    drop_context(c);
+    relocate(c, RELOCK__RELOCATE_NOT_MASTER);
+    return;
+  }
   /* The PING only proves that TLS works both ways; NOAUTH is an answer too. */
-  if (reply->type == REDIS_REPLY_ERROR && step != HS_PING) {
+  if (reply->type == REDIS_REPLY_ERROR && step != HS_PING && step != HS_ROLE) {
     const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
     int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : relock__reply_error_code(reply->str, reply->len);
     record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
@@ -507,7 +548,7 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
      * requests now rather than at their timeout. Reconnecting continues. */
     fail_waiting(c, err, c->last_msg);
     c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
-    drop_context(c);
+    drop_context(c); /* on_disconnect tells the locator */
     return;
   }
   if (c->hs_next == c->hs_count)
@@ -515,23 +556,27 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
 }
 
 static void start_handshake(relock__conn_t *c) {
-  const relock__settings_t *s = c->settings;
+  const relock__conn_auth_t *a = &c->auth;
   c->state = RELOCK__CONN_HANDSHAKE;
   c->hs_next = c->hs_count = 0;
-  if (s->opt.password != NULL) {
-    if (s->opt.username != NULL)
-      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s %s", s->opt.username, s->opt.password);
+  if (a->password != NULL) {
+    if (a->username != NULL)
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s %s", a->username, a->password);
     else
-      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s", s->opt.password);
+      redisAsyncCommand(c->ac, on_handshake_reply, c, "AUTH %s", a->password);
     c->hs_steps[c->hs_count++] = HS_AUTH;
   }
-  if (s->opt.db != 0) {
-    redisAsyncCommand(c->ac, on_handshake_reply, c, "SELECT %d", s->opt.db);
+  if (a->db != 0) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "SELECT %d", a->db);
     c->hs_steps[c->hs_count++] = HS_SELECT;
   }
-  if (s->opt.client_name != NULL) {
-    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", s->opt.client_name);
+  if (a->client_name != NULL) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLIENT SETNAME %s", a->client_name);
     c->hs_steps[c->hs_count++] = HS_SETNAME;
+  }
+  if (a->check_master) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "ROLE");
+    c->hs_steps[c->hs_count++] = HS_ROLE;
   }
   /* With TLS, ready means a whole round trip over it: under TLS 1.3 the
    * client's side of the handshake completes before the server has judged
@@ -554,7 +599,7 @@ static void tls_failed(relock__conn_t *c, const char *msg) {
 /* Starts TLS over the connected socket: 0, or -1 with the context dropped. */
 static int start_tls(relock__conn_t *c) {
   char msg[sizeof c->last_msg];
-  c->ssl = relock__tls_start(c->tls, &c->ac->c, msg, sizeof msg);
+  c->ssl = relock__tls_start(c->tls, &c->ac->c, c->host, msg, sizeof msg);
   if (c->ssl != NULL)
     return 0;
   tls_failed(c, msg);
@@ -571,7 +616,7 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     record_error(c, RELOCK_ECONNREFUSED, "%s", cac->errstr[0] ? cac->errstr : "connect failed");
     c->definitive = definitive_failure(&cac->c);
     context_gone(c);
-    fail_fast_waiting(c);
+    attempt_failed(c, RELOCK__RELOCATE_FAILED);
     return;
   }
   c->in_on_connect = 1;
@@ -590,17 +635,22 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
   /* hiredis drops a connection on an error reply nobody asked for (a refused
    * SUBSCRIBE, "max number of clients"): that is the server's word. */
   if (c->unexpected_reply)
-    record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->settings->address);
+    record_error(c, RELOCK_EPROTO, "%s sent a reply nobody asked for: is it a Redis server?", c->address);
   else if (tls_why && c->state != RELOCK__CONN_READY)
     tls_failed(c, msg); /* hiredis's own text is strerror of a stale errno */
   else if (status != REDIS_OK && cac->c.err == REDIS_ERR_PROTOCOL)
-    record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->settings->address, cac->errstr);
+    record_error(c, RELOCK_EPROTO, "protocol error from %s: %s", c->address, cac->errstr);
   else if (status != REDIS_OK && c->last_err == 0)
     record_error(c, cac->c.err == REDIS_ERR_OTHER ? RELOCK_ESERVER : RELOCK_ECONNLOST, "%s%s",
                  tls_why ? msg : cac->errstr[0] ? cac->errstr : "connection lost",
                  c->state == RELOCK__CONN_HANDSHAKE ? plain_on_tls_hint(c) : "");
+  int was_ready = c->state == RELOCK__CONN_READY, moving = c->moving;
+  c->moving = 0;
   context_gone(c);
-  fail_fast_waiting(c);
+  if (moving) /* not a failure: the new address is being tried */
+    fail_fast_waiting(c);
+  else
+    attempt_failed(c, was_ready ? RELOCK__RELOCATE_DOWN : RELOCK__RELOCATE_FAILED);
 }
 
 static void on_deferred_free(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -639,7 +689,10 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
                  (long long)c->settings->opt.connect_timeout_ms);
   else
     record_error(c, RELOCK_ETIMEDOUT, "no connection within %lld ms", (long long)c->settings->opt.connect_timeout_ms);
+  int connected = (c->ac->c.flags & REDIS_CONNECTED) != 0;
   drop_context(c);
+  if (!connected) /* else on_disconnect tells */
+    attempt_failed(c, RELOCK__RELOCATE_FAILED);
 }
 
 /* -- replies nobody asked for ------------------------------------------------
@@ -762,7 +815,7 @@ static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply
   if (c->ac != ac)
     return -1; /* the hook closed it */
   if (why != NULL) {
-    drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address, c->role,
+    drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->address, c->role,
              why);
     return -1;
   }
@@ -783,7 +836,7 @@ static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
     if (n < 0 && !relock__tls_failure(c->ssl, why, sizeof why))
       snprintf(why, sizeof why, "server closed the connection");
     if (n < 0)
-      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address, why);
+      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->address, why);
     return n;
   }
 #endif
@@ -791,7 +844,7 @@ static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return 0;
   if (n <= 0) {
-    drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->settings->address,
+    drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->address,
              n == 0 ? "server closed the connection" : strerror(errno));
     return -1;
   }
@@ -815,13 +868,13 @@ static void raw_read(void *arg) {
 static int raw_feed(relock__conn_t *c, redisAsyncContext *ac, const char *buf, size_t n) {
   c->last_rx = ev_now(c->loop);
   if (redisReaderFeed(c->reader, buf, n) != REDIS_OK) {
-    drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->settings->address);
+    drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->address);
     return -1;
   }
   for (;;) {
     void *reply = NULL;
     if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
-      drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->settings->address,
+      drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->address,
                c->role, c->reader->errstr);
       return -1;
     }
@@ -944,7 +997,7 @@ static void on_health_timer(relock__timer_t *t, int status, void *arg) {
   }
   c->dead++;
   drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
-           (long long)s->opt.command_timeout_ms, s->address);
+           (long long)s->opt.command_timeout_ms, c->address);
 }
 
 /* TCP keepalive with short settings, so that the kernel too gives up on a
@@ -958,7 +1011,7 @@ static int keepalive_s(int64_t ms) {
 
 static void set_keepalive(relock__conn_t *c, int fd) {
   const relock__settings_t *s = c->settings;
-  if (s->opt.unix_path != NULL)
+  if (c->unix_path != NULL)
     return;
   int64_t base = s->opt.ping_interval_ms > 0 ? s->opt.ping_interval_ms : s->opt.command_timeout_ms;
   int on = 1;
@@ -984,8 +1037,11 @@ static void set_keepalive(relock__conn_t *c, int fd) {
 
 static void connect_now(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
-  redisAsyncContext *ac =
-      s->opt.unix_path != NULL ? redisAsyncConnectUnix(s->opt.unix_path) : redisAsyncConnect(s->opt.host, s->opt.port);
+  if (!c->has_target) { /* its locator finds one, and sets it */
+    relocate(c, RELOCK__RELOCATE_NO_TARGET);
+    return;
+  }
+  redisAsyncContext *ac = c->unix_path != NULL ? redisAsyncConnectUnix(c->unix_path) : redisAsyncConnect(c->host, c->port);
   if (ac == NULL) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     schedule_reconnect(c);
@@ -996,7 +1052,7 @@ static void connect_now(relock__conn_t *c) {
     c->definitive = definitive_failure(&ac->c);
     redisAsyncFree(ac);
     schedule_reconnect(c);
-    fail_fast_waiting(c);
+    attempt_failed(c, RELOCK__RELOCATE_FAILED);
     return;
   }
   ac->data = c;
@@ -1032,6 +1088,17 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   if (hooks != NULL)
     c->hooks = *hooks;
   c->rng = rng;
+  c->auth = (relock__conn_auth_t){.username = settings->opt.username,
+                                  .password = settings->opt.password,
+                                  .db = settings->opt.db,
+                                  .client_name = settings->opt.client_name};
+  if (settings->nsentinels == 0) { /* one node; Sentinel sets the master's address */
+    snprintf(c->host, sizeof c->host, "%s", settings->opt.host != NULL ? settings->opt.host : "");
+    c->port = settings->opt.port;
+    c->unix_path = settings->opt.unix_path;
+    c->has_target = 1;
+  }
+  snprintf(c->address, sizeof c->address, "%s", settings->address);
   relock__list_init(&c->waiting);
   relock__list_init(&c->inflight);
   relock__timer_init(&c->connect_timer, on_connect_timeout, c);
@@ -1041,7 +1108,48 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   c->deferred_free.data = c;
 }
 
+void relock__conn_set_target(relock__conn_t *c, const char *host, int port) {
+  if (c->closing || (c->has_target && c->port == port && strcmp(c->host, host) == 0))
+    return;
+  char was[sizeof c->address];
+  snprintf(was, sizeof was, "%s", c->address);
+  snprintf(c->host, sizeof c->host, "%s", host);
+  c->port = port;
+  c->unix_path = NULL;
+  c->has_target = 1;
+  c->target_gen++;
+  if (strchr(host, ':') != NULL)
+    snprintf(c->address, sizeof c->address, "[%s]:%d", host, port);
+  else
+    snprintf(c->address, sizeof c->address, "%s:%d", host, port);
+  c->attempts = 0;
+  c->prompt = 1; /* the new address is tried at once, not after a back-off */
+  relock__timer_stop(&c->reconnect_timer);
+  if (c->ac != NULL) {
+    /* What was sent to the old address fails (a call that may repeat is
+     * re-sent, to the new one); what waits goes to the new address. */
+    if (c->state == RELOCK__CONN_READY) {
+      char why[2 * sizeof c->address + 64];
+      snprintf(why, sizeof why, "connection to %s closed: the master is now %s", was, c->address);
+      fail_inflight(c, RELOCK_ECONNLOST, why);
+    }
+    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    c->moving = (c->ac->c.flags & REDIS_CONNECTED) != 0; /* on_disconnect will run */
+    drop_context(c);
+  } else if (c->state == RELOCK__CONN_IDLE && (c->started || c->nwaiting > 0)) {
+    c->prompt = 0;
+    connect_now(c);
+  }
+}
+
+void relock__conn_no_target(relock__conn_t *c, int err, const char *msg, int definitive) {
+  record_error(c, err, "%s", msg);
+  c->definitive = definitive;
+  fail_fast_waiting(c);
+}
+
 void relock__conn_start(relock__conn_t *c) {
+  c->started = 1;
   if (c->state == RELOCK__CONN_IDLE && !c->closing && !relock__timer_pending(&c->reconnect_timer))
     connect_now(c);
 }

@@ -76,6 +76,37 @@ typedef struct relock__conn_hooks {
   void *arg;
 } relock__conn_hooks_t;
 
+/* Why a connection asks its locator where to go (conn->locator). */
+typedef enum relock__relocate_why {
+  RELOCK__RELOCATE_NO_TARGET = 1, /* it has no address yet, and something waits */
+  RELOCK__RELOCATE_FAILED,        /* an attempt at its address failed */
+  RELOCK__RELOCATE_NOT_MASTER,    /* the node there says (ROLE) it is not a master */
+  RELOCK__RELOCATE_DOWN,          /* a ready connection dropped */
+  RELOCK__RELOCATE_READONLY       /* the node answered READONLY: it was demoted */
+} relock__relocate_why;
+
+/* Who says where a connection goes when its address can change (the
+ * Sentinel-discovered master, a sentinel): told of every sign that the
+ * address may be wrong, it answers, now or later, with
+ * relock__conn_set_target or relock__conn_no_target. Not set: the address
+ * from the settings, for good. */
+typedef struct relock__conn_locator {
+  void (*relocate)(relock__conn_t *c, relock__relocate_why why, void *arg);
+  void *arg;
+} relock__conn_locator_t;
+
+/* As whom a connection introduces itself: the settings' AUTH, database and
+ * client name by default; a sentinel's AUTH for connections to sentinels.
+ * check_master adds ROLE: a node that says it is no master is refused
+ * (RELOCK_ENOMASTER) and the locator told. */
+typedef struct relock__conn_auth {
+  const char *username;
+  const char *password;
+  int db;
+  const char *client_name;
+  int check_master;
+} relock__conn_auth_t;
+
 typedef enum relock__conn_state {
   RELOCK__CONN_IDLE = 0,   /* no context (maybe waiting to reconnect) */
   RELOCK__CONN_CONNECTING, /* TCP/unix connect in progress */
@@ -91,6 +122,19 @@ struct relock__conn {
   const char *role;        /* "command" or "subscriber", for messages */
   relock__conn_hooks_t hooks;
   uint64_t *rng;           /* the client's, for back-off jitter */
+
+  /* Where it connects: the settings' node, or what its locator set. */
+  relock__conn_locator_t locator;
+  relock__conn_auth_t auth;
+  char host[256];
+  int port;
+  const char *unix_path;   /* the settings' (one node only) */
+  int has_target;          /* 0: nowhere yet (the locator is asked) */
+  unsigned target_gen;     /* counts relock__conn_set_target's moves */
+  int moving;              /* its context is dropped for a new address */
+  int prompt;              /* the next attempt starts at once */
+  int started;             /* relock__conn_start was called (a subscriber is opened on first use) */
+  char address[300];       /* "host:port" or the socket path, for messages */
 
   struct redisAsyncContext *ac;
   relock__conn_state_t state;
@@ -114,7 +158,7 @@ struct relock__conn {
   struct relock__tls *tls; /* the client's TLS context; NULL: no TLS */
   struct ssl_st *ssl;      /* this context's TLS session (hiredis owns it) */
 
-  int hs_steps[4];         /* handshake replies still expected, in order */
+  int hs_steps[8];         /* handshake replies still expected, in order */
   int hs_next;
   int hs_count;
 
@@ -140,6 +184,17 @@ struct relock__conn {
 void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t *wheel,
                        const relock__settings_t *settings, const char *role, const relock__conn_hooks_t *hooks,
                        uint64_t *rng);
+
+/* Points the connection at host:port (a copy is kept): a connection
+ * elsewhere is dropped (its requests in flight fail with RELOCK_ECONNLOST,
+ * those waiting go to the new address) and the new address is tried at
+ * once. Nothing happens if it is already there. */
+void relock__conn_set_target(relock__conn_t *c, const char *host, int port);
+
+/* The locator found no address: what waits fails now if definitive and the
+ * connection was never ready (relock__conn_fails_fast), else at its
+ * timeout, with err and msg. */
+void relock__conn_no_target(relock__conn_t *c, int err, const char *msg, int definitive);
 
 /* Starts connecting if idle and not waiting to reconnect. */
 void relock__conn_start(relock__conn_t *c);

@@ -15,6 +15,7 @@
 #include "loop/wheel.h"
 #include "redis/conn.h"
 #include "redis/pubsub.h"
+#include "redis/sentinel.h"
 #include "redis/tls.h"
 
 typedef struct relock__redis relock__redis_t;
@@ -27,6 +28,7 @@ struct relock__redis {
   uint64_t *rng;            /* xorshift state for jitter and request ids */
   relock__conn_t cmd;       /* commands and scripts */
   relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
+  relock__sentinel_t *sentinel; /* where both go, with Sentinel; NULL: the settings' node */
   int closing;              /* no retry starts any more */
   int open;                 /* connections not yet fully down after close */
   void (*on_closed)(relock__redis_t *r, void *arg);
@@ -34,14 +36,14 @@ struct relock__redis {
 };
 
 /* Sets up the connections (the command connection starts connecting at
- * once), over TLS when tls is not NULL (borrowed: it must outlive the
+ * once, with Sentinel once the master is found), over TLS when tls is not NULL (borrowed: it must outlive the
  * connections). Returns 0 or RELOCK_ENOMEM (nothing to undo then). */
 int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
                        const relock__settings_t *settings, relock__tls_t *tls, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg);
 
 /* Fails everything pending with RELOCK_ECLOSED and closes the connections;
- * on_closed runs once both are fully down (possibly from inside this call). */
+ * on_closed runs once all are fully down (possibly from inside this call). */
 void relock__redis_close(relock__redis_t *r);
 
 #endif /* RELOCK__REDIS_REDIS_H */

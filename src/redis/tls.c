@@ -106,9 +106,9 @@ static int set_peer_name(SSL *ssl, const char *name) {
   return 0;
 }
 
-SSL *relock__tls_start(relock__tls_t *t, redisContext *ctx, char *msg, size_t size) {
+SSL *relock__tls_start(relock__tls_t *t, redisContext *ctx, const char *host, char *msg, size_t size) {
   const struct relock_options *o = &t->settings->opt;
-  const char *name = o->tls_server_name != NULL ? o->tls_server_name : o->host;
+  const char *name = o->tls_server_name != NULL ? o->tls_server_name : host;
   ERR_clear_error();
   SSL *ssl = SSL_new(t->ctx);
   if (ssl == NULL) {
@@ -174,8 +174,10 @@ int relock__tls_new(const relock__settings_t *s, relock__tls_t **out, relock_err
 
 void relock__tls_free(relock__tls_t *t) { (void)t; }
 
-struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, char *msg, size_t size) {
+struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, const char *host, char *msg,
+                                 size_t size) {
   (void)t;
+  (void)host;
   (void)ctx;
   snprintf(msg, size, "%s", RELOCK__NO_TLS_MESSAGE);
   return NULL;

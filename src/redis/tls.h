@@ -26,10 +26,12 @@ int relock__tls_new(const relock__settings_t *s, relock__tls_t **out, relock_err
 void relock__tls_free(relock__tls_t *t);
 
 /* Starts TLS on ctx, a hiredis context whose TCP connect has completed:
- * a new SSL for the server's name, handed to hiredis, which owns it from
- * then on and frees it with the context. The handshake itself goes on as
- * hiredis reads and writes. The SSL, or NULL with msg saying why. */
-struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, char *msg, size_t size);
+ * a new SSL for the server's name (tls-server-name, else host: the name or
+ * address connected to), handed to hiredis, which owns it from then on and
+ * frees it with the context. The handshake itself goes on as hiredis reads
+ * and writes. The SSL, or NULL with msg saying why. */
+struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, const char *host, char *msg,
+                                 size_t size);
 
 /* Why TLS failed on ssl, if it did: the certificate's verification result
  * (X509_verify_cert_error_string: "certificate has expired"), OpenSSL's
