@@ -34,6 +34,7 @@ extern "C" {
   XX(EINTERRUPTED, -19, "blocking call interrupted")                          \
   XX(ENOPERM, -20, "not permitted by the Redis user's ACL")                   \
   XX(ETLS, -21, "TLS handshake or certificate verification failed")         \
+  XX(ENOTREPLICATED, -22, "not acknowledged by enough replicas")          \
   XX(ENOMASTER, -23, "no master: the sentinels know none by that name")
 
 typedef enum relock_err {

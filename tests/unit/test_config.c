@@ -356,7 +356,7 @@ static const bad_url_t bad_urls[] = {
     {"localhost:6379", "not a Redis URL", NULL},
     {"redis:/host", "not a Redis URL", NULL},
     {"://host", "not a Redis URL", NULL},
-    {"http://host", "unsupported URL scheme \"http\": use redis://, rediss:// or unix://", NULL},
+    {"http://host", "unsupported URL scheme \"http\": use redis://, rediss://, unix:// or redis+sentinel://", NULL},
     {"redis-sentinel://host", "unsupported URL scheme \"redis-sentinel\"", NULL},
     {"redis://", "empty host", NULL},
     {"redis://:6379", "empty host", NULL},
@@ -444,8 +444,8 @@ static const bad_url_t bad_urls[] = {
     {"unix:///tmp/r.sock?password=hun%zzter2", "invalid percent-escape in the password", "hun"},
     {"unix:///tmp/r.sock?username=app", "username without password", NULL},
     /* a raw '&' in the password: its tail is not quoted */
-    {"unix:///tmp/r.sock?password=hun&ter2", "unknown parameter after \"password\"", "ter2"},
-    {"unix:///tmp/r.sock?password=hun&ter2=x", "unknown parameter after \"password\"", "ter2"},
+    {"unix:///tmp/r.sock?password=hun&ter2", "unknown parameter after a password", "ter2"},
+    {"unix:///tmp/r.sock?password=hun&ter2=x", "unknown parameter after a password", "ter2"},
     {"unix:///tmp/r.sock?password=hun&db=ter2", "invalid database in URL", "ter2"},
     {"unix:///tmp/r.sock?db=x&password=hunter2", "invalid database \"x\"", "hunter2"},
     {"unix:///tmp/r ock", "space or control character", NULL},
@@ -560,6 +560,95 @@ static void test_null_arguments(void **state) {
   relock_options_free(c);
 }
 
+/* -- Sentinel URLs -------------------------------------------------------------*/
+
+typedef struct {
+  const char *url;
+  const char *sentinels, *master, *username, *password, *sentinel_username, *sentinel_password;
+  int db;
+} sentinel_url_t;
+
+static const sentinel_url_t sentinel_urls[] = {
+    {"redis+sentinel://s1:26379,s2:26380/mymaster", "s1:26379,s2:26380", "mymaster", NULL, NULL, NULL, NULL, 0},
+    {"redis+sentinel://s1/m", "s1", "m", NULL, NULL, NULL, NULL, 0},
+    {"REDIS+SENTINEL://[::1]:5000,10.0.0.1/m/3", "[::1]:5000,10.0.0.1", "m", NULL, NULL, NULL, NULL, 3},
+    {"redis+sentinel://app:s%40cret@s1,s2/m", "s1,s2", "m", "app", "s@cret", NULL, NULL, 0},
+    {"redis+sentinel://:pw@s1/m/2?sentinel-password=x%26y&sentinel-username=sen", "s1", "m", NULL, "pw", "sen",
+     "x&y", 2},
+    {"redis+sentinel://s1/m?db=4", "s1", "m", NULL, NULL, NULL, NULL, 4},
+    {"redis+sentinel://s1/my%2Dmaster", "s1", "my-master", NULL, NULL, NULL, NULL, 0},
+};
+
+static void test_sentinel_urls(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof sentinel_urls / sizeof sentinel_urls[0]; i++) {
+    const sentinel_url_t *g = &sentinel_urls[i];
+    relock_options_t *c = options();
+    relock_error_t err = dirty_error();
+    if (relock_options_set_url(c, g->url, &err) != 0)
+      fail_msg("%s: %s", g->url, err.message);
+    assert_int_equal(err.code, 0);
+    assert_string_equal(str(c, RELOCK_OPT_SENTINELS), g->sentinels);
+    assert_string_equal(str(c, RELOCK_OPT_SENTINEL_MASTER), g->master);
+    assert_str_or_null(str(c, RELOCK_OPT_USERNAME), g->username);
+    assert_str_or_null(str(c, RELOCK_OPT_PASSWORD), g->password);
+    assert_str_or_null(str(c, RELOCK_OPT_SENTINEL_USERNAME), g->sentinel_username);
+    assert_str_or_null(str(c, RELOCK_OPT_SENTINEL_PASSWORD), g->sentinel_password);
+    assert_int_equal(num(c, RELOCK_OPT_DB), g->db);
+    assert_int_equal(num(c, RELOCK_OPT_TLS), 0);
+    assert_null(str(c, RELOCK_OPT_UNIX_PATH));
+    assert_int_equal(relock_options_validate(c, &err), 0);
+    /* a plain URL afterwards leaves no Sentinel behind */
+    assert_int_equal(relock_options_set_url(c, "redis://h", NULL), 0);
+    assert_null(str(c, RELOCK_OPT_SENTINELS));
+    assert_null(str(c, RELOCK_OPT_SENTINEL_MASTER));
+    assert_null(str(c, RELOCK_OPT_SENTINEL_PASSWORD));
+    relock_options_free(c);
+  }
+  /* rediss+sentinel:// is TLS to sentinels and nodes, or refused without TLS */
+  relock_options_t *c = options();
+  int r = relock_options_set_url(c, "rediss+sentinel://s1/m", NULL);
+  assert_int_equal(r, relock_tls_available() ? 0 : RELOCK_ETLS);
+  if (r == 0)
+    assert_int_equal(num(c, RELOCK_OPT_TLS), 1);
+  relock_options_free(c);
+}
+
+static const bad_url_t bad_sentinel_urls[] = {
+    {"redis+sentinel://", "no sentinel in URL", NULL},
+    {"redis+sentinel://:hunter2@/m", "no sentinel in URL", "hunter2"},
+    {"redis+sentinel://s1", "no master name in URL", NULL},
+    {"redis+sentinel://s1/", "no master name in URL", NULL},
+    {"redis+sentinel://s1,,s2/m", "empty entry in the sentinel list", NULL},
+    {"redis+sentinel://s1:0/m", "invalid port \"0\"", NULL},
+    {"redis+sentinel://s1/m%20x", "master name in the URL must not contain spaces", NULL},
+    {"redis+sentinel://s1/m/x", "invalid database \"x\"", NULL},
+    {"redis+sentinel://s1/m?sentinel-username=u", "sentinel-username without sentinel-password", NULL},
+    {"redis+sentinel://s1/m?sentinel-password=hunter2&x=1", "unknown parameter after a password", "hunter2"},
+    {"redis+sentinel://s1/m?sentinel-password=hunter2&sentinel-password=hunter3", "given twice", "hunter"},
+    {"redis+sentinel://s1/m#frag", "fragments", NULL},
+    {"redis://h?sentinel-password=x", "query parameters", NULL},
+    {"unix:///s?sentinel-password=x", "unknown parameter \"sentinel-password\"", NULL},
+};
+
+static void test_refused_sentinel_urls(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof bad_sentinel_urls / sizeof bad_sentinel_urls[0]; i++) {
+    const bad_url_t *b = &bad_sentinel_urls[i];
+    relock_options_t *c = options();
+    relock_error_t err = dirty_error();
+    int r = relock_options_set_url(c, b->url, &err);
+    if (r != RELOCK_EINVAL)
+      fail_msg("\"%s\" gave %d (%s), not RELOCK_EINVAL", b->url, r, err.message);
+    if (strstr(err.message, b->phrase) == NULL)
+      fail_msg("\"%s\": message \"%s\" lacks \"%s\"", b->url, err.message, b->phrase);
+    if (b->secret != NULL && strstr(err.message, b->secret) != NULL)
+      fail_msg("\"%s\": message \"%s\" shows the password", b->url, err.message);
+    assert_null(str(c, RELOCK_OPT_SENTINELS)); /* unchanged */
+    relock_options_free(c);
+  }
+}
+
 /* -- validation ---------------------------------------------------------------*/
 
 /* Sets options as a program would; the first refusal is the outcome, else
@@ -637,7 +726,43 @@ RULE(username_without_password, SET(string, RELOCK_OPT_USERNAME, "app"))
 RULE(username_empty, SET(string, RELOCK_OPT_USERNAME, ""); SET(string, RELOCK_OPT_PASSWORD, "pw"))
 
 
+RULE(sentinels_ok, SET(string, RELOCK_OPT_SENTINELS, "a:1,b,[::1]:26380"); SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"))
+RULE(sentinels_without_master, SET(string, RELOCK_OPT_SENTINELS, "a:1"))
+RULE(master_without_sentinels, SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"))
+RULE(sentinels_with_unix_path, SET(string, RELOCK_OPT_SENTINELS, "a"); SET(string, RELOCK_OPT_SENTINEL_MASTER, "m");
+     SET(string, RELOCK_OPT_UNIX_PATH, "/tmp/s"))
+RULE(sentinels_empty, SET(string, RELOCK_OPT_SENTINELS, ""))
+RULE(sentinels_empty_entry, SET(string, RELOCK_OPT_SENTINELS, "a,,b"))
+RULE(sentinels_trailing_comma, SET(string, RELOCK_OPT_SENTINELS, "a,"))
+RULE(sentinels_bad_port, SET(string, RELOCK_OPT_SENTINELS, "a:0"))
+RULE(sentinels_bad_host, SET(string, RELOCK_OPT_SENTINELS, "a b"))
+RULE(sentinels_17, SET(string, RELOCK_OPT_SENTINELS, "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"))
+RULE(sentinels_16, SET(string, RELOCK_OPT_SENTINELS, "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p");
+     SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"))
+RULE(sentinel_master_space, SET(string, RELOCK_OPT_SENTINEL_MASTER, "my master"))
+RULE(sentinel_username_without_password, SET(string, RELOCK_OPT_SENTINELS, "a");
+     SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"); SET(string, RELOCK_OPT_SENTINEL_USERNAME, "u"))
+RULE(sentinel_password_empty, SET(string, RELOCK_OPT_SENTINEL_PASSWORD, ""))
+RULE(sentinel_credentials, SET(string, RELOCK_OPT_SENTINELS, "a"); SET(string, RELOCK_OPT_SENTINEL_MASTER, "m");
+     SET(string, RELOCK_OPT_SENTINEL_USERNAME, "u"); SET(string, RELOCK_OPT_SENTINEL_PASSWORD, "hunter2"))
+
 static const rule_t rules[] = {
+    {"sentinels and master", sentinels_ok, NULL},
+    {"sentinels without master", sentinels_without_master, "sentinels without sentinel-master"},
+    {"master without sentinels", master_without_sentinels, "sentinel-master without sentinels"},
+    {"sentinels with unix-path", sentinels_with_unix_path, "sentinels and unix-path together"},
+    {"sentinels \"\"", sentinels_empty, "empty entry in the sentinel list"},
+    {"sentinels a,,b", sentinels_empty_entry, "empty entry in the sentinel list"},
+    {"sentinels a,", sentinels_trailing_comma, "empty entry in the sentinel list"},
+    {"sentinels a:0", sentinels_bad_port, "invalid port \"0\""},
+    {"sentinels \"a b\"", sentinels_bad_host, "invalid character \" \""},
+    {"17 sentinels", sentinels_17, "more than 16 sentinels"},
+    {"16 sentinels", sentinels_16, NULL},
+    {"sentinel master with space", sentinel_master_space, "sentinel-master must not contain spaces"},
+    {"sentinel username without password", sentinel_username_without_password,
+     "sentinel-username without sentinel-password"},
+    {"sentinel password \"\"", sentinel_password_empty, "sentinel-password is empty"},
+    {"sentinel credentials", sentinel_credentials, NULL},
     {"port 0", port_0, "invalid port 0: must be 1-65535"},
     {"port 1", port_1, NULL},
     {"port 65535", port_65535, NULL},
@@ -743,6 +868,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_url_replaces_every_connection_field),
     cmocka_unit_test(test_set_url_twice),
     cmocka_unit_test(test_refused_urls),
+    cmocka_unit_test(test_sentinel_urls),
+    cmocka_unit_test(test_refused_sentinel_urls),
     cmocka_unit_test(test_long_socket_path),
     cmocka_unit_test(test_long_values_are_cut_in_messages),
     cmocka_unit_test(test_null_arguments),
