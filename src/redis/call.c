@@ -39,7 +39,8 @@ static void call_free(call_t *call) {
 
 /* Failures that a later attempt may not meet: the connection, and the
  * server saying "not now" (loading its data after a restart, a script
- * running too long, a failover) rather than "no". */
+ * running too long, a failover, a master demoted to a replica) rather than
+ * "no". */
 static int not_now(const char *msg) {
   static const char *const prefixes[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN ",
                                          "READONLY "};
@@ -83,7 +84,13 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
              !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
              (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
-    int64_t delay = relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
+    /* A connection lost under the attempt: the next one waits for the
+     * reconnect (or the new master) in the connection's queue, within its
+     * timeout, and goes the moment it is back - a back-off would only add
+     * its own delay to a failover. Anything else backs off. */
+    int64_t delay = err == RELOCK_ECONNLOST
+                        ? 0
+                        : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else {
     relock__future_fail(call->out, err, "%s", relock_future_message(attempt));
