@@ -50,6 +50,7 @@ struct relock__sentinel {
   int has_master;
   int told_by; /* the sentinel whose answer it is */
   int suspect; /* a sentinel that named a node that was no master; -1: none */
+  int replicas_up; /* as the sentinel last asked sees them; -1: not known */
 
   relock__timer_t poll;
   uint64_t switches, rounds;
@@ -202,6 +203,26 @@ static void on_sentinels(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
+/* SENTINEL replicas: how many replicas the sentinel sees up, for messages
+ * (a min-replicas-acked higher than that cannot be met). */
+static void on_replicas(relock_future_t *f, void *arg) {
+  relock__sentinel_t *s = arg;
+  const relock_reply_t *r = relock_future_error(f) == 0 ? relock_future_ptr(f) : NULL;
+  if (r != NULL && r->type == RELOCK_REPLY_ARRAY && !s->closing) {
+    int up = 0;
+    for (size_t i = 0; i < r->elements; i++) {
+      const relock_reply_t *fields = r->element[i];
+      for (size_t j = 0; fields->type == RELOCK_REPLY_ARRAY && j + 1 < fields->elements; j += 2) {
+        const relock_reply_t *k = string_at(fields, j), *v = string_at(fields, j + 1);
+        if (k != NULL && v != NULL && strcmp(k->str, "flags") == 0)
+          up += strstr(v->str, "down") == NULL && strstr(v->str, "disconnected") == NULL;
+      }
+    }
+    s->replicas_up = up;
+  }
+  relock_future_release(f);
+}
+
 static relock_future_t *ask(relock__sentinel_t *s, const char *sub, int64_t timeout_ms) {
   relock_future_t *f = relock__future_new(s->exec);
   const char *argv[] = {"SENTINEL", sub, s->name};
@@ -259,10 +280,14 @@ static void on_master_addr(relock_future_t *f, void *arg) {
   } else {
     relock_future_release(f);
     f = NULL;
-    /* Learn the other sentinels (the reply comes later; nobody waits). */
+    /* Learn the other sentinels and the replicas (the replies come later;
+     * nobody waits for them). */
     relock_future_t *peers = ask(s, "sentinels", s->settings->opt.command_timeout_ms);
     if (peers != NULL)
       relock_future_on_done(peers, on_sentinels, s);
+    relock_future_t *replicas = ask(s, "replicas", s->settings->opt.command_timeout_ms);
+    if (replicas != NULL)
+      relock_future_on_done(replicas, on_replicas, s);
     char h[sizeof s->master_host];
     memcpy(h, host->str, host->len + 1);
     s->discovering = 0;
@@ -395,7 +420,7 @@ relock__sentinel_t *relock__sentinel_new(relock__exec_t *exec, relock__wheel_t *
   s->rng = rng;
   s->on_closed = on_closed;
   s->closed_arg = closed_arg;
-  s->asked = s->suspect = -1;
+  s->asked = s->suspect = s->replicas_up = -1;
   for (int i = 0; i < settings->nsentinels; i++)
     learn(s, settings->sentinels[i].host, strlen(settings->sentinels[i].host), settings->sentinels[i].port);
 
@@ -449,3 +474,4 @@ void relock__sentinel_close(relock__sentinel_t *s) {
 
 uint64_t relock__sentinel_switches(const relock__sentinel_t *s) { return s->switches; }
 uint64_t relock__sentinel_rounds(const relock__sentinel_t *s) { return s->rounds; }
+int relock__sentinel_replicas_up(const relock__sentinel_t *s) { return s != NULL ? s->replicas_up : -1; }

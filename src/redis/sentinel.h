@@ -2,8 +2,9 @@
  *
  * The sentinels are asked in random order (the one last asked first, so a
  * poll reuses its connection) for the master's address
- * (SENTINEL get-master-addr-by-name), and for the other sentinels they know
- * (SENTINEL sentinels), which join the list. The connections it steers (the
+ * (SENTINEL get-master-addr-by-name), for the other sentinels they know
+ * (SENTINEL sentinels), which join the list, and for the replicas they see
+ * up (SENTINEL replicas, for messages). The connections it steers (the
  * command and subscriber connections) are pointed at that address, where
  * their handshake checks ROLE. A sentinel whose answer turns out not to be
  * a master is asked last in the next round.
@@ -53,5 +54,9 @@ void relock__sentinel_close(relock__sentinel_t *s);
  * round that found another address), and rounds run. */
 uint64_t relock__sentinel_switches(const relock__sentinel_t *s);
 uint64_t relock__sentinel_rounds(const relock__sentinel_t *s);
+
+/* The replicas the sentinels last said are up (SENTINEL replicas, asked
+ * with every round that finds the master); -1 when not known or s is NULL. */
+int relock__sentinel_replicas_up(const relock__sentinel_t *s);
 
 #endif /* RELOCK__REDIS_SENTINEL_H */
