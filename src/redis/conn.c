@@ -1108,9 +1108,16 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   c->deferred_free.data = c;
 }
 
-void relock__conn_set_target(relock__conn_t *c, const char *host, int port) {
-  if (c->closing || (c->has_target && c->port == port && strcmp(c->host, host) == 0))
+void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int now) {
+  if (c->closing)
     return;
+  if (c->has_target && c->port == port && strcmp(c->host, host) == 0) {
+    if (now && c->state == RELOCK__CONN_IDLE && relock__timer_pending(&c->reconnect_timer)) {
+      relock__timer_stop(&c->reconnect_timer);
+      connect_now(c);
+    }
+    return;
+  }
   char was[sizeof c->address];
   snprintf(was, sizeof was, "%s", c->address);
   snprintf(c->host, sizeof c->host, "%s", host);
@@ -1122,9 +1129,11 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port) {
     snprintf(c->address, sizeof c->address, "[%s]:%d", host, port);
   else
     snprintf(c->address, sizeof c->address, "%s:%d", host, port);
-  c->attempts = 0;
-  c->prompt = 1; /* the new address is tried at once, not after a back-off */
-  relock__timer_stop(&c->reconnect_timer);
+  if (now) { /* the new address is tried at once, not after a back-off */
+    c->attempts = 0;
+    c->prompt = 1;
+    relock__timer_stop(&c->reconnect_timer);
+  }
   if (c->ac != NULL) {
     /* What was sent to the old address fails (a call that may repeat is
      * re-sent, to the new one); what waits goes to the new address. */
@@ -1136,7 +1145,7 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port) {
     c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
     c->moving = (c->ac->c.flags & REDIS_CONNECTED) != 0; /* on_disconnect will run */
     drop_context(c);
-  } else if (c->state == RELOCK__CONN_IDLE && (c->started || c->nwaiting > 0)) {
+  } else if (c->state == RELOCK__CONN_IDLE && now && (c->started || c->nwaiting > 0)) {
     c->prompt = 0;
     connect_now(c);
   }

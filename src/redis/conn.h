@@ -187,9 +187,11 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
 
 /* Points the connection at host:port (a copy is kept): a connection
  * elsewhere is dropped (its requests in flight fail with RELOCK_ECONNLOST,
- * those waiting go to the new address) and the new address is tried at
- * once. Nothing happens if it is already there. */
-void relock__conn_set_target(relock__conn_t *c, const char *host, int port);
+ * those waiting go to the new address). now: the address is tried at once,
+ * the back-off starts afresh, and an idle connection already pointed there
+ * tries again at once too; else the next attempt keeps its back-off (for
+ * moving on from one failed sentinel to the next without a busy loop). */
+void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int now);
 
 /* The locator found no address: what waits fails now if definitive and the
  * connection was never ready (relock__conn_fails_fast), else at its

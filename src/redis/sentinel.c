@@ -41,6 +41,7 @@ struct relock__sentinel {
   int norder, next;
   relock_future_t *pending; /* the question in flight */
   int answered;             /* some sentinel answered (it knew no such master) */
+  int round_err;            /* every sentinel failed with this code; 0: mixed */
   int all_definitive;       /* every failure will repeat: refused, unknown name */
   char tried[900];          /* "a:1 (Connection refused), b:2 (knows no master \"m\")" */
 
@@ -68,9 +69,10 @@ static const char *addr(const relock__hostport_t *h, char *buf, size_t size) {
   return buf;
 }
 
-/* Adds what sentinel i said to the round's account. */
-static void note(relock__sentinel_t *s, int i, const char *what) {
+/* Adds what sentinel i said (err: its code) to the round's account. */
+static void note(relock__sentinel_t *s, int i, int err, const char *what) {
   char a[300];
+  s->round_err = s->tried[0] == '\0' || s->round_err == err ? err : 0;
   size_t used = strlen(s->tried);
   snprintf(s->tried + used, sizeof s->tried - used, "%s%s (%s)", used > 0 ? ", " : "", addr(&s->known[i], a, sizeof a),
            what);
@@ -109,7 +111,7 @@ static void steer(relock__sentinel_t *s, const char *host, int port, int told_by
   s->has_master = 1;
   s->told_by = told_by;
   for (int i = 0; i < s->nsteered; i++)
-    relock__conn_set_target(s->steered[i], host, port);
+    relock__conn_set_target(s->steered[i], host, port, 1);
 }
 
 /* -- +switch-master -----------------------------------------------------------*/
@@ -118,7 +120,7 @@ static void watch_next(relock__sentinel_t *s) {
   if (s->nknown == 0)
     return;
   s->watched = (s->watched + 1) % s->nknown;
-  relock__conn_set_target(&s->watch, s->known[s->watched].host, s->known[s->watched].port);
+  relock__conn_set_target(&s->watch, s->known[s->watched].host, s->known[s->watched].port, 0);
 }
 
 static void on_watch_ready(relock__conn_t *c, void *arg) {
@@ -243,7 +245,9 @@ static void round_end(relock__sentinel_t *s) {
   s->discovering = 0;
   if (s->has_master)
     return; /* the master found before stays: the sentinels may be the ones down */
-  int err = s->answered ? RELOCK_ENOMASTER : RELOCK_ECONNREFUSED;
+  /* One reason for all (every sentinel refused the password, or knew no
+   * such master) is the reason; mixed ones are as bad as their best. */
+  int err = s->round_err != 0 ? s->round_err : s->answered ? RELOCK_ENOMASTER : RELOCK_ECONNREFUSED;
   char msg[1100];
   snprintf(msg, sizeof msg, "no sentinel gave the address of master \"%s\": tried %s", s->name, s->tried);
   for (int i = 0; i < s->nsteered; i++)
@@ -264,7 +268,7 @@ static void on_master_addr(relock_future_t *f, void *arg) {
   if (err != 0) {
     /* The connection's own account is shorter than the request's "not sent: ...". */
     int conn_failed = err != RELOCK_ESERVER && err != RELOCK_ENOPERM && s->query.last_msg[0] != '\0';
-    note(s, i, conn_failed ? s->query.last_msg : relock_future_message(f));
+    note(s, i, err, conn_failed ? s->query.last_msg : relock_future_message(f));
     if (err == RELOCK_ESERVER || err == RELOCK_ENOPERM || err == RELOCK_EAUTH)
       s->answered = 1; /* a sentinel that answers, but not with a master */
     else if (err == RELOCK_ETIMEDOUT)
@@ -272,10 +276,10 @@ static void on_master_addr(relock_future_t *f, void *arg) {
   } else if (r->type == RELOCK_REPLY_NIL || (r->type == RELOCK_REPLY_ARRAY && r->elements == 0)) {
     char what[300];
     snprintf(what, sizeof what, "knows no master \"%s\"", s->name);
-    note(s, i, what);
+    note(s, i, RELOCK_ENOMASTER, what);
     s->answered = 1;
   } else if (host == NULL || host->len == 0 || host->len >= sizeof s->master_host || port < 0) {
-    note(s, i, "an unexpected answer to SENTINEL get-master-addr-by-name");
+    note(s, i, RELOCK_EPROTO, "an unexpected answer to SENTINEL get-master-addr-by-name");
     s->answered = 1;
   } else {
     relock_future_release(f);
@@ -294,7 +298,8 @@ static void on_master_addr(relock_future_t *f, void *arg) {
     steer(s, h, port, i);
     if (!s->watch.has_target || s->watch.state == RELOCK__CONN_IDLE) {
       s->watched = i;
-      relock__conn_set_target(&s->watch, s->known[i].host, s->known[i].port);
+      relock__conn_set_target(&s->watch, s->known[i].host, s->known[i].port, 1);
+      relock__conn_start(&s->watch);
     }
     return;
   }
@@ -311,12 +316,12 @@ static void ask_next(relock__sentinel_t *s) {
   }
   int i = s->order[s->next++];
   s->asked = i;
-  relock__conn_set_target(&s->query, s->known[i].host, s->known[i].port);
+  relock__conn_set_target(&s->query, s->known[i].host, s->known[i].port, 1);
   relock__conn_start(&s->query);
   const relock__settings_t *st = s->settings;
   s->pending = ask(s, "get-master-addr-by-name", st->opt.connect_timeout_ms + st->opt.command_timeout_ms);
   if (s->pending == NULL) {
-    note(s, i, "out of memory");
+    note(s, i, RELOCK_ENOMEM, "out of memory");
     s->all_definitive = 0;
     ask_next(s);
     return;
@@ -366,7 +371,8 @@ static void on_relocate(relock__conn_t *c, relock__relocate_why why, void *arg) 
      * up, and the next one asked. */
     relock_future_t *f = s->pending;
     s->pending = NULL;
-    note(s, s->asked, c->last_msg[0] != '\0' ? c->last_msg : "connection failed");
+    note(s, s->asked, c->last_err != 0 ? c->last_err : RELOCK_ECONNREFUSED,
+         c->last_msg[0] != '\0' ? c->last_msg : "connection failed");
     if (!c->definitive)
       s->all_definitive = 0;
     relock_future_cancel(f);
