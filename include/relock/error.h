@@ -33,7 +33,8 @@ extern "C" {
   XX(EFORKED, -18, "client made before fork(): not usable in the child")      \
   XX(EINTERRUPTED, -19, "blocking call interrupted")                          \
   XX(ENOPERM, -20, "not permitted by the Redis user's ACL")                   \
-  XX(ETLS, -21, "TLS handshake or certificate verification failed")
+  XX(ETLS, -21, "TLS handshake or certificate verification failed")          \
+  XX(ENOTREPLICATED, -22, "not acknowledged by enough replicas")
 
 typedef enum relock_err {
   RELOCK_OK = 0,

@@ -25,6 +25,8 @@
  * deadlines in ns) far from overflow, and Redis accepts them as expiries. */
 #define MAX_DURATION_MS (INT64_C(1) << 40)
 #define MAX_RETRY_ATTEMPTS 1000
+/* More replicas than any real deployment has: a larger number is a typo. */
+#define MAX_REPLICAS_ACKED 100
 
 #define invalid(err, ...) relock__error_set((err), RELOCK_EINVAL, __VA_ARGS__)
 
@@ -201,6 +203,18 @@ static int check_tls_string(value_t v, relock_error_t *err) {
   return RELOCK_OK;
 }
 
+static int check_min_replicas_acked(value_t v, relock_error_t *err) {
+  if (v.n < 0 || v.n > MAX_REPLICAS_ACKED)
+    return invalid(err, "min-replicas-acked must be 0-%d, 0 for no WAIT (got %d)", MAX_REPLICAS_ACKED, (int)v.n);
+  return RELOCK_OK;
+}
+
+/* > 0: WAIT's 0 would mean "block the connection forever". Its upper bound
+ * is the command timeout: relock_options_validate. */
+static int check_min_replicas_timeout(value_t v, relock_error_t *err) {
+  return check_duration("min-replicas-timeout", v.n, 1, "> 0 (WAIT 0 would block forever)", err);
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -229,6 +243,9 @@ static const option_t options[] = {
     {RELOCK_OPT_TLS_KEY, OPT_STRING, FIELD(tls_key), NULL, 0, check_tls_string, 0},
     {RELOCK_OPT_TLS_SERVER_NAME, OPT_STRING, FIELD(tls_server_name), NULL, 0, check_tls_string, 0},
     {RELOCK_OPT_TLS_INSECURE_SKIP_VERIFY, OPT_INT, FIELD(tls_insecure_skip_verify), NULL, 0, check_tls_flag, 0},
+    {RELOCK_OPT_MIN_REPLICAS_ACKED, OPT_INT, FIELD(min_replicas_acked), NULL, 0, check_min_replicas_acked, 0},
+    {RELOCK_OPT_MIN_REPLICAS_TIMEOUT, OPT_MS, FIELD(min_replicas_timeout_ms), NULL, 500, check_min_replicas_timeout,
+     0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -486,6 +503,13 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
                    opts->tls_cert != NULL ? "tls-cert" : "tls-key", opts->tls_cert != NULL ? "tls-key" : "tls-cert");
   if (opts->tls && opts->unix_path != NULL)
     return invalid(err, "TLS over a Unix socket is not supported: use rediss://host:port, or unix:// without TLS");
+  /* WAIT answers within its timeout plus a round trip; a command timeout
+   * shorter than that would fail every synced acquisition as "no reply". */
+  if (opts->min_replicas_acked > 0 && opts->min_replicas_timeout_ms >= opts->command_timeout_ms)
+    return invalid(err,
+                   "min-replicas-timeout (%" PRId64 " ms) must be less than command-timeout (%" PRId64
+                   " ms): WAIT answers only after it, and its reply must come within the command timeout",
+                   opts->min_replicas_timeout_ms, opts->command_timeout_ms);
   return relock__error_set(err, RELOCK_OK, NULL);
 }
 

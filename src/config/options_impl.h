@@ -41,6 +41,8 @@ struct relock_options {
   char *tls_key;
   char *tls_server_name;
   int tls_insecure_skip_verify;
+  int min_replicas_acked;
+  int64_t min_replicas_timeout_ms;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */
