@@ -3,7 +3,9 @@
  * only once the replica has it; one that too few replicas acknowledged
  * fails with RELOCK_ENOTREPLICATED and leaves nothing held (reentrant
  * counts included); renewals a paused replica does not acknowledge fail
- * and the lock is lost when its lease runs out; 0 sends no WAIT at all. */
+ * and the lock is lost when its lease runs out; 0 sends no WAIT at all; a
+ * connection lost during WAIT retries the pair (counted once); a cancel
+ * while WAIT blocks gives the hold back. */
 #include <config.h>
 
 #include <stdio.h>
@@ -364,6 +366,56 @@ static void test_wait_after_a_script_resent_as_eval(void **state) {
   relock_lock_free(l);
 }
 
+static int never(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+/* Runs c's loop for ms. */
+static void run_for(relock_client_t *c, int64_t ms) { fx_run_until(relock_client_loop(c), never, NULL, ms); }
+
+static void test_connection_lost_during_wait_retries_the_pair(void **state) {
+  fx_t *fx = *state;
+  fx_set_int(fx->cfg, RELOCK_OPT_MIN_REPLICAS_ACKED, 1);
+  fx_set_ms(fx->cfg, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, fx_slack_ms(400)); /* run_for's 100 ms scale too */
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(l, 9, 0, 60000), 1); /* scripts cached, connected */
+  assert_int_equal(RELEASE(l, 9), 1);
+  assert_int_equal(relock_test_redis_pause(fx->replica), 0);
+  relock_future_t *f = relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE);
+  run_for(fx->a, 100); /* the script has answered; WAIT blocks */
+  assert_false(relock_future_is_done(f));
+  assert_int_equal(relock_test_redis_cmd(fx->master, NULL, 0, "CLIENT", "KILL", "TYPE", "normal", NULL), 0);
+  relock_test_redis_resume(fx->replica);
+  /* the pair again, on the new connection: the latch counts the hold once */
+  assert_int_equal(value_of(f), 1);
+  assert_int_equal(count_on(fx->master, l, 1), 1);
+  assert_int_equal(count_on(fx->replica, l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(l);
+}
+
+static void test_cancel_while_wait_blocks_gives_the_hold_back(void **state) {
+  fx_t *fx = *state;
+  fx_set_int(fx->cfg, RELOCK_OPT_MIN_REPLICAS_ACKED, 2);
+  fx_set_ms(fx->cfg, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, fx_slack_ms(300));
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "res");
+  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  run_for(fx->a, 100);
+  char buf[64];
+  assert_int_equal(relock_test_redis_cmd(fx->master, buf, sizeof buf, "EXISTS", "res", NULL), 0);
+  assert_string_equal(buf, ":1\r\n"); /* written on the master, WAIT blocking */
+  assert_int_equal(relock_future_cancel(f), 1);
+  assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
+  relock_future_release(f);
+  assert_true(gone(fx->a, "res"));
+  assert_int_equal(value_of(relock_lock_hold_count_async(l, 1)), 0);
+  relock_lock_free(l);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -374,6 +426,8 @@ int main(void) {
       T(test_unsynced_renewals_lose_the_lock),
       T(test_no_wait_when_off),
       T(test_wait_after_a_script_resent_as_eval),
+      T(test_connection_lost_during_wait_retries_the_pair),
+      T(test_cancel_while_wait_blocks_gives_the_hold_back),
   };
 #undef T
   if (!relock_test_redis_available())
