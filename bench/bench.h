@@ -104,17 +104,21 @@ static inline struct ev_loop *bench_loop(void) {
 /* A client for host:port on loop (NULL: threaded, on a loop thread of its
  * own), with a command timeout long enough for the deep pipelines the
  * benchmarks build. With BENCH_TLS_CA set (a CA file), over TLS: bench/run's
- * TLS part runs the same modes, with the same arguments, on a TLS port. */
+ * TLS part runs the same modes, with the same arguments, on a TLS port. With
+ * BENCH_MIN_REPLICAS_ACKED set (a number), with that many synced replicas
+ * (RELOCK_OPT_MIN_REPLICAS_ACKED): bench/run's replicas part. */
 static inline relock_client_t *bench_client(struct ev_loop *loop, const char *host, int port, int64_t watchdog_ms) {
   relock_error_t err;
   relock_options_t *opts = relock_options_new(&err);
   const char *ca = getenv("BENCH_TLS_CA");
+  const char *acked = getenv("BENCH_MIN_REPLICAS_ACKED");
   if (opts == NULL || relock_options_set_string(opts, RELOCK_OPT_HOST, host, &err) != 0 ||
       relock_options_set_int(opts, RELOCK_OPT_PORT, port, &err) != 0 ||
       relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, 30000, &err) != 0 ||
       (watchdog_ms > 0 && relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms, &err) != 0) ||
       (ca != NULL && (relock_options_set_int(opts, RELOCK_OPT_TLS, 1, &err) != 0 ||
-                      relock_options_set_string(opts, RELOCK_OPT_TLS_CA_FILE, ca, &err) != 0))) {
+                      relock_options_set_string(opts, RELOCK_OPT_TLS_CA_FILE, ca, &err) != 0)) ||
+      (acked != NULL && relock_options_set(opts, RELOCK_OPT_MIN_REPLICAS_ACKED, acked, &err) != 0)) {
     fprintf(stderr, "options: %s\n", err.message);
     exit(1);
   }

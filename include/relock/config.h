@@ -134,6 +134,36 @@ extern "C" {
  * set: no AUTH to the sentinels (the data nodes' password is not sent to
  * them). */
 #define RELOCK_OPT_SENTINEL_PASSWORD "sentinel-password"
+/* Synced replicas (Redisson's checkLockSyncedSlaves). Redis replicates
+ * asynchronously: a failover can promote a replica that never saw an
+ * acquisition, and then grant the lock again.
+ *
+ * int, 0: n > 0 = every acquisition and every watchdog renewal is followed,
+ * in the same round trip, by WAIT n <timeout> on the same connection. A lock
+ * is reported acquired only once at least n replicas acknowledged it; with
+ * fewer, the hold is given back and the acquisition fails with
+ * RELOCK_ENOTREPLICATED ("lock X written on the master but acknowledged by
+ * only 0 of 1 replicas within 500 ms"; not retried, also not inside a
+ * wait: a failure of its own), so a lock the client believes it holds is on
+ * at least n replicas. A renewal acknowledged by fewer counts as failed, as
+ * if it had not reached Redis: it is tried again at the next renewal, and
+ * the lock is reported lost (RELOCK_ETIMEDOUT) when its lease runs out
+ * first. Releases send no WAIT: a release undone by a failover delays
+ * others until its lease ends, it never makes two holders. 0-100; 0 sends no
+ * WAIT at all.
+ *
+ * WAIT blocks the connection it runs on, which every command of the client
+ * shares: while replicas lag, each command queued behind a WAIT waits up to
+ * RELOCK_OPT_MIN_REPLICAS_TIMEOUT, and k acquisitions in a row up to k times
+ * that. The ACL user needs +wait. */
+#define RELOCK_OPT_MIN_REPLICAS_ACKED "min-replicas-acked"
+/* ms, 500: WAIT's timeout. > 0, and with RELOCK_OPT_MIN_REPLICAS_ACKED set,
+ * less than RELOCK_OPT_COMMAND_TIMEOUT (WAIT's answer must come within it).
+ * A replica on the same network acknowledges in well under a millisecond;
+ * 500 ms lets one ride out a brief stall (a fork, a slow disk) while a
+ * replica that is really gone stalls the connection half a second at most,
+ * far less than the 3 s command timeout and the 10 s renewal period. */
+#define RELOCK_OPT_MIN_REPLICAS_TIMEOUT "min-replicas-timeout"
 
 /* Every duration is at most 2^40 ms (about 34 years). */
 
@@ -203,7 +233,9 @@ RELOCK_EXTERN int relock_options_set_url(relock_options_t *opts, const char *url
 
 /* Checks the rules that tie options together: a host unless there is a Unix
  * socket path, a username only with a password, reconnect-min <=
- * reconnect-max, tls-cert and tls-key together, no TLS over a Unix socket. (Each value was checked when it was set.) Returns 0 or
+ * reconnect-max, tls-cert and tls-key together, no TLS over a Unix socket,
+ * min-replicas-timeout < command-timeout when min-replicas-acked is set.
+ * (Each value was checked when it was set.) Returns 0 or
  * RELOCK_EINVAL with err naming the problem; err may be NULL. */
 RELOCK_EXTERN int relock_options_validate(const relock_options_t *opts, relock_error_t *err);
 

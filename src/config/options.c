@@ -25,6 +25,8 @@
  * deadlines in ns) far from overflow, and Redis accepts them as expiries. */
 #define MAX_DURATION_MS (INT64_C(1) << 40)
 #define MAX_RETRY_ATTEMPTS 1000
+/* More replicas than any real deployment has: a larger number is a typo. */
+#define MAX_REPLICAS_ACKED 100
 
 #define invalid(err, ...) relock__error_set((err), RELOCK_EINVAL, __VA_ARGS__)
 
@@ -227,6 +229,18 @@ static int check_sentinel_password(value_t v, relock_error_t *err) {
   return RELOCK_OK;
 }
 
+static int check_min_replicas_acked(value_t v, relock_error_t *err) {
+  if (v.n < 0 || v.n > MAX_REPLICAS_ACKED)
+    return invalid(err, "min-replicas-acked must be 0-%d, 0 for no WAIT (got %d)", MAX_REPLICAS_ACKED, (int)v.n);
+  return RELOCK_OK;
+}
+
+/* > 0: WAIT's 0 would mean "block the connection forever". Its upper bound
+ * is the command timeout: relock_options_validate. */
+static int check_min_replicas_timeout(value_t v, relock_error_t *err) {
+  return check_duration("min-replicas-timeout", v.n, 1, "> 0 (WAIT 0 would block forever)", err);
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -259,6 +273,9 @@ static const option_t options[] = {
     {RELOCK_OPT_SENTINEL_MASTER, OPT_STRING, FIELD(sentinel_master), NULL, 0, check_sentinel_master, 0},
     {RELOCK_OPT_SENTINEL_USERNAME, OPT_STRING, FIELD(sentinel_username), NULL, 0, check_sentinel_username, 0},
     {RELOCK_OPT_SENTINEL_PASSWORD, OPT_STRING, FIELD(sentinel_password), NULL, 0, check_sentinel_password, 1},
+    {RELOCK_OPT_MIN_REPLICAS_ACKED, OPT_INT, FIELD(min_replicas_acked), NULL, 0, check_min_replicas_acked, 0},
+    {RELOCK_OPT_MIN_REPLICAS_TIMEOUT, OPT_MS, FIELD(min_replicas_timeout_ms), NULL, 500, check_min_replicas_timeout,
+     0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
@@ -524,6 +541,13 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
     return invalid(err, "sentinel-master without sentinels: list the sentinels to ask (host:port,...)");
   if (opts->sentinel_username != NULL && opts->sentinel_password == NULL)
     return invalid(err, "sentinel-username without sentinel-password: Redis AUTH needs both");
+  /* WAIT answers within its timeout plus a round trip; a command timeout
+   * shorter than that would fail every synced acquisition as "no reply". */
+  if (opts->min_replicas_acked > 0 && opts->min_replicas_timeout_ms >= opts->command_timeout_ms)
+    return invalid(err,
+                   "min-replicas-timeout (%" PRId64 " ms) must be less than command-timeout (%" PRId64
+                   " ms): WAIT answers only after it, and its reply must come within the command timeout",
+                   opts->min_replicas_timeout_ms, opts->command_timeout_ms);
   return relock__error_set(err, RELOCK_OK, NULL);
 }
 

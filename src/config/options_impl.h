@@ -45,6 +45,8 @@ struct relock_options {
   char *sentinel_master;
   char *sentinel_username;
   char *sentinel_password;
+  int min_replicas_acked;
+  int64_t min_replicas_timeout_ms;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */

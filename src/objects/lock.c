@@ -266,6 +266,11 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
                               .lens = lens,
                               .on_reply = reply_to_int,
                               .retry_safe = 1}; /* the latch makes a repeat harmless */
+  /* No WAIT, even with min-replicas-acked: a release that a failover loses
+   * brings the lock back on the new master held by nobody who uses it, and
+   * it only delays others until its lease ends (the watchdog renews it no
+   * more); it never makes two holders. Only what grants or extends a hold
+   * (acquire, renew) must be on the replicas before it is believed. */
   relock_future_t *f = relock__call(&c->redis, &spec);
   free(latch);
   return f;

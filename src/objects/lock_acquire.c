@@ -21,7 +21,10 @@
  * margin). A late answer, a lost one (error, timeout) and an abandoned try
  * are unknown outcomes: the acquisition's latch tells Redis which hold to
  * give back (lua/lock_acquire_undo.lua), so nothing is left held unseen and
- * the local hold count never drifts from Redis's. While the unlock channel
+ * the local hold count never drifts from Redis's. With min-replicas-acked
+ * n, a try is the script plus WAIT in one round trip (redis/call.h): an
+ * acquisition fewer than n replicas acknowledged is given back the same
+ * way and fails with RELOCK_ENOTREPLICATED. While the unlock channel
  * is not confirmed, waiters poll every ~100 ms instead of trusting the
  * holder's TTL, so an unlock published meanwhile delays them that long at
  * most. */
@@ -465,7 +468,10 @@ static void on_try_done(relock_future_t *f, void *arg) {
   } else if (err != 0) {
     if (may_hold)
       undo(op);
-    end(op, err, 0, "%s", relock_future_message(f));
+    if (err == RELOCK_ENOTREPLICATED) /* a failure of its own, not one to wait out */
+      end(op, err, 0, "lock %s %s", op->lock->name, relock_future_message(f));
+    else
+      end(op, err, 0, "%s", relock_future_message(f));
   } else if (answer == ACQUIRED) {
     on_acquired(op);
   } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
@@ -488,6 +494,10 @@ static void on_try_done(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
+/* Only an acquisition writes what the replicas must have: "held by
+ * another" wrote nothing, and needs no WAIT to be believed. */
+static int acquired_reply(const relock_reply_t *reply) { return reply->type == RELOCK_REPLY_NIL; }
+
 static void try_acquire(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
@@ -508,7 +518,11 @@ static void try_acquire(acquire_t *op) {
                                 .on_reply = on_try_reply,
                                 .retry_safe = 1, /* the latch makes a repeat harmless */
                                 /* a bounded wait bounds the retries too */
-                                .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns};
+                                .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns,
+                                /* synced replicas: "acquired" once enough have it */
+                                .wait_replicas = c->settings.opt.min_replicas_acked,
+                                .wait_timeout_ms = c->settings.opt.min_replicas_timeout_ms,
+                                .wrote = acquired_reply};
     set_state(op, TRYING);
     op->woken = 0;
     op->sent_ns = relock__now_ns();

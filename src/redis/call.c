@@ -1,6 +1,7 @@
 /* Commands and scripts with retries (call.h). */
 #include <config.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 
 #include "redis/call.h"
 #include "base/clock.h"
+#include "redis/reply.h"
 #include "future/promise.h"
 #include "base/random.h"
 #include "redis/router.h"
@@ -24,6 +26,12 @@ typedef struct call {
   int flush_on_close;
   int attempts_left;
   uint64_t deadline_ns;
+  int wait_replicas;        /* > 0: each attempt is followed by WAIT */
+  int64_t wait_timeout_ms;
+  int (*wrote)(const relock_reply_t *reply);
+  relock_future_t *wait;    /* the attempt's WAIT in flight, if any */
+  relock_reply_t *held;     /* the command's reply, kept until WAIT answers */
+  relock_reply_t held_scalar; /* held points here for a reply without strings */
   relock__timer_t backoff;
   size_t len;
   char cmd[]; /* the request's bytes, for every attempt */
@@ -31,8 +39,26 @@ typedef struct call {
 
 static void start_attempt(call_t *call);
 
+/* Withdraws the attempt's WAIT: its callback sees it is no longer
+ * call->wait and only lets go of it. */
+static void cancel_wait(call_t *call) {
+  relock_future_t *f = call->wait;
+  if (f != NULL) {
+    call->wait = NULL;
+    relock_future_cancel(f);
+  }
+}
+
+static void release_held(call_t *call) {
+  if (call->held != NULL && call->held != &call->held_scalar)
+    relock__reply_free(call->held);
+  call->held = NULL;
+}
+
 static void call_free(call_t *call) {
   relock__timer_stop(&call->backoff);
+  cancel_wait(call);
+  release_held(call);
   relock_future_release(call->out);
   free(call);
 }
@@ -50,11 +76,10 @@ static int not_now(const char *msg) {
   return 0;
 }
 
-static int transient(relock_future_t *attempt) {
-  int err = relock_future_error(attempt);
+static int transient(int err, const char *msg) {
   if (err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT)
     return 1;
-  return err == RELOCK_ESERVER && not_now(relock_future_message(attempt));
+  return err == RELOCK_ESERVER && not_now(msg);
 }
 
 /* The server's "not now" (it did not run the command): the attempt fails
@@ -63,27 +88,46 @@ static int not_now_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_ERROR && not_now(reply->str);
 }
 
+/* Keeps the command's reply until WAIT answers: a scalar by value (the
+ * hot path allocates nothing more), anything else as a copy. */
+static int hold_reply(call_t *call, const relock_reply_t *reply) {
+  if (reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_INTEGER) {
+    call->held_scalar = *reply;
+    call->held = &call->held_scalar;
+    return 0;
+  }
+  call->held = relock__reply_dup(reply);
+  return call->held != NULL ? 0 : -1;
+}
+
 /* The reply of an attempt completes the caller's future directly, unless
- * it is a "not now" to retry. */
+ * it is a "not now" to retry, or a write that WAIT must confirm first. */
 static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *reply, void *arg) {
   call_t *call = arg;
   if (call->retry_safe && not_now_reply(reply)) {
     relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
     return;
   }
+  if (call->wait_replicas > 0 && reply->type != RELOCK_REPLY_ERROR && (call->wrote == NULL || call->wrote(reply))) {
+    if (hold_reply(call, reply) != 0)
+      relock__future_fail(attempt, RELOCK_ENOMEM, "out of memory keeping a reply until WAIT answers");
+    else
+      relock__future_succeed(attempt); /* on_attempt_done: WAIT decides */
+    return;
+  }
   call->on_reply(call->out, reply, call->arg);
   relock__future_succeed(attempt); /* tells on_attempt_done it is over */
 }
 
-static void on_attempt_done(relock_future_t *attempt, void *arg) {
-  call_t *call = arg;
-  call->attempt = NULL;
-  int err = relock_future_error(attempt);
-  if (relock_future_is_done(call->out)) { /* answered, or cancelled */
-    call_free(call);
-  } else if (transient(attempt) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
-             !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
-             (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
+/* The attempt (its command, or the WAIT after a command that ran) failed
+ * with err: another one after a back-off if the failure may be transient
+ * and the call may repeat, else the call fails. */
+static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
+  cancel_wait(call);
+  release_held(call);
+  if (transient(err, msg) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
+      !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
+      (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
     /* A connection lost under the attempt: the next one waits for the
      * reconnect (or the new master) in the connection's queue, within its
      * timeout, and goes the moment it is back - a back-off would only add
@@ -92,11 +136,103 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
                         ? 0
                         : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
+  } else if (of_wait && err == RELOCK_ESERVER) {
+    /* Not RELOCK_ESERVER, which tells callers the command did not run: it
+     * did, and only WAIT was refused. */
+    relock__future_fail(call->out, RELOCK_ENOTREPLICATED, "written on the master but WAIT failed: %s", msg);
+    call_free(call);
   } else {
-    relock__future_fail(call->out, err, "%s", relock_future_message(attempt));
+    relock__future_fail(call->out, err, "%s", msg);
     call_free(call);
   }
+}
+
+static int send_wait(call_t *call);
+
+static void on_attempt_done(relock_future_t *attempt, void *arg) {
+  call_t *call = arg;
+  call->attempt = NULL;
+  int err = relock_future_error(attempt);
+  if (relock_future_is_done(call->out)) { /* answered, or cancelled */
+    call_free(call);
+  } else if (err == 0 && call->held != NULL) {
+    /* Written: WAIT decides. A WAIT that has answered already ran before
+     * the command (re-sent as EVAL after NOSCRIPT, behind it) and says
+     * nothing about it: another one, now. */
+    if (call->wait == NULL && send_wait(call) != 0) {
+      relock__future_fail(call->out, RELOCK_ENOMEM, "out of memory sending WAIT");
+      call_free(call);
+    }
+  } else {
+    retry_or_fail(call, err, relock_future_message(attempt), 0);
+  }
   relock_future_release(attempt);
+}
+
+/* -- WAIT -------------------------------------------------------------------*/
+
+static void on_wait_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
+  (void)arg;
+  if (reply->type == RELOCK_REPLY_INTEGER)
+    relock__future_succeed_int(f, reply->integer);
+  else if (reply->type == RELOCK_REPLY_ERROR)
+    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+  else
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to WAIT", (int)reply->type);
+}
+
+static void on_wait_done(relock_future_t *f, void *arg) {
+  call_t *call = arg;
+  if (call->wait != f) { /* withdrawn */
+    relock_future_release(f);
+    return;
+  }
+  call->wait = NULL;
+  if (call->held == NULL) {
+    /* Answered before the command: it ran before it (see on_attempt_done),
+     * or failed with the connection, as the command will. */
+    relock_future_release(f);
+    return;
+  }
+  int err = relock_future_error(f);
+  if (err == 0) {
+    int64_t acks = relock_future_int(f);
+    if (acks >= call->wait_replicas) {
+      call->on_reply(call->out, call->held, call->arg);
+    } else {
+      relock__future_fail(call->out, RELOCK_ENOTREPLICATED,
+                          "written on the master but acknowledged by only %lld of %d replicas within %lld ms",
+                          (long long)acks, call->wait_replicas, (long long)call->wait_timeout_ms);
+    }
+    call_free(call);
+  } else {
+    retry_or_fail(call, err, relock_future_message(f), 1);
+  }
+  relock_future_release(f);
+}
+
+/* Sends WAIT behind the attempt's command, on the same connection, so that
+ * it runs right after it. 0, or -1 when out of memory. */
+static int send_wait(call_t *call) {
+  char n[16], t[24];
+  const char *argv[] = {"WAIT", n, t};
+  const size_t lens[] = {4, (size_t)snprintf(n, sizeof n, "%d", call->wait_replicas),
+                         (size_t)snprintf(t, sizeof t, "%lld", (long long)call->wait_timeout_ms)};
+  relock_future_t *f = relock__future_new(call->redis->exec);
+  relock__request_t *req = f != NULL ? relock__request_argv(relock_future_retain(f), 3, argv, lens) : NULL;
+  if (req == NULL) {
+    if (f != NULL) {
+      relock_future_release(f);
+      relock_future_release(f);
+    }
+    return -1;
+  }
+  req->on_reply = on_wait_reply;
+  req->flush_on_close = (unsigned char)call->flush_on_close;
+  call->wait = f;
+  relock_future_on_done(f, on_wait_done, call); /* the inline slot: cannot fail */
+  relock__conn_send(call->conn, req, call->redis->settings->opt.command_timeout_ms);
+  return 0;
 }
 
 static void on_backoff(relock__timer_t *t, int status, void *arg) {
@@ -116,7 +252,7 @@ static void on_call_cancel(relock_future_t *out, void *arg) {
   if (call->attempt != NULL) {
     relock_future_cancel(call->attempt); /* its callback frees the call */
   } else {
-    call_free(call); /* between attempts */
+    call_free(call); /* between attempts, or waiting for WAIT */
   }
 }
 
@@ -140,7 +276,17 @@ static void start_attempt(call_t *call) {
   req->arg = call;
   call->attempt = attempt;
   relock_future_on_done(attempt, on_attempt_done, call); /* the inline slot: cannot fail */
+  if (call->wait_replicas == 0) {
+    relock__conn_send(call->conn, req, call->redis->settings->opt.command_timeout_ms);
+    return;
+  }
+  /* The command may fail inside the send (a closing client): then the call
+   * is over (out done, call freed) or waits to retry (attempt gone). */
+  relock_future_t *out = relock_future_retain(call->out);
   relock__conn_send(call->conn, req, call->redis->settings->opt.command_timeout_ms);
+  if (!relock_future_is_done(out) && call->attempt == attempt)
+    send_wait(call); /* out of memory: on_attempt_done tries again */
+  relock_future_release(out);
 }
 
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
@@ -175,6 +321,9 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->retry_safe = spec->retry_safe;
   call->flush_on_close = spec->flush_on_close;
   call->deadline_ns = spec->deadline_ns;
+  call->wait_replicas = spec->wait_replicas > 0 ? spec->wait_replicas : 0;
+  call->wait_timeout_ms = spec->wait_timeout_ms;
+  call->wrote = spec->wrote;
   call->attempts_left = 1 + redis->settings->opt.retry_attempts;
   relock__timer_init(&call->backoff, on_backoff, call);
   relock__future_set_cancel(out, on_call_cancel, call);

@@ -8,7 +8,19 @@
  * for the reconnect), up to
  * the configured retry attempts - but not a refusal known at once
  * (relock__conn_fails_fast). Other failures and the last attempt's failure
- * complete the call's future. */
+ * complete the call's future.
+ *
+ * Synced replicas: with wait_replicas n > 0, every attempt is the command
+ * followed at once, on the same connection, by WAIT n wait_timeout_ms (one
+ * round trip: WAIT is not allowed inside a script). A successful reply is
+ * held until WAIT answers: n or more acknowledgements and it is delivered
+ * as usual; fewer, and the call fails with RELOCK_ENOTREPLICATED (a
+ * message saying "written on the master but acknowledged by only a of n
+ * replicas within t ms": the caller puts the object's name in front). An
+ * error reply of the command is delivered at once, whatever WAIT says, and
+ * so is a reply that wrote_replicas says wrote nothing. A transient
+ * failure of either half retries the pair (retry_safe). WAIT blocks the
+ * connection for up to its timeout, and every command behind it waits. */
 #ifndef RELOCK__REDIS_CALL_H
 #define RELOCK__REDIS_CALL_H
 
@@ -32,6 +44,11 @@ typedef struct relock__call_spec {
   int retry_safe;
   int flush_on_close;             /* it gives back a hold: a close waits for it (conn.h) */
   uint64_t deadline_ns;           /* 0, or no retry starts after it (monotonic) */
+  int wait_replicas;              /* > 0: WAIT for that many replicas (above) */
+  int64_t wait_timeout_ms;        /* WAIT's timeout: > 0, < the command timeout */
+  /* With wait_replicas: whether a (non-error) reply reports a write that
+   * the replicas must have; NULL: every one does. */
+  int (*wrote)(const relock_reply_t *reply);
 } relock__call_spec_t;
 
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a

@@ -103,6 +103,10 @@ static void notify_lost(relock__hold_t *hold, int reason) {
   if (reason == RELOCK_ELOST)
     snprintf(msg, sizeof msg, "lock %.*s lost: its holder %s is gone from Redis (deleted, or expired)", n, key,
              field);
+  else if (hold->unsynced)
+    snprintf(msg, sizeof msg,
+             "lock %.*s lost: its lease ran out while its renewals were not acknowledged by enough replicas "
+             "(holder %s)", n, key, field);
   else
     snprintf(msg, sizeof msg,
              "lock %.*s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", n, key,
@@ -272,6 +276,7 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
     if (hold->removed || hold->lost)
       continue;
     if (reply->element[i]->integer == 1) {
+      hold->unsynced = 0;
       uint64_t deadline =
           relock__deadline_after(b->sent_ns, r->watchdog_ms - relock__validity_margin_ms(r->watchdog_ms));
       if (deadline > hold->deadline_ns)
@@ -287,9 +292,16 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
 static void on_batch_done(relock_future_t *f, void *arg) {
   batch_t *b = arg;
   /* A failed batch changes nothing: the next cycle tries again, and the
-   * deadline check catches a hold that cannot be renewed in time. */
+   * deadline check catches a hold that cannot be renewed in time. One too
+   * few replicas acknowledged is no better than one that never arrived:
+   * Redis extended the lease on the master, but a failover would lose it. */
+  int err = relock_future_error(f);
+  if (err == RELOCK_ENOTREPLICATED) {
+    b->r->unsynced++;
+    for (size_t i = 0; i < b->n; i++)
+      b->holds[i]->unsynced = 1;
+  }
   if (b->out != NULL) {
-    int err = relock_future_error(f);
     if (err != 0)
       relock__future_fail(b->out, err, "%s", relock_future_message(f));
     else
@@ -300,6 +312,17 @@ static void on_batch_done(relock_future_t *f, void *arg) {
     hold_unref(b->holds[i]);
   free(b);
   relock_future_release(f);
+}
+
+/* Whether a renewal's answer extended anything (that the replicas must then
+ * have): one that only says "gone" is believed without WAIT. */
+static int renewed_any(const relock_reply_t *reply) {
+  if (reply->type != RELOCK_REPLY_ARRAY)
+    return 1; /* on_batch_reply says what is wrong with it */
+  for (size_t i = 0; i < reply->elements; i++)
+    if (reply->element[i]->type != RELOCK_REPLY_INTEGER || reply->element[i]->integer != 0)
+      return 1;
+  return 0;
 }
 
 static void send_batch(relock__renewal_t *r, batch_t *b) {
@@ -322,7 +345,11 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
                               .lens = lens,
                               .on_reply = on_batch_reply,
                               .arg = b,
-                              .retry_safe = 1};
+                              .retry_safe = 1,
+                              /* a renewal extends holds: believed once on enough replicas */
+                              .wait_replicas = r->redis->settings->opt.min_replicas_acked,
+                              .wait_timeout_ms = r->redis->settings->opt.min_replicas_timeout_ms,
+                              .wrote = renewed_any};
   b->sent_ns = relock__now_ns();
   relock_future_t *f = relock__call(r->redis, &spec);
   if (f == NULL) { /* out of memory: the next cycle tries again */

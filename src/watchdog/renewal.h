@@ -7,7 +7,9 @@
  * plus the lease, never later than Redis's own expiry. Every third of the
  * watchdog timeout all watchdog holds are renewed, in batches of up to 100
  * keys per script call; batches are independent and retried on transient
- * errors. A hold whose renewal answers 0, or whose local deadline passes
+ * errors. With min-replicas-acked, a renewal fewer replicas acknowledged
+ * (WAIT, redis/call.h) has failed, as if it had not reached Redis. A hold
+ * whose renewal answers 0, or whose local deadline passes
  * without a successful renewal, is lost: its holder's on_lost is told, and
  * a later release by that owner reports RELOCK_ELOST (for
  * RELOCK__LOST_KEPT_MS; then the hold is forgotten). Renewal of a hold stops
@@ -101,6 +103,7 @@ typedef struct relock__hold {
   unsigned watchdog : 1;
   unsigned lost : 1;
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
+  unsigned unsynced : 1;      /* its last renewal was not on enough replicas */
 } relock__hold_t;
 
 struct relock__renewal {
@@ -119,6 +122,7 @@ struct relock__renewal {
   uint64_t batches;
   uint64_t renewed;
   uint64_t lost;
+  uint64_t unsynced;          /* batches acknowledged by too few replicas */
 };
 
 /* Renewals go to redis (which need not be set up yet); holds' timers run on

@@ -86,6 +86,8 @@ static void test_defaults(void **state) {
   assert_null(str(c, RELOCK_OPT_CLIENT_ID));
   assert_int_equal(ms(c, RELOCK_OPT_WATCHDOG_TIMEOUT), 30000);
   assert_int_equal(ms(c, RELOCK_OPT_PING_INTERVAL), 1000);
+  assert_int_equal(num(c, RELOCK_OPT_MIN_REPLICAS_ACKED), 0);
+  assert_int_equal(ms(c, RELOCK_OPT_MIN_REPLICAS_TIMEOUT), 500);
 
   relock_error_t err = dirty_error();
   assert_int_equal(relock_options_validate(c, &err), 0);
@@ -159,6 +161,10 @@ static void test_set_from_text(void **state) {
   assert_int_equal(ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT), 45000);
   assert_int_equal(relock_options_set(o, RELOCK_OPT_CLIENT_NAME, "from-text", NULL), 0);
   assert_string_equal(str(o, RELOCK_OPT_CLIENT_NAME), "from-text");
+  assert_int_equal(relock_options_set(o, "min-replicas-acked", "2", NULL), 0);
+  assert_int_equal(num(o, RELOCK_OPT_MIN_REPLICAS_ACKED), 2);
+  assert_int_equal(relock_options_set(o, "min-replicas-timeout", "250ms", NULL), 0);
+  assert_int_equal(ms(o, RELOCK_OPT_MIN_REPLICAS_TIMEOUT), 250);
 
   static const struct {
     const char *name, *text, *phrase;
@@ -724,7 +730,24 @@ RULE(password_empty, SET(string, RELOCK_OPT_PASSWORD, ""))
 RULE(username_and_password, SET(string, RELOCK_OPT_USERNAME, "app"); SET(string, RELOCK_OPT_PASSWORD, "pw"))
 RULE(username_without_password, SET(string, RELOCK_OPT_USERNAME, "app"))
 RULE(username_empty, SET(string, RELOCK_OPT_USERNAME, ""); SET(string, RELOCK_OPT_PASSWORD, "pw"))
-
+RULE(replicas_negative, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, -1))
+RULE(replicas_0, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 0))
+RULE(replicas_1, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 1))
+RULE(replicas_100, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 100))
+RULE(replicas_101, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 101))
+RULE(replicas_timeout_0, SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 0))
+RULE(replicas_timeout_negative, SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, RELOCK_INFINITE))
+RULE(replicas_timeout_1, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 1); SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 1))
+RULE(replicas_timeout_below_command, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 2);
+     SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 1000); SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 999))
+RULE(replicas_timeout_equals_command, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 1);
+     SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 1000); SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 1000))
+/* the default timeout (500 ms) against a short command timeout */
+RULE(replicas_default_timeout_above_command, SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 1);
+     SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 400))
+/* without WAIT the timeout is not used, and ties nothing */
+RULE(replicas_off_timeout_above_command, SET(ms, RELOCK_OPT_COMMAND_TIMEOUT, 100);
+     SET(ms, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 5000))
 
 RULE(sentinels_ok, SET(string, RELOCK_OPT_SENTINELS, "a:1,b,[::1]:26380"); SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"))
 RULE(sentinels_without_master, SET(string, RELOCK_OPT_SENTINELS, "a:1"))
@@ -814,6 +837,20 @@ static const rule_t rules[] = {
     {"username and password", username_and_password, NULL},
     {"username without password", username_without_password, "username without password"},
     {"username \"\"", username_empty, "username is empty"},
+    {"min replicas -1", replicas_negative, "min-replicas-acked must be 0-100, 0 for no WAIT (got -1)"},
+    {"min replicas 0", replicas_0, NULL},
+    {"min replicas 1", replicas_1, NULL},
+    {"min replicas 100", replicas_100, NULL},
+    {"min replicas 101", replicas_101, "min-replicas-acked must be 0-100, 0 for no WAIT (got 101)"},
+    {"replicas timeout 0", replicas_timeout_0, "min-replicas-timeout must be > 0 (WAIT 0 would block forever) (got 0)"},
+    {"replicas timeout -1", replicas_timeout_negative, "min-replicas-timeout must be > 0"},
+    {"replicas timeout 1", replicas_timeout_1, NULL},
+    {"replicas timeout < command timeout", replicas_timeout_below_command, NULL},
+    {"replicas timeout == command timeout", replicas_timeout_equals_command,
+     "min-replicas-timeout (1000 ms) must be less than command-timeout (1000 ms)"},
+    {"default replicas timeout > command timeout", replicas_default_timeout_above_command,
+     "min-replicas-timeout (500 ms) must be less than command-timeout (400 ms)"},
+    {"replicas off, timeout > command timeout", replicas_off_timeout_above_command, NULL},
 };
 
 static void test_validate_rules(void **state) {
