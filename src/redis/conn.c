@@ -1145,7 +1145,11 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int 
       snprintf(why, sizeof why, "connection to %s closed: the master is now %s", was, c->address);
       fail_inflight(c, RELOCK_ECONNLOST, why);
     }
-    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    /* A ready connection stays READY until its context is gone, so that
+     * its owner hears on_down (the subscriber subscribes its channels
+     * again on the new connection); a handshake wants no more replies. */
+    if (c->state == RELOCK__CONN_HANDSHAKE)
+      c->state = RELOCK__CONN_CONNECTING;
     c->moving = (c->ac->c.flags & REDIS_CONNECTED) != 0; /* on_disconnect will run */
     drop_context(c);
   } else if (c->state == RELOCK__CONN_IDLE && now && (c->started || c->nwaiting > 0)) {
