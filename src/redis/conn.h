@@ -178,7 +178,7 @@ struct relock__conn {
   int ever_heard;          /* a reply has come, on any context so far */
   int last_err;            /* why the last attempt failed (0: none) */
   int definitive;          /* and the next attempt will meet it too */
-  char last_msg[160];
+  char last_msg[1024];     /* with Sentinel: every sentinel tried, and what each said */
 };
 
 void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t *wheel,

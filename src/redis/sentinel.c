@@ -43,7 +43,7 @@ struct relock__sentinel {
   int answered;             /* some sentinel answered (it knew no such master) */
   int round_err;            /* every sentinel failed with this code; 0: mixed */
   int all_definitive;       /* every failure will repeat: refused, unknown name */
-  char tried[900];          /* "a:1 (Connection refused), b:2 (knows no master \"m\")" */
+  char tried[960];          /* "a:1 (Connection refused), b:2 (knows no master \"m\")" */
 
   /* The master, once a round found it. */
   char master_host[256];
@@ -248,7 +248,7 @@ static void round_end(relock__sentinel_t *s) {
   /* One reason for all (every sentinel refused the password, or knew no
    * such master) is the reason; mixed ones are as bad as their best. */
   int err = s->round_err != 0 ? s->round_err : s->answered ? RELOCK_ENOMASTER : RELOCK_ECONNREFUSED;
-  char msg[1100];
+  char msg[1024];
   snprintf(msg, sizeof msg, "no sentinel gave the address of master \"%s\": tried %s", s->name, s->tried);
   for (int i = 0; i < s->nsteered; i++)
     relock__conn_no_target(s->steered[i], err, msg, s->all_definitive);
