@@ -70,13 +70,14 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
       {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
       {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+      {"option", required_argument, NULL, 'o'},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
   opterr = 0;
   optind = 0; /* glibc: start over, as on the first call */
   /* '+': stop at the first non-option, so COMMAND's own options are its own */
-  while ((c = getopt_long(argc, argv, "+u:w:l:k:qvhV", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+u:w:l:k:o:qvhV", longopts, NULL)) != -1) {
     switch (c) {
     case 'u': o->url = optarg; break;
     case 'F': o->url_file = optarg; break;
@@ -86,6 +87,13 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case 'T': if ((r = duration_opt(a, "--timeout", optarg, &o->timeout_ms, 0)) != 0) return r; break;
     case 'W': if ((r = duration_opt(a, "--watchdog", optarg, &o->watchdog_ms, 0)) != 0) return r; break;
     case 'O': if ((r = signal_opt(a, optarg, &o->orphan_signal)) != 0) return r; break;
+    case 'o':
+      if (strchr(optarg, '=') == NULL || optarg[0] == '=')
+        return usage(a, "-o needs NAME=VALUE, a library option (e.g. -o min-replicas-acked=1)");
+      if (o->nset == (int)(sizeof o->set / sizeof o->set[0]))
+        return usage(a, "more than %d -o options", (int)(sizeof o->set / sizeof o->set[0]));
+      o->set[o->nset++] = optarg;
+      break;
     case 'q': o->verbosity = 0; break;
     case 'v': o->verbosity = 2; break;
     case 'f': o->force = 1; break;

@@ -24,6 +24,8 @@ typedef struct options {
   const char *tls_key;
   const char *tls_server_name;
   int tls_insecure;     /* --tls-insecure: no verification, for tests only */
+  const char *set[16];  /* -o NAME=VALUE: library options, in order (point into argv) */
+  int nset;
 } options_t;
 
 typedef enum args_mode {

@@ -38,6 +38,7 @@ static const char usage_text[] =
     "      --tls-cert FILE, --tls-key FILE  TLS: client certificate and key (mutual TLS)\n"
     "      --tls-server-name NAME  TLS: the name the certificate must have (default: the host)\n"
     "      --tls-insecure     TLS without verifying the server at all: for tests only\n"
+    "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
     "  -q, --quiet            print nothing but errors\n"
     "  -v, --verbose          say what happens\n"
     "      --json             status, list: one JSON object per lock and line\n"
@@ -147,6 +148,14 @@ static int connect_client(cli_t *r) {
     rc = relock_options_set_int(opts, RELOCK_OPT_RETRY_ATTEMPTS, 1, &err);
   if (rc == 0 && o->watchdog_ms > 0)
     rc = relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, o->watchdog_ms, &err);
+  for (int i = 0; rc == 0 && i < o->nset; i++) { /* last: they override the above */
+    const char *eq = strchr(o->set[i], '=');
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - o->set[i]), o->set[i]);
+    rc = relock_options_set(opts, name, eq + 1, &err);
+  }
+  if (rc == 0)
+    rc = relock_options_validate(opts, &err);
   if (rc != 0) {
     relock_options_free(opts);
     say(0, "%s", err.message);

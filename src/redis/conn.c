@@ -450,8 +450,9 @@ static void on_reconnect_timer(relock__timer_t *t, int status, void *arg) {
     connect_now(c);
 }
 
-/* The context is gone (hiredis freed it). */
-static void context_gone(relock__conn_t *c) {
+/* The context is gone (hiredis freed it). Returns 1 when that ended a
+ * close: on_closed has run, and its owner may have freed c. */
+static int context_gone(relock__conn_t *c) {
   relock__conn_state_t was = c->state;
   c->ac = NULL;
   c->draining = 0;
@@ -467,12 +468,13 @@ static void context_gone(relock__conn_t *c) {
     c->state = RELOCK__CONN_CLOSED;
     if (c->hooks.on_closed)
       c->hooks.on_closed(c, c->hooks.arg);
-    return;
+    return 1;
   }
   c->state = RELOCK__CONN_IDLE;
   if (was == RELOCK__CONN_READY && c->hooks.on_down)
     c->hooks.on_down(c, c->hooks.arg);
   schedule_reconnect(c);
+  return 0;
 }
 
 static void ready(relock__conn_t *c) {
@@ -615,8 +617,8 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     /* hiredis frees the context right after this returns. */
     record_error(c, RELOCK_ECONNREFUSED, "%s", cac->errstr[0] ? cac->errstr : "connect failed");
     c->definitive = definitive_failure(&cac->c);
-    context_gone(c);
-    attempt_failed(c, RELOCK__RELOCATE_FAILED);
+    if (!context_gone(c))
+      attempt_failed(c, RELOCK__RELOCATE_FAILED);
     return;
   }
   c->in_on_connect = 1;
@@ -646,7 +648,8 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
                  c->state == RELOCK__CONN_HANDSHAKE ? plain_on_tls_hint(c) : "");
   int was_ready = c->state == RELOCK__CONN_READY, moving = c->moving;
   c->moving = 0;
-  context_gone(c);
+  if (context_gone(c))
+    return; /* closed: c may be gone */
   if (moving) /* not a failure: the new address is being tried */
     fail_fast_waiting(c);
   else
@@ -1142,7 +1145,11 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int 
       snprintf(why, sizeof why, "connection to %s closed: the master is now %s", was, c->address);
       fail_inflight(c, RELOCK_ECONNLOST, why);
     }
-    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    /* A ready connection stays READY until its context is gone, so that
+     * its owner hears on_down (the subscriber subscribes its channels
+     * again on the new connection); a handshake wants no more replies. */
+    if (c->state == RELOCK__CONN_HANDSHAKE)
+      c->state = RELOCK__CONN_CONNECTING;
     c->moving = (c->ac->c.flags & REDIS_CONNECTED) != 0; /* on_disconnect will run */
     drop_context(c);
   } else if (c->state == RELOCK__CONN_IDLE && now && (c->started || c->nwaiting > 0)) {

@@ -330,6 +330,20 @@ code=$?
 grep -q 'invalid --orphan-signal "BOGUS"' "$work/err"
 expect "--orphan-signal with an unknown signal is a usage error, naming the option" "64 0" "$code $?" "$(cat "$work/err")"
 
+# -- library options (-o) --------------------------------------------------------
+relock -o bogus=1 opt1 -- true 2>"$work/err"
+code=$?
+grep -q 'unknown option "bogus"' "$work/err"
+expect "-o with an unknown option is a usage error, naming it" "64 0" "$code $?" "$(cat "$work/err")"
+relock -o min-replicas-acked opt1 -- true 2>"$work/err"
+expect "-o without =VALUE is a usage error" 64 $? "$(cat "$work/err")"
+# this server has no replica: a lock that must be on one cannot be had
+relock -o min-replicas-acked=1 -o min-replicas-timeout=100ms opt1 -- true 2>"$work/err"
+code=$?
+grep -q 'acknowledged by only 0 of 1 replicas' "$work/err"
+expect "-o min-replicas-acked=1 without a replica: exit 69, saying why; nothing held" "69 0 0" \
+  "$code $? $(redis EXISTS opt1)" "$(cat "$work/err")"
+
 # -- Redisson-held locks --------------------------------------------------------
 
 redis HSET jlock "3f2a9c4e-0000-4000-8000-000000000001:42" 1 >/dev/null
