@@ -32,6 +32,7 @@ struct relock_test_sentinel {
   relock_test_redis_t *sentinel[MAX_SENTINELS];
   char addrs[MAX_SENTINELS * 24];
   int master; /* as last agreed; -1 */
+  int64_t last_start_ms;
 };
 
 /* -- time ------------------------------------------------------------------ */
@@ -384,7 +385,7 @@ int64_t relock_test_sentinel_failover(relock_test_sentinel_t *t, int timeout_ms,
   while (s < t->n_sentinels && !relock_test_redis_running(t->sentinel[s])) s++;
   if (s == t->n_sentinels) return -1;
   watch_open(t, &w);
-  t0 = now_ms();
+  t->last_start_ms = t0 = now_ms();
   if (relock_test_redis_cmd(t->sentinel[s], reply, sizeof reply, "SENTINEL", "FAILOVER", t->name, NULL) != 0 ||
       strncmp(reply, "+OK", 3) != 0) {
     fprintf(stderr, "# relock_test_sentinel: SENTINEL FAILOVER %s: %.200s\n", t->name, reply);
@@ -406,12 +407,14 @@ int64_t relock_test_sentinel_kill_master(relock_test_sentinel_t *t, int timeout_
     return -1;
   }
   watch_open(t, &w);
-  t0 = now_ms();
+  t->last_start_ms = t0 = now_ms();
   relock_test_redis_kill9(t->node[old]);
   took = wait_new_master(t, &w, old, t0, timeout_ms, switch_ms);
   watch_close(&w);
   return took;
 }
+
+int64_t relock_test_sentinel_last_start_ms(const relock_test_sentinel_t *t) { return t->last_start_ms; }
 
 int relock_test_sentinel_restart_node(relock_test_sentinel_t *t, int i) {
   char port[16];

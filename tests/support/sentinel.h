@@ -94,6 +94,9 @@ int64_t relock_test_sentinel_failover(relock_test_sentinel_t *t, int timeout_ms,
  * failover (from the kill). The old master stays down; restart_node brings
  * it back as a replica. */
 int64_t relock_test_sentinel_kill_master(relock_test_sentinel_t *t, int timeout_ms, int64_t *switch_ms);
+/* When the last failover or kill_master sent its command or its SIGKILL:
+ * CLOCK_MONOTONIC, in milliseconds (0: none yet). */
+int64_t relock_test_sentinel_last_start_ms(const relock_test_sentinel_t *t);
 /* Restarts data node i (same port and dir) and, unless it is the agreed
  * master, makes it a replica of that master. 0 or -1. */
 int relock_test_sentinel_restart_node(relock_test_sentinel_t *t, int i);
