@@ -54,6 +54,8 @@ struct relock_test_redis {
   char dir[96];
   char sock[sizeof(((sockaddr_un_t *)0)->sun_path)];
   char log[128];
+  char conf[128];      /* "" without a config file */
+  int sentinel;
   char port_str[16];
   pid_t pid;           /* 0 while not running */
   int port;
@@ -660,6 +662,34 @@ int relock_test_redis_cmd(const relock_test_redis_t *r, char *reply, size_t repl
   return relock_test_redis_cmdv(r, reply, replylen, argc, argv, NULL);
 }
 
+int relock_test_redis_subscribe(const relock_test_redis_t *r, const char *channel) {
+  char reply[512];
+  int64_t deadline;
+  int fd = -1, rc;
+  const char *sub[2] = {"SUBSCRIBE", channel};
+
+  if (r == NULL || channel == NULL) return -EINVAL;
+  deadline = now_ms() + r->cmd_timeout_ms;
+  if ((rc = connect_unix(r->sock, deadline, &fd)) != 0) return rc;
+  if (r->password != NULL) {
+    const char *auth[2] = {"AUTH", r->password};
+    rc = roundtrip(fd, 2, auth, NULL, reply, sizeof reply, deadline);
+    if (rc == 0 && strncmp(reply, "+OK", 3) != 0) rc = -EACCES;
+  }
+  if (rc == 0) rc = roundtrip(fd, 2, sub, NULL, reply, sizeof reply, deadline);
+  if (rc == 0 && (reply[0] != '*' || strstr(reply, "subscribe") == NULL)) rc = -EPROTO;
+  if (rc != 0) {
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
+int relock_test_redis_read(int fd, char *reply, size_t replylen, int timeout_ms) {
+  if (fd < 0 || reply == NULL || replylen == 0) return -EINVAL;
+  return read_reply(fd, reply, replylen, now_ms() + (timeout_ms < 0 ? 0 : timeout_ms));
+}
+
 /* -- starting -------------------------------------------------------------- */
 
 static int pick_free_port(void) {
@@ -689,6 +719,10 @@ static pid_t launch(relock_test_redis_t *r, int *exec_errno) {
   pid_t pid;
 
   fixed[n++] = path;
+  if (r->conf[0] != '\0')
+    fixed[n++] = r->conf;
+  if (r->sentinel)
+    fixed[n++] = "--sentinel";
   fixed[n++] = r->tls ? "--tls-port" : "--port";
   fixed[n++] = r->port_str;
   if (r->tls) {
@@ -879,11 +913,25 @@ static int copy_opts(relock_test_redis_t *r, const relock_test_redis_opts_t *o) 
     snprintf(r->tls_key, sizeof r->tls_key, "%s/server.key", o->tls_dir);
     snprintf(r->tls_ca, sizeof r->tls_ca, "%s/ca.crt", o->tls_dir);
   }
+  r->sentinel = o->sentinel;
   if (o->extra_args == NULL) return 0;
   while (o->extra_args[n] != NULL) n++;
   if ((r->extra = calloc(n + 1, sizeof *r->extra)) == NULL) return -1;
   for (size_t i = 0; i < n; i++) {
     if ((r->extra[i] = strdup(o->extra_args[i])) == NULL) return -1;
+  }
+  return 0;
+}
+
+/* The config file of opts->config_text, written once: a sentinel rewrites
+ * it with what it learns, and a restart must start from that. */
+static int write_config(relock_test_redis_t *r, const char *text) {
+  FILE *f;
+  snprintf(r->conf, sizeof r->conf, "%s/redis.conf", r->dir);
+  f = fopen(r->conf, "w");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+    fprintf(stderr, "# relock_test_redis: cannot write %s: %s\n", r->conf, strerror(errno));
+    return -1;
   }
   return 0;
 }
@@ -911,6 +959,11 @@ relock_test_redis_t *relock_test_redis_start(const relock_test_redis_opts_t *opt
   arm_safety_net();
   r->version = server_version(relock_test_redis_server_path());
   if (make_dir(r) != 0) {
+    destroy(r);
+    return NULL;
+  }
+  if (opts->config_text != NULL && write_config(r, opts->config_text) != 0) {
+    remove_tree(r->dir);
     destroy(r);
     return NULL;
   }

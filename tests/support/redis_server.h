@@ -35,6 +35,14 @@ typedef struct relock_test_redis_opts {
    * server.key and ca.crt from there and --tls-auth-clients no; extra_args
    * can override any of them. The unix socket stays plain (for _cmd). */
   const char *tls_dir;
+  /* Text of a config file written to <dir>/redis.conf on the first start
+   * and passed first on the command line (the server may rewrite it, as a
+   * sentinel does; restart keeps what it wrote). NULL: no config file. */
+  const char *config_text;
+  /* Non-zero: run as a Redis Sentinel (--sentinel; needs config_text with
+   * its "sentinel monitor" lines). The port then answers Sentinel commands;
+   * _cmd still reaches it over the unix socket. */
+  int sentinel;
 } relock_test_redis_opts_t;
 
 /* Non-zero if a redis-server can be run: $REDIS_SERVER if set and
@@ -90,5 +98,16 @@ int relock_test_redis_cmd(const relock_test_redis_t *r, char *reply, size_t repl
 /* The same with counted, possibly binary, arguments (argvlen NULL: strlen). */
 int relock_test_redis_cmdv(const relock_test_redis_t *r, char *reply, size_t replylen, int argc,
                            const char *const *argv, const size_t *argvlen);
+
+/* A connection of its own, for a subscriber: a fresh unix-socket connection
+ * (AUTH sent first when there is a password) that has sent
+ * SUBSCRIBE channel and read its confirmation. Returns the fd (close it
+ * when done) or a negative errno as _cmd does. */
+int relock_test_redis_subscribe(const relock_test_redis_t *r, const char *channel);
+/* Reads one whole reply from fd (a subscriber's message, say) within
+ * timeout_ms, raw RESP as _cmd gives it. 0, -ETIMEDOUT, -ECONNRESET...
+ * Bytes that arrived after that reply are dropped: it suits waiting for
+ * the first message, not reading a stream of them. */
+int relock_test_redis_read(int fd, char *reply, size_t replylen, int timeout_ms);
 
 #endif /* RELOCK_TEST_REDIS_SERVER_H */
