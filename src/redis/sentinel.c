@@ -17,6 +17,7 @@
 #define KNOWN_MAX 32
 #define POLL_MS 1000
 #define STEERED_MAX 2
+#define WATCH_MAX 3
 
 struct relock__sentinel {
   relock__exec_t *exec;
@@ -32,8 +33,11 @@ struct relock__sentinel {
 
   relock__conn_t query; /* SENTINEL commands, to one sentinel at a time */
   int asked;            /* the sentinel query points at; -1: none yet */
-  relock__conn_t watch; /* subscribed to +switch-master */
-  int watched;
+  /* Subscribed to +switch-master, each on another sentinel: the one that
+   * led the failover says so first, the others only once its hello
+   * messages reach them (up to 2 s later). */
+  relock__conn_t watch[WATCH_MAX];
+  int watched[WATCH_MAX]; /* the sentinel each watches; -1: none (yet) */
 
   /* The round under way: who is asked in which order, and what each said. */
   int discovering;
@@ -116,11 +120,51 @@ static void steer(relock__sentinel_t *s, const char *host, int port, int told_by
 
 /* -- +switch-master -----------------------------------------------------------*/
 
-static void watch_next(relock__sentinel_t *s) {
-  if (s->nknown == 0)
-    return;
-  s->watched = (s->watched + 1) % s->nknown;
-  relock__conn_set_target(&s->watch, s->known[s->watched].host, s->known[s->watched].port, 0);
+static int watching(const relock__sentinel_t *s, int i) {
+  for (int w = 0; w < WATCH_MAX; w++)
+    if (s->watched[w] == i)
+      return 1;
+  return 0;
+}
+
+/* Points watch w at the next sentinel no other watch has (after the
+ * connection's back-off when now is 0: no busy loop when all are down). */
+static void watch_next(relock__sentinel_t *s, int w, int now) {
+  for (int k = 1; k <= s->nknown; k++) {
+    int i = (s->watched[w] + k) % s->nknown;
+    if (!watching(s, i) || k == s->nknown) {
+      s->watched[w] = i;
+      relock__conn_set_target(&s->watch[w], s->known[i].host, s->known[i].port, now);
+      relock__conn_start(&s->watch[w]);
+      return;
+    }
+  }
+}
+
+/* Once the master is known (every round that finds it): each idle watch
+ * gets a sentinel no other watch has, the one that answered first; the
+ * sentinels learned since fill the watches left idle. */
+static void watch_start(relock__sentinel_t *s, int answered) {
+  for (int w = 0; w < WATCH_MAX; w++) {
+    if (s->watched[w] >= 0)
+      continue;
+    for (int k = 0; k < s->nknown; k++) {
+      int i = (answered + k) % s->nknown;
+      if (!watching(s, i)) {
+        s->watched[w] = i;
+        relock__conn_set_target(&s->watch[w], s->known[i].host, s->known[i].port, 1);
+        relock__conn_start(&s->watch[w]);
+        break;
+      }
+    }
+  }
+}
+
+static int watch_index(relock__sentinel_t *s, const relock__conn_t *c) {
+  for (int w = 0; w < WATCH_MAX; w++)
+    if (c == &s->watch[w])
+      return w;
+  return -1;
 }
 
 static void on_watch_ready(relock__conn_t *c, void *arg) {
@@ -131,9 +175,9 @@ static void on_watch_ready(relock__conn_t *c, void *arg) {
     return; /* out of memory: the poll still follows the master */
 }
 
-/* "<name> <old-ip> <old-port> <new-ip> <new-port>"; another master's
- * switch is none of ours. */
-static const char *on_switch(relock__sentinel_t *s, const char *msg, size_t len) {
+/* "<name> <old-ip> <old-port> <new-ip> <new-port>" from sentinel i;
+ * another master's switch is none of ours. */
+static const char *on_switch(relock__sentinel_t *s, int i, const char *msg, size_t len) {
   char name[256], old_host[256], new_host[256];
   int old_port, new_port;
   char text[1024];
@@ -145,12 +189,11 @@ static const char *on_switch(relock__sentinel_t *s, const char *msg, size_t len)
       new_port > 65535)
     return "a malformed +switch-master message";
   if (strcmp(name, s->name) == 0)
-    steer(s, new_host, new_port, s->watched);
+    steer(s, new_host, new_port, i);
   return NULL;
 }
 
 static const char *on_watch_push(relock__conn_t *c, const redisReply *r, void *arg) {
-  (void)c;
   relock__sentinel_t *s = arg;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
     return "an unexpected reply on the +switch-master subscription";
@@ -159,7 +202,7 @@ static const char *on_watch_push(relock__conn_t *c, const redisReply *r, void *a
     return NULL;
   if (strcmp(kind->str, "message") != 0 || r->element[2]->type != REDIS_REPLY_STRING)
     return "an unexpected reply on the +switch-master subscription";
-  return on_switch(s, r->element[2]->str, r->element[2]->len);
+  return on_switch(s, s->watched[watch_index(s, c)], r->element[2]->str, r->element[2]->len);
 }
 
 /* -- asking the sentinels -----------------------------------------------------*/
@@ -296,11 +339,7 @@ static void on_master_addr(relock_future_t *f, void *arg) {
     memcpy(h, host->str, host->len + 1);
     s->discovering = 0;
     steer(s, h, port, i);
-    if (!s->watch.has_target || s->watch.state == RELOCK__CONN_IDLE) {
-      s->watched = i;
-      relock__conn_set_target(&s->watch, s->known[i].host, s->known[i].port, 1);
-      relock__conn_start(&s->watch);
-    }
+    watch_start(s, i);
     return;
   }
   relock_future_release(f);
@@ -379,9 +418,10 @@ static void on_relocate(relock__conn_t *c, relock__relocate_why why, void *arg) 
     ask_next(s);
     return;
   }
-  if (c == &s->watch) {
+  int w = watch_index(s, c);
+  if (w >= 0) {
     if (why == RELOCK__RELOCATE_FAILED || why == RELOCK__RELOCATE_DOWN)
-      watch_next(s);
+      watch_next(s, w, 0);
     return;
   }
   if (why == RELOCK__RELOCATE_NOT_MASTER)
@@ -437,9 +477,14 @@ relock__sentinel_t *relock__sentinel_new(relock__exec_t *exec, relock__wheel_t *
   relock__conn_init(&s->query, loop, wheel, settings, "sentinel", &qhooks, rng);
   relock__conn_hooks_t whooks = {
       .on_ready = on_watch_ready, .on_push = on_watch_push, .on_closed = on_conn_closed, .arg = s};
-  relock__conn_init(&s->watch, loop, wheel, settings, "sentinel subscriber", &whooks, rng);
-  relock__conn_t *own[] = {&s->query, &s->watch};
-  for (int i = 0; i < 2; i++) {
+  for (int w = 0; w < WATCH_MAX; w++) {
+    relock__conn_init(&s->watch[w], loop, wheel, settings, "sentinel subscriber", &whooks, rng);
+    s->watched[w] = -1;
+  }
+  relock__conn_t *own[1 + WATCH_MAX] = {&s->query};
+  for (int w = 0; w < WATCH_MAX; w++)
+    own[1 + w] = &s->watch[w];
+  for (int i = 0; i < 1 + WATCH_MAX; i++) {
     own[i]->locator = locator;
     own[i]->auth = auth;
     own[i]->tls = tls;
@@ -465,7 +510,7 @@ void relock__sentinel_close(relock__sentinel_t *s) {
   if (s->closing)
     return;
   s->closing = 1;
-  s->open = 2;
+  s->open = 1 + WATCH_MAX;
   relock__timer_stop(&s->poll);
   for (int i = 0; i < s->nsteered; i++)
     if (s->steered[i]->locator.arg == s)
@@ -474,7 +519,8 @@ void relock__sentinel_close(relock__sentinel_t *s) {
   s->pending = NULL;
   if (f != NULL)
     relock_future_cancel(f);
-  relock__conn_close(&s->watch);
+  for (int w = 0; w < WATCH_MAX; w++)
+    relock__conn_close(&s->watch[w]);
   relock__conn_close(&s->query);
 }
 
