@@ -4,8 +4,8 @@
  * replicas) keeps being renewed on the new master and its waiter is woken;
  * kill -9 of the master under a held lock never leaves two silent holders;
  * the errors (no sentinel, unknown master, sentinels down after discovery,
- * a sentinel that lies); and a split brain (the master frozen while the
- * sentinels fail over, then thawed).
+ * a sentinel that lies); a split brain (the master frozen while the
+ * sentinels fail over, then thawed); and TLS with passwords on both sides.
  *
  * The clients are threaded (their own loop thread), so renewals and
  * failover handling go on while the test waits on futures or polls the
@@ -700,6 +700,66 @@ static void test_split_brain(void **state) {
   assert_int_equal(RELEASE(lb, 2), 1);
 }
 
+/* -- f. TLS and passwords -------------------------------------------------------*/
+
+/* A topology of its own with TLS on every port, a password on the data
+ * nodes and another on the sentinels: the client finds the master over
+ * rediss+sentinel:// with each side's credentials, and follows a kill -9
+ * of it. A build without TLS refuses the URL (RELOCK_ETLS). */
+static void test_tls_and_passwords(void **state) {
+  (void)state;
+  relock_options_t *opts = relock_options_new(NULL);
+  assert_non_null(opts);
+  relock_error_t err;
+  if (!relock_tls_available()) {
+    assert_int_equal(relock_options_set_url(opts, "rediss+sentinel://127.0.0.1:1/m", &err), RELOCK_ETLS);
+    printf("# no TLS in this build: rediss+sentinel:// is refused (%s)\n", err.message);
+    relock_options_free(opts);
+    return;
+  }
+  char certs[128], cmd[512], url[640], ca[160];
+  const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+  snprintf(certs, sizeof certs, "%s/relock-tls-XXXXXX", base);
+  assert_non_null(mkdtemp(certs));
+  snprintf(cmd, sizeof cmd, "sh '%s' '%s' >/dev/null 2>&1", RELOCK_TLS_SH, certs);
+  assert_int_equal(system(cmd), 0);
+  relock_test_sentinel_opts_t o = {.replicas = 1, .password = "data-secret", .sentinel_password = "sentinel-secret",
+                                   .tls_dir = certs};
+  relock_test_sentinel_t *t = relock_test_sentinel_start(&o);
+  assert_non_null(t);
+  snprintf(url, sizeof url, "rediss+sentinel://:data-secret@%s/%s?sentinel-password=sentinel-secret",
+           relock_test_sentinel_addrs(t), relock_test_sentinel_master_name(t));
+  snprintf(ca, sizeof ca, "%s/ca.crt", certs);
+  if (relock_options_set_url(opts, url, &err) != 0)
+    fail_msg("%s", err.message);
+  fx_set_str(opts, RELOCK_OPT_TLS_CA_FILE, ca);
+  fx_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MAX, 200);
+  fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
+  relock_client_t *c = client_of(opts);
+  relock_options_free(opts);
+  relock_lock_t *l = lock_of(c, "tls-held");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(field_on(relock_test_sentinel_master_node(t), l, 1), 1);
+  int64_t switched = -1;
+  int64_t took = relock_test_sentinel_kill_master(t, 15000, &switched);
+  assert_true(took >= 0);
+  printf("# over TLS: kill -9, new master agreed after %lld ms\n", (long long)took);
+  /* the hold was replicated long before: renewed on the new master, and a
+   * second lock is taken there */
+  relock_test_redis_t *nm = relock_test_sentinel_master_node(t);
+  assert_int_equal(renewed_on(nm, "tls-held", WATCHDOG_MS), 1);
+  relock_lock_t *l2 = lock_of(c, "tls-after");
+  assert_int_equal(ACQUIRE(l2, 1, 5000), 1);
+  assert_int_equal(field_on(nm, l2, 1), 1);
+  assert_int_equal(RELEASE(l2, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  teardown(NULL); /* the client goes before its servers */
+  relock_test_sentinel_free(t);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_discovery_by_option, setup, teardown),
@@ -713,6 +773,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sentinels_down_after_discovery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lying_sentinel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_split_brain, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tls_and_passwords, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, group_setup, group_teardown);
