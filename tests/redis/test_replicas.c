@@ -5,7 +5,8 @@
  * counts included); renewals a paused replica does not acknowledge fail
  * and the lock is lost when its lease runs out; 0 sends no WAIT at all; a
  * connection lost during WAIT retries the pair (counted once); a cancel
- * while WAIT blocks gives the hold back. */
+ * while WAIT blocks gives the hold back; READONLY (a demoted master) is
+ * retried until the node is a master again. */
 #include <config.h>
 
 #include <stdio.h>
@@ -416,6 +417,34 @@ static void test_cancel_while_wait_blocks_gives_the_hold_back(void **state) {
   relock_lock_free(l);
 }
 
+/* A write to a node that is (now) a replica answers READONLY - a demoted
+ * master, until the client learns where the new one is. The lock scripts
+ * retry it, never showing it while their retries last: here the replica is
+ * promoted during them and the acquisition succeeds there. */
+static void test_readonly_is_retried(void **state) {
+  fx_t *fx = *state;
+  relock_options_free(fx->cfg);
+  fx->cfg = fx_options(fx->replica, 1);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 300);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "ro");
+  long long before = info_num(fx->replica, "errorstats", "errorstat_READONLY:count=");
+  relock_future_t *f = relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE);
+  run_for(fx->a, 100);
+  assert_false(relock_future_is_done(f));
+  assert_true(info_num(fx->replica, "errorstats", "errorstat_READONLY:count=") > (before > 0 ? before : 0));
+  char buf[64];
+  assert_int_equal(relock_test_redis_cmd(fx->replica, buf, sizeof buf, "REPLICAOF", "NO", "ONE", NULL), 0);
+  assert_string_equal(buf, "+OK\r\n");
+  assert_int_equal(value_of(f), 1);
+  assert_int_equal(count_on(fx->replica, l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  relock_lock_free(l);
+  char port[16];
+  snprintf(port, sizeof port, "%d", relock_test_redis_port(fx->master));
+  assert_int_equal(relock_test_redis_cmd(fx->replica, buf, sizeof buf, "REPLICAOF", "127.0.0.1", port, NULL), 0);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -428,6 +457,7 @@ int main(void) {
       T(test_wait_after_a_script_resent_as_eval),
       T(test_connection_lost_during_wait_retries_the_pair),
       T(test_cancel_while_wait_blocks_gives_the_hold_back),
+      T(test_readonly_is_retried),
   };
 #undef T
   if (!relock_test_redis_available())
