@@ -331,7 +331,7 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   }
   relock__timer_start(c->wheel, &req->timer, timeout_ms);
   relock__future_set_cancel(req->future, on_request_cancel, req);
-  if (c->state == RELOCK__CONN_READY && c->nwaiting == 1) {
+  if (c->state == RELOCK__CONN_READY && !c->moving && c->nwaiting == 1) { /* not to a context being dropped */
     relock__list_remove(&req->link);
     c->nwaiting--;
     submit(c, req);
@@ -534,7 +534,8 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
   const char *role = step == HS_ROLE ? not_master(reply) : NULL;
   if (role != NULL) {
     /* Not definitive: whoever said this node was the master will be asked again. */
-    record_error(c, RELOCK_ENOMASTER, "%s is not a master (ROLE: %.40s)", c->address, role);
+    record_error(c, RELOCK_ENOMASTER, "it is not a master (ROLE says %.40s): the sentinels' answer is stale or wrong",
+                 role);
     c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
     drop_context(c);
     relocate(c, RELOCK__RELOCATE_NOT_MASTER);

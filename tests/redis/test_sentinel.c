@@ -531,7 +531,7 @@ static void *liar_main(void *arg) {
     if ((p[1].revents & POLLIN) && n < 32) {
       int fd = accept(lr->listen_fd, NULL, NULL);
       if (fd >= 0) {
-        p[2 + n].fd = fd;
+        p[2 + n] = (struct pollfd){fd, POLLIN, 0}; /* polled from the next round */
         lens[n++] = 0;
       }
     }
