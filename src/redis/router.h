@@ -1,6 +1,7 @@
-/* Key -> connection. One node today; the same seam will serve a
- * Sentinel-discovered master and Redis Cluster slots (MOVED / ASK), so
- * nothing above it knows the topology. */
+/* Key -> connection. One node, whose address is the settings' or the
+ * Sentinel-discovered master's (sentinel.h steers the connection); the same
+ * seam will serve Redis Cluster slots (MOVED / ASK), so nothing above it
+ * knows the topology. */
 #ifndef RELOCK__REDIS_ROUTER_H
 #define RELOCK__REDIS_ROUTER_H
 
