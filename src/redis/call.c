@@ -128,13 +128,13 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
   if (transient(err, msg) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
       !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
       (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
-    /* A connection lost under the attempt: the next one waits for the
-     * reconnect (or the new master) in the connection's queue, within its
-     * timeout, and goes the moment it is back - a back-off would only add
-     * its own delay to a failover. Anything else backs off. */
-    int64_t delay = err == RELOCK_ECONNLOST
-                        ? 0
-                        : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
+    /* The connection lost under the attempt, or down: the next attempt
+     * waits for the reconnect (or the new master) in the connection's
+     * queue, within its timeout, sending nothing meanwhile, and goes the
+     * moment it is back - a back-off would only add its own delay to a
+     * failover. A server that answered "not now" or too late backs off. */
+    int down = err == RELOCK_ECONNLOST || call->conn->state != RELOCK__CONN_READY;
+    int64_t delay = down ? 0 : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else if (of_wait && err == RELOCK_ESERVER) {
     /* Not RELOCK_ESERVER, which tells callers the command did not run: it

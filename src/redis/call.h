@@ -4,8 +4,8 @@
  * transient (connection lost or refused, no reply in time) and the caller
  * vouched that it is safe to repeat (idempotent, or de-duplicated like the
  * lock release's latch), it is sent again after a jittered back-off (at
- * once after a lost connection: it then waits in the connection's queue
- * for the reconnect), up to
+ * once when the connection was lost or is down: it then waits in the
+ * connection's queue for the reconnect), up to
  * the configured retry attempts - but not a refusal known at once
  * (relock__conn_fails_fast). Other failures and the last attempt's failure
  * complete the call's future.
