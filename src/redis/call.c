@@ -200,9 +200,14 @@ static void on_wait_done(relock_future_t *f, void *arg) {
     if (acks >= call->wait_replicas) {
       call->on_reply(call->out, call->held, call->arg);
     } else {
+      /* With Sentinel, say when the setting cannot be met at all. */
+      int up = relock__sentinel_replicas_up(call->redis->sentinel);
+      char seen[64] = "";
+      if (up >= 0 && up < call->wait_replicas)
+        snprintf(seen, sizeof seen, " (the sentinels see %d replica%s up)", up, up == 1 ? "" : "s");
       relock__future_fail(call->out, RELOCK_ENOTREPLICATED,
-                          "written on the master but acknowledged by only %lld of %d replicas within %lld ms",
-                          (long long)acks, call->wait_replicas, (long long)call->wait_timeout_ms);
+                          "written on the master but acknowledged by only %lld of %d replicas within %lld ms%s",
+                          (long long)acks, call->wait_replicas, (long long)call->wait_timeout_ms, seen);
     }
     call_free(call);
   } else {

@@ -248,8 +248,9 @@ static void on_sentinels(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
-/* SENTINEL replicas: how many replicas the sentinel sees up, for messages
- * (a min-replicas-acked higher than that cannot be met). */
+/* SENTINEL replicas: how many replicas the sentinel sees up, for the
+ * message of a synced acquisition that too few acknowledged (a
+ * min-replicas-acked higher than that cannot be met). */
 static void on_replicas(relock_future_t *f, void *arg) {
   relock__sentinel_t *s = arg;
   const relock_reply_t *r = relock_future_error(f) == 0 ? relock_future_ptr(f) : NULL;

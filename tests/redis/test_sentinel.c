@@ -700,6 +700,26 @@ static void test_split_brain(void **state) {
   assert_int_equal(RELEASE(lb, 2), 1);
 }
 
+/* min-replicas-acked above the replicas there are: every acquisition fails
+ * with RELOCK_ENOTREPLICATED, nothing stays held, and the message says how
+ * many replicas the sentinels see. */
+static void test_more_replicas_asked_than_there_are(void **state) {
+  (void)state;
+  relock_client_t *c = sentinel_client(3); /* the topology has 2 */
+  relock_lock_t *l = lock_of(c, "too-many");
+  char msg[512];
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 10000, NULL, msg, sizeof msg);
+  printf("# %s\n", msg);
+  assert_int_equal(r, RELOCK_ENOTREPLICATED);
+  assert_non_null(strstr(msg, "of 3 replicas"));
+  assert_non_null(strstr(msg, "(the sentinels see 2 replicas up)"));
+  /* the hold is given back right after the failure is reported */
+  int64_t deadline = now_ms() + fx_slack_ms(2000);
+  while (fx_raw_int(relock_test_sentinel_master_node(topo), "EXISTS", "too-many", NULL) != 0 && now_ms() < deadline)
+    pause_ms(5);
+  assert_int_equal(fx_raw_int(relock_test_sentinel_master_node(topo), "EXISTS", "too-many", NULL), 0);
+}
+
 /* -- f. TLS and passwords -------------------------------------------------------*/
 
 /* A topology of its own with TLS on every port, a password on the data
@@ -773,6 +793,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sentinels_down_after_discovery, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lying_sentinel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_split_brain, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_more_replicas_asked_than_there_are, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_passwords, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
