@@ -58,7 +58,6 @@ struct relock__sentinel {
   int replicas_up; /* as the sentinel last asked sees them; -1: not known */
 
   relock__timer_t poll;
-  uint64_t switches, rounds;
 
   int closing, open;
   void (*on_closed)(relock__sentinel_t *s, void *arg);
@@ -108,8 +107,6 @@ static void steer(relock__sentinel_t *s, const char *host, int port, int told_by
     s->told_by = told_by;
     return;
   }
-  if (s->has_master)
-    s->switches++;
   snprintf(s->master_host, sizeof s->master_host, "%s", host);
   s->master_port = port;
   s->has_master = 1;
@@ -227,23 +224,31 @@ static int parse_port(const relock_reply_t *r) {
   return port >= 1 && port <= 65535 ? port : -1;
 }
 
-/* SENTINEL sentinels: one flat field/value array per other sentinel. */
+/* The value of field name in a flat field/value array (SENTINEL sentinels
+ * and SENTINEL replicas give one per instance), or NULL. */
+static const relock_reply_t *field(const relock_reply_t *fields, const char *name) {
+  for (size_t j = 0; fields->type == RELOCK_REPLY_ARRAY && j + 1 < fields->elements; j += 2) {
+    const relock_reply_t *k = string_at(fields, j);
+    if (k != NULL && strcmp(k->str, name) == 0)
+      return string_at(fields, j + 1);
+  }
+  return NULL;
+}
+
+/* The array of a succeeded SENTINEL sentinels / replicas, or NULL. */
+static const relock_reply_t *instances(relock__sentinel_t *s, relock_future_t *f) {
+  const relock_reply_t *r = relock_future_error(f) == 0 ? relock_future_ptr(f) : NULL;
+  return r != NULL && r->type == RELOCK_REPLY_ARRAY && !s->closing ? r : NULL;
+}
+
+/* SENTINEL sentinels: the other sentinels join the list. */
 static void on_sentinels(relock_future_t *f, void *arg) {
   relock__sentinel_t *s = arg;
-  const relock_reply_t *r = relock_future_error(f) == 0 ? relock_future_ptr(f) : NULL;
-  for (size_t i = 0; r != NULL && r->type == RELOCK_REPLY_ARRAY && i < r->elements && !s->closing; i++) {
-    const relock_reply_t *fields = r->element[i];
-    const relock_reply_t *ip = NULL;
-    int port = -1;
-    for (size_t j = 0; j + 1 < fields->elements && fields->type == RELOCK_REPLY_ARRAY; j += 2) {
-      const relock_reply_t *k = string_at(fields, j);
-      if (k != NULL && strcmp(k->str, "ip") == 0)
-        ip = string_at(fields, j + 1);
-      else if (k != NULL && strcmp(k->str, "port") == 0)
-        port = parse_port(string_at(fields, j + 1));
-    }
+  const relock_reply_t *r = instances(s, f);
+  for (size_t i = 0; r != NULL && i < r->elements; i++) {
+    const relock_reply_t *ip = field(r->element[i], "ip");
     if (ip != NULL)
-      learn(s, ip->str, ip->len, port);
+      learn(s, ip->str, ip->len, parse_port(field(r->element[i], "port")));
   }
   relock_future_release(f);
 }
@@ -253,16 +258,12 @@ static void on_sentinels(relock_future_t *f, void *arg) {
  * min-replicas-acked higher than that cannot be met). */
 static void on_replicas(relock_future_t *f, void *arg) {
   relock__sentinel_t *s = arg;
-  const relock_reply_t *r = relock_future_error(f) == 0 ? relock_future_ptr(f) : NULL;
-  if (r != NULL && r->type == RELOCK_REPLY_ARRAY && !s->closing) {
+  const relock_reply_t *r = instances(s, f);
+  if (r != NULL) {
     int up = 0;
     for (size_t i = 0; i < r->elements; i++) {
-      const relock_reply_t *fields = r->element[i];
-      for (size_t j = 0; fields->type == RELOCK_REPLY_ARRAY && j + 1 < fields->elements; j += 2) {
-        const relock_reply_t *k = string_at(fields, j), *v = string_at(fields, j + 1);
-        if (k != NULL && v != NULL && strcmp(k->str, "flags") == 0)
-          up += strstr(v->str, "down") == NULL && strstr(v->str, "disconnected") == NULL;
-      }
+      const relock_reply_t *flags = field(r->element[i], "flags");
+      up += flags != NULL && strstr(flags->str, "down") == NULL && strstr(flags->str, "disconnected") == NULL;
     }
     s->replicas_up = up;
   }
@@ -375,7 +376,6 @@ static void round_start(relock__sentinel_t *s) {
   if (s->discovering || s->closing)
     return;
   s->discovering = 1;
-  s->rounds++;
   s->norder = s->next = 0;
   s->answered = 0;
   s->all_definitive = 1;
@@ -525,6 +525,4 @@ void relock__sentinel_close(relock__sentinel_t *s) {
   relock__conn_close(&s->query);
 }
 
-uint64_t relock__sentinel_switches(const relock__sentinel_t *s) { return s->switches; }
-uint64_t relock__sentinel_rounds(const relock__sentinel_t *s) { return s->rounds; }
 int relock__sentinel_replicas_up(const relock__sentinel_t *s) { return s != NULL ? s->replicas_up : -1; }

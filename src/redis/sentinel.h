@@ -50,11 +50,6 @@ void relock__sentinel_start(relock__sentinel_t *s);
  * object is freed. */
 void relock__sentinel_close(relock__sentinel_t *s);
 
-/* For tests and statistics: master switches seen (+switch-master or a
- * round that found another address), and rounds run. */
-uint64_t relock__sentinel_switches(const relock__sentinel_t *s);
-uint64_t relock__sentinel_rounds(const relock__sentinel_t *s);
-
 /* The replicas the sentinels last said are up (SENTINEL replicas, asked
  * with every round that finds the master); -1 when not known or s is NULL. */
 int relock__sentinel_replicas_up(const relock__sentinel_t *s);
