@@ -19,6 +19,8 @@ typedef struct relock__settings {
                                 with Sentinel "master NAME" */
   relock__hostport_t sentinels[RELOCK__SENTINELS_MAX]; /* opt.sentinels, parsed */
   int nsentinels;            /* 0: no Sentinel */
+  relock__hostport_t cluster_nodes[16]; /* TEMP until the config branch lands */
+  int ncluster_nodes;
 } relock__settings_t;
 
 /* Validates opts (NULL: the defaults) and copies them, generating the client

@@ -16,6 +16,7 @@
 #include "objects/lock_ops.h"
 #include "redis/call.h"
 #include "redis/reply.h"
+#include "redis/router.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -250,7 +251,8 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
   if (latch == NULL)
     return NULL;
   size_t field_len = relock__lock_field(lock, owner, field);
-  const char *argv[] = {lock->name, lock->channel, latch, "0", lease, field, ttl, "PUBLISH"};
+  const char *publish = relock__route_publish_command(&c->redis);
+  const char *argv[] = {lock->name, lock->channel, latch, "0", lease, field, ttl, publish};
   size_t lens[] = {lock->len,
                    lock->channel_len,
                    latch_len,
@@ -258,7 +260,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
                    (size_t)snprintf(lease, sizeof lease, "%lld", (long long)lease_ms),
                    field_len,
                    (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(&c->settings)),
-                   7};
+                   strlen(publish)};
   relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_RELEASE],
                               .nkeys = 3,
                               .argc = 8,
@@ -345,8 +347,9 @@ static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
-  const char *argv[] = {lock->name, lock->channel, "0", "PUBLISH"};
-  const size_t lens[] = {lock->len, lock->channel_len, 1, 7};
+  const char *publish = relock__route_publish_command(&lock->client->redis);
+  const char *argv[] = {lock->name, lock->channel, "0", publish};
+  const size_t lens[] = {lock->len, lock->channel_len, 1, strlen(publish)};
   return simple_call(lock, &relock__scripts[RELOCK__SCRIPT_LOCK_FORCE_RELEASE], 2, 4, argv, lens, reply_to_bool);
 }
 

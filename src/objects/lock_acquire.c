@@ -46,6 +46,7 @@
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/pubsub.h"
+#include "redis/router.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -253,8 +254,8 @@ static int join_queue(acquire_t *op) {
     relock__list_init(&q->idle);
     relock__list_init(&q->trying);
     relock__htab_insert(&c->waitqs, &q->node, name_hash(op->lock));
-    relock_future_t *f = relock__pubsub_subscribe(&c->redis.pubsub, &q->listener, q->lock->channel,
-                                                  q->lock->channel_len, 0, on_message, q);
+    relock_future_t *f = relock__route_subscribe(&c->redis, &q->listener, q->lock->channel, q->lock->channel_len,
+                                                 on_message, q);
     if (f == NULL) {
       relock__htab_remove(&c->waitqs, &q->node);
       relock__lock_unref(q->lock);
@@ -301,8 +302,9 @@ static void undo(acquire_t *op) {
   char *latch = latch_name(op, &latch_len);
   if (latch == NULL)
     return; /* out of memory: the hold ends with its lease */
-  const char *argv[] = {lock->name, lock->channel, latch, field, "0", "PUBLISH"};
-  const size_t lens[] = {lock->len, lock->channel_len, latch_len, field_len, 1, 7};
+  const char *publish = relock__route_publish_command(&lock->client->redis);
+  const char *argv[] = {lock->name, lock->channel, latch, field, "0", publish};
+  const size_t lens[] = {lock->len, lock->channel_len, latch_len, field_len, 1, strlen(publish)};
   relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO],
                               .nkeys = 3,
                               .argc = 6,

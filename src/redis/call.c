@@ -13,6 +13,7 @@
 #include "future/promise.h"
 #include "base/random.h"
 #include "redis/router.h"
+#include "redis/slot.h"
 
 typedef struct call {
   relock__redis_t *redis;
@@ -25,6 +26,10 @@ typedef struct call {
   int retry_safe;
   int flush_on_close;
   int attempts_left;
+  int slot;                 /* of its key (Cluster), -1: keyless */
+  int redirects;            /* MOVED / ASK followed so far */
+  relock__conn_t *redirect; /* the attempt was answered MOVED or ASK: go there next */
+  int asking;               /* ... and ASK: with ASKING, once */
   uint64_t deadline_ns;
   int wait_replicas;        /* > 0: each attempt is followed by WAIT */
   int64_t wait_timeout_ms;
@@ -88,6 +93,27 @@ static int not_now_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_ERROR && not_now(reply->str);
 }
 
+/* A Cluster redirection (the command did not run there): the next attempt
+ * goes where it says, whether or not the call may repeat. 1 when the
+ * attempt was one (it has failed then), 0 when not. */
+static int redirected(call_t *call, relock_future_t *attempt, const relock_reply_t *reply) {
+  relock__conn_t *to = NULL;
+  int kind = relock__cluster_redirect(call->redis->cluster, call->conn, reply->str, reply->len, &to);
+  if (kind == 0)
+    return 0;
+  if (kind < 0 || call->redirects >= RELOCK__REDIRECTS_MAX) {
+    relock__future_fail(attempt, RELOCK_ESERVER, "%s after %d redirections (last: %.*s): the cluster's slots move "
+                        "faster than they can be followed", kind < 0 ? "a malformed redirection" : "no answer",
+                        call->redirects, (int)reply->len, reply->str);
+    return 1;
+  }
+  call->redirects++;
+  call->redirect = to;
+  call->asking = kind == 2;
+  relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
+  return 1;
+}
+
 /* Keeps the command's reply until WAIT answers: a scalar by value (the
  * hot path allocates nothing more), anything else as a copy. */
 static int hold_reply(call_t *call, const relock_reply_t *reply) {
@@ -104,6 +130,8 @@ static int hold_reply(call_t *call, const relock_reply_t *reply) {
  * it is a "not now" to retry, or a write that WAIT must confirm first. */
 static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *reply, void *arg) {
   call_t *call = arg;
+  if (reply->type == RELOCK_REPLY_ERROR && call->redis->cluster != NULL && redirected(call, attempt, reply))
+    return;
   if (call->retry_safe && not_now_reply(reply)) {
     relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
     return;
@@ -134,6 +162,8 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
      * moment it is back - a back-off would only add its own delay to a
      * failover. A server that answered "not now" or too late backs off. */
     int down = err == RELOCK_ECONNLOST || call->conn->state != RELOCK__CONN_READY;
+    if (call->redis->cluster != NULL && call->slot >= 0) /* the map may have moved the slot meanwhile */
+      call->conn = relock__cluster_conn(call->redis->cluster, call->slot);
     int64_t delay = down ? 0 : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else if (of_wait && err == RELOCK_ESERVER) {
@@ -155,6 +185,14 @@ static void on_attempt_done(relock_future_t *attempt, void *arg) {
   int err = relock_future_error(attempt);
   if (relock_future_is_done(call->out)) { /* answered, or cancelled */
     call_free(call);
+  } else if (call->redirect != NULL) {
+    /* Not run there: at once to the node named, not counted as a retry. */
+    cancel_wait(call);
+    release_held(call);
+    call->conn = call->redirect;
+    call->redirect = NULL;
+    call->attempts_left++;
+    start_attempt(call);
   } else if (err == 0 && call->held != NULL) {
     /* Written: WAIT decides. A WAIT that has answered already ran before
      * the command (re-sent as EVAL after NOSCRIPT, behind it) and says
@@ -279,6 +317,8 @@ static void start_attempt(call_t *call) {
   req->flush_on_close = (unsigned char)call->flush_on_close;
   req->on_reply = on_attempt_reply;
   req->arg = call;
+  req->asking = (unsigned char)call->asking;
+  call->asking = 0; /* ASK is for one attempt: the map still says the old owner */
   call->attempt = attempt;
   relock_future_on_done(attempt, on_attempt_done, call); /* the inline slot: cannot fail */
   if (call->wait_replicas == 0) {
@@ -294,11 +334,32 @@ static void start_attempt(call_t *call) {
   relock_future_release(out);
 }
 
+/* The first key of a script whose slot differs from the first key's, or
+ * -1: in a cluster such a script cannot run anywhere (CROSSSLOT). */
+static int other_slot_key(const relock__redis_t *redis, const relock__call_spec_t *spec) {
+  if (redis->cluster == NULL || spec->script == NULL)
+    return -1;
+  for (int i = 1; i < spec->nkeys; i++)
+    if (relock__route_slot(redis, spec->argv[i], spec->lens[i]) != relock__route_slot(redis, spec->argv[0], spec->lens[0]))
+      return i;
+  return -1;
+}
+
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
   /* Format once, through a throw-away request, and keep the bytes. */
   relock_future_t *out = relock__future_new(redis->exec);
   if (out == NULL)
     return NULL;
+  int other = other_slot_key(redis, spec);
+  if (other >= 0) {
+    relock__future_fail(out, RELOCK_EINVAL,
+                        "keys \"%.*s\" and \"%.*s\" hash to different cluster slots (%d, %d): a name with '{' must "
+                        "hold a non-empty hash tag, as in \"{tag}rest\"",
+                        (int)spec->lens[0], spec->argv[0], (int)spec->lens[other], spec->argv[other],
+                        relock__route_slot(redis, spec->argv[0], spec->lens[0]),
+                        relock__route_slot(redis, spec->argv[other], spec->lens[other]));
+    return out;
+  }
   relock__request_t *tmp =
       spec->script != NULL
           ? relock__request_script(NULL, spec->script, spec->nkeys, spec->argc, spec->argv, spec->lens)
@@ -318,6 +379,7 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->redis = redis;
   call->out = relock_future_retain(out);
   int key = spec->script != NULL ? 0 : 1;
+  call->slot = spec->argc > key ? relock__route_slot(redis, spec->argv[key], spec->lens[key]) : -1;
   call->conn = spec->argc > key ? relock__route(redis, spec->argv[key], spec->lens[key])
                                 : relock__route(redis, NULL, 0);
   call->on_reply = spec->on_reply != NULL ? spec->on_reply : relock__reply_to_future;

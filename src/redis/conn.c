@@ -190,6 +190,12 @@ static int is_noscript(const redisReply *reply) {
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 
 static int hand_to_hiredis(relock__conn_t *c, relock__request_t *req, const char *cmd, size_t len) {
+  /* ASK: the importing node runs the next command only right after
+   * ASKING. Nothing can come between the two: both go out now, in order,
+   * and its answer (+OK) is dropped. */
+  static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+  if (req->asking && redisAsyncFormattedCommand(c->ac, NULL, NULL, asking, sizeof asking - 1) != REDIS_OK)
+    return -1;
   if (redisAsyncFormattedCommand(c->ac, on_reply, req, cmd, len) != REDIS_OK)
     return -1;
   req->in_hiredis = 1;
@@ -346,7 +352,8 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
 }
 
 int relock__conn_fails_fast(const relock__conn_t *c) {
-  return c->connects == 0 && c->definitive && c->state == RELOCK__CONN_IDLE && !c->closing;
+  return c->connects == 0 && c->definitive && (!c->many || c->exhausted) && c->state == RELOCK__CONN_IDLE &&
+         !c->closing;
 }
 
 void relock__reply_to_future(relock_future_t *f, const relock_reply_t *reply, void *arg) {
@@ -417,7 +424,8 @@ static void fail_fast_waiting(relock__conn_t *c) {
  * move already (a locator reacting to the failed requests). */
 static void attempt_failed(relock__conn_t *c, relock__relocate_why why) {
   unsigned gen = c->target_gen;
-  fail_fast_waiting(c);
+  if (!c->many)
+    fail_fast_waiting(c);
   if (gen == c->target_gen)
     relocate(c, why);
 }
@@ -806,7 +814,7 @@ static int is_pong(const redisReply *r) {
 
 /* One reply on a raw connection; 0, or -1 once the connection was dropped. */
 static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
-  if (reply->type == REDIS_REPLY_ERROR) {
+  if (reply->type == REDIS_REPLY_ERROR && !relock__cluster_error(reply->str)) {
     /* A refused SUBSCRIBE (ACL), "max number of clients": the server's word. */
     drop_for(c, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
     return -1;
@@ -1045,6 +1053,7 @@ static void connect_now(relock__conn_t *c) {
     relocate(c, RELOCK__RELOCATE_NO_TARGET);
     return;
   }
+  c->exhausted = 0;
   redisAsyncContext *ac = c->unix_path != NULL ? redisAsyncConnectUnix(c->unix_path) : redisAsyncConnect(c->host, c->port);
   if (ac == NULL) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
@@ -1096,7 +1105,7 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
                                   .password = settings->opt.password,
                                   .db = settings->opt.db,
                                   .client_name = settings->opt.client_name};
-  if (settings->nsentinels == 0) { /* one node; Sentinel sets the master's address */
+  if (settings->nsentinels == 0 && settings->ncluster_nodes == 0) { /* one node; Sentinel sets the master's address */
     snprintf(c->host, sizeof c->host, "%s", settings->opt.host != NULL ? settings->opt.host : "");
     c->port = settings->opt.port;
     c->unix_path = settings->opt.unix_path;
@@ -1162,7 +1171,12 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int 
 void relock__conn_no_target(relock__conn_t *c, int err, const char *msg, int definitive) {
   record_error(c, err, "%s", msg);
   c->definitive = definitive;
+  c->exhausted = definitive;
   fail_fast_waiting(c);
+}
+
+void relock__conn_fail_waiting(relock__conn_t *c, int err, const char *why) {
+  fail_waiting(c, err, why);
 }
 
 void relock__conn_start(relock__conn_t *c) {

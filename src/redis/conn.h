@@ -56,6 +56,7 @@ struct relock__request {
   unsigned char state;
   unsigned char in_hiredis; /* hiredis holds a callback for it */
   unsigned char flush_on_close; /* a close waits for its answer (it gives back a hold) */
+  unsigned char asking;    /* Cluster ASK: sent right after ASKING */
   size_t len;
   char cmd[];              /* RESP */
 };
@@ -134,6 +135,9 @@ struct relock__conn {
   int moving;              /* its context is dropped for a new address */
   int prompt;              /* the next attempt starts at once */
   int started;             /* relock__conn_start was called (a subscriber is opened on first use) */
+  int many;                /* its locator has other addresses: a failed attempt is not final news
+                              (relock__conn_no_target says when it is) */
+  int exhausted;           /* many: the locator said every address failed at once */
   char address[300];       /* "host:port" or the socket path, for messages */
 
   struct redisAsyncContext *ac;
@@ -198,6 +202,10 @@ void relock__conn_set_target(relock__conn_t *c, const char *host, int port, int 
  * timeout, with err and msg. */
 void relock__conn_no_target(relock__conn_t *c, int err, const char *msg, int definitive);
 
+/* Fails the requests not yet sent with err: "not sent: no connection to
+ * <address>: why" (Cluster: their slot is served elsewhere now). */
+void relock__conn_fail_waiting(relock__conn_t *c, int err, const char *why);
+
 /* Starts connecting if idle and not waiting to reconnect. */
 void relock__conn_start(relock__conn_t *c);
 
@@ -250,6 +258,8 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
  * news: it makes a fresh attempt (at once, not after the back-off) and
  * shares its fate, so a server that has just started is found. */
 int relock__conn_fails_fast(const relock__conn_t *c);
+/* (With conn->many, only once its locator has said, through
+ * relock__conn_no_target, that every address it knows failed so.) */
 
 /* Appends a command to a ready raw connection's output (no reply is
  * awaited: answers reach hooks.on_push). 0, or -1 if the connection is not

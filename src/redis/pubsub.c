@@ -23,7 +23,8 @@ struct relock__channel {
   int confirmed;        /* Redis's state matches sent_subscribed = 1 */
   int gap;              /* resubscribing after a drop: tell listeners */
   int walking;          /* a walk over the listeners is in progress */
-  int sharded;
+  int sharded;          /* SSUBSCRIBE rather than SUBSCRIBE */
+  int routed;           /* placed by the router: relock__pubsub_rehome may move it */
   size_t len;
   char name[];
 };
@@ -41,13 +42,14 @@ static relock__channel_t *find(relock__pubsub_t *ps, const char *name, size_t le
   return NULL;
 }
 
-static relock__channel_t *add(relock__pubsub_t *ps, const char *name, size_t len, int sharded) {
+static relock__channel_t *add(relock__pubsub_t *ps, const char *name, size_t len, int routed) {
   relock__channel_t *ch = calloc(1, sizeof(*ch) + len + 1);
   if (ch == NULL)
     return NULL;
   ch->ps = ps;
   relock__list_init(&ch->listeners);
-  ch->sharded = sharded;
+  ch->routed = routed;
+  ch->sharded = routed && ps->sharded;
   ch->len = len;
   memcpy(ch->name, name, len);
   relock__htab_insert(&ps->channels, &ch->node, relock__hash_bytes(RELOCK__HASH_SEED, name, len));
@@ -93,14 +95,42 @@ static void walk(relock__channel_t *ch, void (*visit)(relock__listener_t *l, voi
 
 /* -- talking to Redis -------------------------------------------------------*/
 
+/* Remembers that ch's command awaits an answer: answers come in order, and
+ * an error answer names no channel. 0, or -1 when out of memory. */
+static int push_sent(relock__pubsub_t *ps, relock__channel_t *ch) {
+  if (ps->nsent == ps->sent_cap) {
+    size_t cap = ps->sent_cap ? 2 * ps->sent_cap : 16;
+    relock__channel_t **sent = realloc(ps->sent, cap * sizeof(*sent));
+    if (sent == NULL)
+      return -1;
+    ps->sent = sent;
+    ps->sent_cap = cap;
+  }
+  ps->sent[ps->nsent++] = ch;
+  return 0;
+}
+
+/* The channel whose command the next answer is for (NULL: none awaited). */
+static relock__channel_t *pop_sent(relock__pubsub_t *ps) {
+  if (ps->nsent == 0)
+    return NULL;
+  relock__channel_t *ch = ps->sent[0];
+  memmove(ps->sent, ps->sent + 1, --ps->nsent * sizeof(*ps->sent));
+  return ch;
+}
+
 static void send_command(relock__channel_t *ch, int subscribe) {
   relock__pubsub_t *ps = ch->ps;
   const char *cmd = subscribe ? (ch->sharded ? "SSUBSCRIBE" : "SUBSCRIBE")
                               : (ch->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE");
   const char *argv[2] = {cmd, ch->name};
   size_t lens[2] = {strlen(cmd), ch->len};
-  if (relock__conn_write_raw(&ps->conn, 2, argv, lens) != 0)
+  if (push_sent(ps, ch) != 0)
+    return; /* out of memory: a later sync tries again */
+  if (relock__conn_write_raw(&ps->conn, 2, argv, lens) != 0) {
+    ps->nsent--;
     return; /* the context is going away; the reconnect resubscribes */
+  }
   ch->sent_subscribed = subscribe;
   ch->replies_due++;
   ch->confirmed = 0; /* until Redis answers this command */
@@ -175,9 +205,37 @@ static int is_string(const redisReply *r) { return r->type == REDIS_REPLY_STRING
  * message, or the confirmation of a command we sent. Anything else, or a
  * confirmation or message for a channel we never subscribed, is a protocol
  * error (the connection is replaced): returns why. */
+/* Redis no longer has ch subscribed (a refused command, or its slot moved
+ * away): its listeners stay and wait for a new subscription, told of the
+ * gap once it is confirmed. */
+static void lapsed(relock__channel_t *ch) {
+  if (ch->confirmed || ch->gap)
+    ch->gap = 1;
+  ch->sent_subscribed = 0;
+  ch->confirmed = 0;
+}
+
+/* A Cluster answer to a (un)subscribe: the slot is elsewhere (MOVED, ASK)
+ * or the cluster is down (CLUSTERDOWN, TRYAGAIN). The cluster is told; it
+ * re-homes or re-subscribes the channel (relock__pubsub_rehome). */
+static const char *redirected(relock__pubsub_t *ps, const redisReply *reply) {
+  relock__channel_t *ch = pop_sent(ps);
+  if (ch == NULL || ch->replies_due == 0)
+    return "an error answer to no command sent";
+  ch->replies_due--;
+  if (ch->replies_due == 0)
+    lapsed(ch);
+  maybe_free(ch);
+  if (ps->on_redirect != NULL)
+    ps->on_redirect(ps, reply->str, reply->len, ps->redirect_arg);
+  return NULL;
+}
+
 static const char *on_push(relock__conn_t *c, const redisReply *reply, void *arg) {
   (void)c;
   relock__pubsub_t *ps = arg;
+  if (reply->type == REDIS_REPLY_ERROR)
+    return redirected(ps, reply);
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 || !is_string(reply->element[0]) ||
       !is_string(reply->element[1]))
     return "a reply that is not a pub/sub message or confirmation";
@@ -197,7 +255,16 @@ static const char *on_push(relock__conn_t *c, const redisReply *reply, void *arg
     return "an unknown pub/sub message kind";
   if (reply->element[2]->type != REDIS_REPLY_INTEGER)
     return "a subscription count that is not an integer";
-  if (ch == NULL || ch->replies_due == 0)
+  if (ch != NULL && ch->sharded && ch->replies_due == 0 && is_kind(kind, "sunsubscribe") && ch->sent_subscribed) {
+    /* Unasked: the channel's slot has left this node (resharding, a
+     * failover). Where it went, the cluster finds out. */
+    lapsed(ch);
+    maybe_free(ch);
+    if (ps->on_redirect != NULL)
+      ps->on_redirect(ps, "SUNSUBSCRIBE", 12, ps->redirect_arg);
+    return NULL;
+  }
+  if (ch == NULL || ch->replies_due == 0 || pop_sent(ps) != ch)
     return "a confirmation of a command not sent";
   ch->replies_due--;
   /* Only the answer to the last command sent tells Redis's real state. */
@@ -236,6 +303,31 @@ static void channel_down(relock__channel_t *ch) {
   maybe_free(ch);
 }
 
+/* Every channel of ps, pinned (walking) so that callbacks cannot free one
+ * while the caller goes through them: unpin with unpin_all. NULL with *n 0
+ * when there are none or memory ran out. */
+static relock__channel_t **pin_all(relock__pubsub_t *ps, size_t *n) {
+  size_t count = ps->channels.count, i = 0;
+  relock__channel_t **all = count > 0 ? malloc(count * sizeof(*all)) : NULL;
+  for (size_t b = 0; all != NULL && b < ps->channels.nbuckets; b++) {
+    relock__link_t *head = &ps->channels.buckets[b];
+    for (relock__link_t *l = head->next; l != head && i < count; l = l->next) {
+      all[i] = relock__container_of(l, relock__channel_t, node.link);
+      all[i++]->walking++;
+    }
+  }
+  *n = i;
+  return all;
+}
+
+static void unpin_all(relock__channel_t **all, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    all[k]->walking--;
+    maybe_free(all[k]);
+  }
+  free(all);
+}
+
 static void refuse(relock__listener_t *l, void *ctx) {
   relock__conn_t *c = ctx;
   settle_confirm(l, c->last_err, "subscription to %.*s %s: %s", (int)l->channel->len, l->channel->name,
@@ -246,28 +338,17 @@ static void refuse(relock__listener_t *l, void *ctx) {
 /* Fails every pending confirmation. Their callbacks may subscribe and
  * unsubscribe anything, so the channels are pinned in a snapshot first. */
 static void refuse_pending(relock__pubsub_t *ps) {
-  size_t n = ps->channels.count, i = 0;
-  relock__channel_t **all = n > 0 ? malloc(n * sizeof(*all)) : NULL;
-  if (all == NULL)
-    return; /* they time out instead */
-  for (size_t b = 0; b < ps->channels.nbuckets; b++) {
-    relock__link_t *head = &ps->channels.buckets[b];
-    for (relock__link_t *l = head->next; l != head && i < n; l = l->next) {
-      all[i] = relock__container_of(l, relock__channel_t, node.link);
-      all[i++]->walking++;
-    }
-  }
-  for (size_t k = 0; k < i; k++)
+  size_t n = 0;
+  relock__channel_t **all = pin_all(ps, &n); /* out of memory: they time out instead */
+  for (size_t k = 0; k < n; k++)
     walk(all[k], refuse, &ps->conn);
-  for (size_t k = 0; k < i; k++) {
-    all[k]->walking--;
-    maybe_free(all[k]);
-  }
-  free(all);
+  unpin_all(all, n);
 }
 
 static void on_down(relock__conn_t *c, void *arg) {
-  each_channel(arg, channel_down);
+  relock__pubsub_t *ps = arg;
+  ps->nsent = 0;
+  each_channel(ps, channel_down);
   /* The server refused (a SUBSCRIBE denied by ACL, say): waiting for the
    * confirmation would only end in a timeout. Listeners stay, and are
    * subscribed again after the reconnect. */
@@ -284,6 +365,8 @@ static void on_conn_closed(relock__conn_t *c, void *arg) {
   (void)c;
   relock__pubsub_t *ps = arg;
   relock__htab_cleanup(&ps->channels);
+  free(ps->sent);
+  ps->sent = NULL;
   if (ps->on_closed)
     ps->on_closed(ps, ps->closed_arg);
 }
@@ -315,10 +398,10 @@ static void on_confirm_timeout(relock__timer_t *t, int status, void *arg) {
     settle_confirm(l, RELOCK_ECLOSED, "client closed");
   else if (c->last_err != 0 && c->state != RELOCK__CONN_READY)
     settle_confirm(l, c->last_err, "subscription to %.*s not confirmed: no connection to %s: %s", (int)ch->len,
-                   ch->name, c->settings->address, c->last_msg);
+                   ch->name, c->address, c->last_msg);
   else
     settle_confirm(l, RELOCK_ETIMEDOUT, "subscription to %.*s not confirmed by %s in time", (int)ch->len,
-                   ch->name, c->settings->address);
+                   ch->name, c->address);
 }
 
 static void on_confirm_cancel(relock_future_t *f, void *arg) {
@@ -329,7 +412,7 @@ static void on_confirm_cancel(relock_future_t *f, void *arg) {
 }
 
 relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener_t *l, const char *name,
-                                          size_t len, int sharded, relock__message_fn fn, void *arg) {
+                                          size_t len, int routed, relock__message_fn fn, void *arg) {
   relock_future_t *f = relock__future_new(ps->exec);
   if (f == NULL)
     return NULL;
@@ -340,12 +423,8 @@ relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener
     relock__future_fail(f, RELOCK_ECLOSED, "client closed");
     return f;
   }
-  if (sharded) {
-    relock__future_fail(f, RELOCK_EINVAL, "sharded pub/sub (SSUBSCRIBE) needs RESP3, which this build lacks");
-    return f;
-  }
   relock__channel_t *ch = find(ps, name, len);
-  if (ch == NULL && (ch = add(ps, name, len, sharded)) == NULL) {
+  if (ch == NULL && (ch = add(ps, name, len, routed)) == NULL) {
     relock_future_release(f);
     return NULL;
   }
@@ -377,6 +456,60 @@ void relock__pubsub_unsubscribe(relock__listener_t *l) {
   if (l->confirm != NULL)
     relock_future_cancel(l->confirm);
   sync_channel(ch);
+}
+
+/* Moves ch's listeners (not a walk's markers) to the channel of the same
+ * name in to; returns that channel, pinned, or NULL when out of memory
+ * (they stay). */
+static relock__channel_t *move_listeners(relock__channel_t *ch, relock__pubsub_t *to) {
+  relock__channel_t *dst = find(to, ch->name, ch->len);
+  if (dst == NULL && (dst = add(to, ch->name, ch->len, 1)) == NULL)
+    return NULL;
+  dst->walking++;
+  relock__link_t *head = &ch->listeners;
+  for (relock__link_t *n = head->next, *next; n != head; n = next) {
+    next = n->next;
+    relock__listener_t *l = relock__container_of(n, relock__listener_t, link);
+    if (l->fn == NULL)
+      continue;
+    relock__list_remove(n);
+    relock__list_push_back(&dst->listeners, n);
+    l->channel = dst;
+    ch->nlisteners--;
+    dst->nlisteners++;
+    if (l->confirmed)
+      dst->gap = 1; /* whatever was published meanwhile is lost to it */
+  }
+  return dst;
+}
+
+void relock__pubsub_rehome(relock__pubsub_t *ps,
+                           relock__pubsub_t *(*dest)(const char *name, size_t len, void *arg), void *arg) {
+  size_t n = 0, nmoved = 0;
+  relock__channel_t **all = pin_all(ps, &n);
+  relock__channel_t **moved = n > 0 ? calloc(n, sizeof(*moved)) : NULL;
+  for (size_t k = 0; k < n && moved != NULL; k++) {
+    relock__channel_t *ch = all[k];
+    relock__pubsub_t *to = ch->routed && ch->nlisteners > 0 ? dest(ch->name, ch->len, arg) : NULL;
+    if (to != NULL && to != ps && !to->closing && (moved[nmoved] = move_listeners(ch, to)) != NULL)
+      nmoved++;
+  }
+  for (size_t k = 0; k < n; k++)
+    sync_channel(all[k]); /* unsubscribes what was moved, subscribes what lapsed */
+  for (size_t k = 0; k < nmoved; k++) {
+    relock__channel_t *dst = moved[k];
+    if (dst->confirmed) { /* already there for others: no confirmation will come */
+      dst->gap = 0;
+      walk(dst, tell_gap, NULL);
+      walk(dst, confirm, NULL);
+    } else {
+      sync_channel(dst);
+    }
+    dst->walking--;
+    maybe_free(dst);
+  }
+  free(moved);
+  unpin_all(all, n);
 }
 
 /* Takes the channel's listeners off it without running any callback (so the

@@ -43,10 +43,19 @@ struct relock__listener {
 
 struct relock__pubsub {
   relock__conn_t conn;
+  int sharded;               /* a Cluster master's: routed channels use SSUBSCRIBE */
   relock__exec_t *exec;      /* whose futures the confirmations are */
   relock__htab_t channels;   /* by name */
   int64_t timeout_ms;        /* for confirmations */
   relock__link_t orphans;    /* listeners detached by close, to be told */
+  relock__channel_t **sent;  /* channels whose (un)subscribe awaits its answer, in order */
+  size_t nsent, sent_cap;
+  /* Cluster: an answer to a (un)subscribe that says the channel's slot is
+   * elsewhere or the cluster is down (MOVED, ASK, CLUSTERDOWN, TRYAGAIN:
+   * err, len bytes). The channel is left unsubscribed until
+   * relock__pubsub_rehome moves its listeners or subscribes it again. */
+  void (*on_redirect)(relock__pubsub_t *ps, const char *err, size_t len, void *arg);
+  void *redirect_arg;
   int closing;
   void (*on_closed)(relock__pubsub_t *ps, void *arg);
   void *closed_arg;
@@ -59,10 +68,19 @@ int relock__pubsub_init(relock__pubsub_t *ps, relock__exec_t *exec, relock__whee
 /* Adds listener l to channel (len bytes) and returns a future that succeeds
  * once the channel's subscription is confirmed, or fails if it is not within
  * the command timeout (l stays subscribed and is retried after reconnects).
- * sharded: SSUBSCRIBE (Redis Cluster; needs a hiredis that speaks RESP3,
- * so refused with RELOCK_EINVAL for now). NULL when out of memory. */
+ * routed: a channel the router placed (a lock's): SSUBSCRIBE on a sharded
+ * subscriber, and relock__pubsub_rehome may move it; else a plain
+ * SUBSCRIBE that stays. NULL when out of memory. */
 relock_future_t *relock__pubsub_subscribe(relock__pubsub_t *ps, relock__listener_t *l, const char *channel,
-                                          size_t len, int sharded, relock__message_fn fn, void *arg);
+                                          size_t len, int routed, relock__message_fn fn, void *arg);
+
+/* Cluster: moves the listeners of every routed channel of ps for which
+ * dest names another subscriber there (they are told of the gap once the
+ * new subscription is confirmed: messages may have been missed), then
+ * subscribes again what Redis dropped (relock__pubsub_t.on_redirect). dest
+ * returns NULL to leave a channel where it is. */
+void relock__pubsub_rehome(relock__pubsub_t *ps,
+                           relock__pubsub_t *(*dest)(const char *name, size_t len, void *arg), void *arg);
 
 /* Removes l (a pending confirmation is cancelled). The last listener of a
  * channel unsubscribes it. Safe from inside l's own message callback. */

@@ -28,6 +28,11 @@ static void on_sentinel_closed(relock__sentinel_t *s, void *arg) {
   part_closed(arg);
 }
 
+static void on_cluster_closed(relock__cluster_t *cl, void *arg) {
+  (void)cl;
+  part_closed(arg);
+}
+
 int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t *wheel,
                        const relock__settings_t *settings, relock__tls_t *tls, uint64_t *rng,
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg) {
@@ -46,6 +51,12 @@ int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t
       relock__sentinel_close(r->sentinel); /* never started: gone at once (r->on_closed is not set yet) */
     return RELOCK_ENOMEM;
   }
+  if (settings->ncluster_nodes > 0 &&
+      (r->cluster = relock__cluster_new(exec, wheel, settings, tls, rng, &r->cmd, &r->pubsub, on_cluster_closed, r)) ==
+          NULL) {
+    relock__pubsub_close(&r->pubsub); /* never started: its on_closed is not set to reach r yet either */
+    return RELOCK_ENOMEM;
+  }
   relock__conn_hooks_t hooks = {.on_closed = on_cmd_closed, .arg = r};
   relock__conn_init(&r->cmd, exec->loop, wheel, settings, "command", &hooks, rng);
   r->cmd.tls = tls;
@@ -54,6 +65,8 @@ int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t
   r->closed_arg = closed_arg;
   if (r->sentinel != NULL)
     relock__sentinel_start(r->sentinel);
+  if (r->cluster != NULL)
+    relock__cluster_start(r->cluster);
   relock__conn_start(&r->cmd);
   return 0;
 }
@@ -62,9 +75,11 @@ void relock__redis_close(relock__redis_t *r) {
   if (r->closing)
     return;
   r->closing = 1;
-  r->open = r->sentinel != NULL ? 3 : 2;
+  r->open = 2 + (r->sentinel != NULL) + (r->cluster != NULL);
   if (r->sentinel != NULL)
     relock__sentinel_close(r->sentinel); /* first: the others must not relocate while closing */
+  if (r->cluster != NULL)
+    relock__cluster_close(r->cluster); /* the same */
   relock__pubsub_close(&r->pubsub);
   relock__conn_close(&r->cmd);
 }

@@ -13,6 +13,7 @@
 #include "config/settings.h"
 #include "loop/exec.h"
 #include "loop/wheel.h"
+#include "redis/cluster.h"
 #include "redis/conn.h"
 #include "redis/pubsub.h"
 #include "redis/sentinel.h"
@@ -29,6 +30,7 @@ struct relock__redis {
   relock__conn_t cmd;       /* commands and scripts */
   relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
   relock__sentinel_t *sentinel; /* where both go, with Sentinel; NULL: the settings' node */
+  relock__cluster_t *cluster;   /* Redis Cluster: the masters; cmd and pubsub then go to any node */
   int closing;              /* no retry starts any more */
   int open;                 /* connections not yet fully down after close */
   void (*on_closed)(relock__redis_t *r, void *arg);

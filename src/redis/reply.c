@@ -281,3 +281,11 @@ int relock__reply_error_code(const char *str, size_t len) {
   }
   return RELOCK_ESERVER;
 }
+
+int relock__cluster_error(const char *str) {
+  static const char *const kinds[] = {"MOVED ", "ASK ", "CLUSTERDOWN ", "TRYAGAIN "};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strncmp(str, kinds[i], strlen(kinds[i])) == 0)
+      return 1;
+  return 0;
+}

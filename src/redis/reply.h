@@ -33,6 +33,10 @@ int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
  * fix, not a failure to retry or to poll around: callers tell it apart. */
 int relock__reply_error_code(const char *str, size_t len);
 
+/* Whether an error reply (NUL-terminated text) is Redis Cluster's "not
+ * here" or "not now" for a key: MOVED, ASK, CLUSTERDOWN or TRYAGAIN. */
+int relock__cluster_error(const char *str);
+
 /* Frees a copy (NULL is fine); fits relock__future_succeed_ptr's dtor. */
 void relock__reply_free(void *reply);
 

@@ -1,10 +1,28 @@
-/* Key -> connection (router.h). A single node serves every key. */
+/* Key -> connection, lock channel -> subscriber (router.h). */
 #include <config.h>
 
+#include "redis/cluster.h"
 #include "redis/router.h"
+#include "redis/slot.h"
 
 relock__conn_t *relock__route(relock__redis_t *redis, const char *key, size_t len) {
-  (void)key;
-  (void)len;
-  return &redis->cmd;
+  if (redis->cluster == NULL)
+    return &redis->cmd;
+  return relock__cluster_conn(redis->cluster, key != NULL ? relock__key_slot(key, len) : -1);
+}
+
+int relock__route_slot(const relock__redis_t *redis, const char *key, size_t len) {
+  return redis->cluster != NULL ? relock__key_slot(key, len) : 0;
+}
+
+relock_future_t *relock__route_subscribe(relock__redis_t *redis, relock__listener_t *l, const char *channel,
+                                         size_t len, relock__message_fn fn, void *arg) {
+  relock__pubsub_t *ps = &redis->pubsub;
+  if (redis->cluster != NULL && (ps = relock__cluster_subscriber(redis->cluster, relock__key_slot(channel, len))) == NULL)
+    return NULL;
+  return relock__pubsub_subscribe(ps, l, channel, len, 1, fn, arg);
+}
+
+const char *relock__route_publish_command(const relock__redis_t *redis) {
+  return redis->cluster != NULL && relock__cluster_sharded(redis->cluster) ? "SPUBLISH" : "PUBLISH";
 }

@@ -11,6 +11,7 @@
 #include "future/promise.h"
 #include "redis/call.h"
 #include "redis/reply.h"
+#include "redis/router.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -414,6 +415,54 @@ static void on_check(relock__timer_t *t, int status, void *arg) {
   arm_check(r, now, check_deadlines(r, now));
 }
 
+typedef struct slotted {
+  int slot;
+  relock__hold_t *hold;
+} slotted_t;
+
+static int by_slot(const void *a, const void *b) {
+  int x = ((const slotted_t *)a)->slot, y = ((const slotted_t *)b)->slot;
+  return (x > y) - (x < y);
+}
+
+/* Renews every watchdog hold, in batches whose keys share a cluster slot
+ * (one script's keys must: CROSSSLOT otherwise), so on one node; off a
+ * cluster every key has slot 0 and batches are simply full. */
+static void renew_all(relock__renewal_t *r) {
+  size_t n = 0;
+  slotted_t *all = r->nrenewing > 0 ? malloc(r->nrenewing * sizeof(*all)) : NULL;
+  if (all == NULL)
+    return; /* out of memory: the next cycle tries again */
+  relock__link_t *head = &r->renewing;
+  for (relock__link_t *l = head->next; l != head && n < r->nrenewing; l = l->next) {
+    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
+    size_t len;
+    const char *key = hold_key(hold, &len);
+    all[n].slot = relock__route_slot(r->redis, key, len);
+    all[n++].hold = hold;
+  }
+  qsort(all, n, sizeof(*all), by_slot);
+  batch_t *b = NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (b != NULL && (b->n == RELOCK__RENEW_BATCH || all[i].slot != all[i - 1].slot)) {
+      send_batch(r, b);
+      b = NULL;
+    }
+    if (b == NULL) {
+      if ((b = malloc(sizeof(*b))) == NULL)
+        break;
+      b->r = r;
+      b->out = NULL;
+      b->n = 0;
+    }
+    all[i].hold->refs++;
+    b->holds[b->n++] = all[i].hold;
+  }
+  if (b != NULL)
+    send_batch(r, b);
+  free(all);
+}
+
 static void on_cycle(relock__timer_t *t, int status, void *arg) {
   (void)t;
   relock__renewal_t *r = arg;
@@ -423,28 +472,7 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
   uint64_t now = relock__now_ns();
   uint64_t earliest = check_deadlines(r, now);
   /* The callbacks above may have released holds: batch what is left. */
-  batch_t *b = NULL;
-  relock__link_t *head = &r->renewing;
-  for (relock__link_t *l = head->next; l != head; l = l->next) {
-    if (b == NULL) {
-      if ((b = malloc(sizeof(*b))) == NULL)
-        break;
-      b->r = r;
-      b->out = NULL;
-      b->n = 0;
-    }
-    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
-    hold->refs++;
-    b->holds[b->n++] = hold;
-    if (b->n == RELOCK__RENEW_BATCH) {
-      send_batch(r, b);
-      b = NULL;
-    }
-  }
-  if (b != NULL && b->n > 0)
-    send_batch(r, b);
-  else
-    free(b);
+  renew_all(r);
   if (r->nrenewing > 0) {
     relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
     arm_check(r, now, earliest);
