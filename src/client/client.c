@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "future/promise.h"
+#include "redis/call.h"
 #include "redis/router.h"
 
 /* -- closing ----------------------------------------------------------------*/
@@ -276,6 +277,15 @@ static relock_future_t *command_async(relock_client_t *c, int argc, const char *
       lens[i] = strlen(argv[i]);
   }
   const size_t *use = argvlen != NULL ? argvlen : lens;
+  if (c->redis.cluster != NULL) {
+    /* Through a call, which follows MOVED and ASK (not retried otherwise:
+     * the command may not be safe to repeat). */
+    relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = use};
+    relock_future_t *f = relock__call(&c->redis, &spec);
+    if (lens != small)
+      free(lens);
+    return f;
+  }
   relock_future_t *f = relock__future_new(c->exec);
   relock__request_t *req = NULL;
   if (f != NULL)

@@ -70,11 +70,14 @@ struct relock__cluster {
 
   int closing;
   int open;                      /* node connections not yet down after close */
+  int busy;                      /* inside a walk that runs callbacks: not freed yet */
+  int freed;
   void (*on_closed)(relock__cluster_t *cl, void *arg);
   void *closed_arg;
 };
 
 static void schedule_load(relock__cluster_t *cl);
+static void part_closed(relock__cluster_t *cl, int parts);
 
 /* -- nodes ------------------------------------------------------------------*/
 
@@ -175,8 +178,9 @@ static void roamer_relocate(relock__conn_t *c, relock__relocate_why why, void *a
     char msg[sizeof r->tried + 64];
     snprintf(msg, sizeof msg, "no node of the cluster answers (%s)", r->tried);
     r->failed = 0;
+    roam_to(r, 0); /* after the back-off */
+    /* Last: what waits fails, and a callback may close the client. */
     relock__conn_no_target(c, c->last_err, msg, r->all_definitive);
-    roam_to(r, 0);
   } else {
     roam_to(r, 1);
   }
@@ -448,7 +452,10 @@ static void on_rehome(relock__timer_t *t, int status, void *arg) {
   relock__cluster_t *cl = arg;
   if (status != 0 || cl->closing)
     return;
-  for (int i = 0; i < cl->nnodes; i++) {
+  /* The failed requests' callbacks, and the listeners', may close the
+   * client: the object stays until the walk is over. */
+  cl->busy++;
+  for (int i = 0; i < cl->nnodes && !cl->closing; i++) {
     node_t *n = cl->nodes[i];
     if (n->slots == 0 && n->cmd.state != RELOCK__CONN_READY && n->cmd.nwaiting > 0) {
       char why[400];
@@ -456,10 +463,14 @@ static void on_rehome(relock__timer_t *t, int status, void *arg) {
       relock__conn_fail_waiting(&n->cmd, RELOCK_ECONNLOST, why);
     }
   }
-  relock__pubsub_rehome(cl->classic, channel_home, cl);
-  for (int i = 0; i < cl->nnodes; i++)
+  if (!cl->closing)
+    relock__pubsub_rehome(cl->classic, channel_home, cl);
+  for (int i = 0; i < cl->nnodes && !cl->closing; i++)
     if (cl->nodes[i]->sub != NULL)
       relock__pubsub_rehome(cl->nodes[i]->sub, channel_home, cl);
+  cl->busy--;
+  if (cl->closing)
+    part_closed(cl, 0);
 }
 
 /* Parses "MOVED 3999 host:port" / "ASK 3999 host:port" (host may be empty:
@@ -616,9 +627,13 @@ relock__pubsub_t *relock__cluster_subscriber(relock__cluster_t *cl, int slot) {
   return n != NULL ? node_subscriber(n) : cl->classic;
 }
 
-static void part_closed(relock__cluster_t *cl) {
-  if (--cl->open > 0)
+/* One part fewer is open (parts 1, or 0 to look again): the object goes
+ * when none is and no walk is in progress. */
+static void part_closed(relock__cluster_t *cl, int parts) {
+  cl->open -= parts;
+  if (cl->open > 0 || cl->busy > 0 || cl->freed)
     return;
+  cl->freed = 1;
   for (int i = 0; i < cl->nnodes; i++) {
     free(cl->nodes[i]->sub);
     free(cl->nodes[i]);
@@ -633,12 +648,12 @@ static void part_closed(relock__cluster_t *cl) {
 
 static void on_node_conn_closed(relock__conn_t *c, void *arg) {
   (void)c;
-  part_closed(((node_t *)arg)->cl);
+  part_closed(((node_t *)arg)->cl, 1);
 }
 
 static void on_sub_closed(relock__pubsub_t *ps, void *arg) {
   (void)ps;
-  part_closed(((node_t *)arg)->cl);
+  part_closed(((node_t *)arg)->cl, 1);
 }
 
 void relock__cluster_close(relock__cluster_t *cl) {
@@ -657,5 +672,5 @@ void relock__cluster_close(relock__cluster_t *cl) {
       relock__pubsub_close(node->sub);
     relock__conn_close(&node->cmd);
   }
-  part_closed(cl);
+  part_closed(cl, 1);
 }

@@ -378,7 +378,7 @@ static void fail_waiting(relock__conn_t *c, int err, const char *why) {
     relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
     if (err == RELOCK_ECLOSED)
       request_fail(req, err, "client closed");
-    else if (!c->has_target) /* why says where it looked */
+    else if (!c->has_target || c->many) /* why says where it looked */
       request_fail(req, err, "not sent: %s", why);
     else
       request_fail(req, err, "not sent: no connection to %s: %s", c->address, why);

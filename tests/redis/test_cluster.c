@@ -1,0 +1,580 @@
+/* The library against a real Redis Cluster (tests/support/cluster.h: three
+ * masters, a replica each, node timeout 1 s): locks on names spread over
+ * every master, waiting and wake-up on each (sharded pub/sub, and classic
+ * on a cluster that hides PUBSUB), a slot resharded under a held and
+ * waited-on lock (ASK, then MOVED), a slot moved twice quickly, CLUSTER
+ * FAILOVER and kill -9 of a master under held locks, the counter test
+ * (8 processes, 16 names) across a failover, CLUSTERDOWN, a dead seed, no
+ * seed at all, a name whose keys cannot share a slot, the URL.
+ *
+ * Clients are threaded; the test looks at the nodes directly
+ * (relock_test_redis_cmd), never through the library. */
+#include <config.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support/cluster.h"
+#include "support/threaded_fixture.h"
+
+static relock_test_cluster_t *topo; /* for the whole group */
+
+/* Renewed every 1 s: renewals are seen within the test's patience, and a
+ * lease (3 s) outlives a failover's ~2 s only just: kill -9 tests accept a
+ * reported loss, never a silent one. */
+#define WATCHDOG_MS 3000
+
+static relock_options_t *cluster_options(const char *seeds) {
+  relock_options_t *opts = relock_options_new(NULL);
+  assert_non_null(opts);
+  fx_set_str(opts, RELOCK_OPT_CLUSTER_NODES, seeds != NULL ? seeds : relock_test_cluster_seeds(topo));
+  fx_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_CONNECT_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MIN, 10);
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MAX, 200);
+  fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
+  return opts;
+}
+
+static relock_client_t *cluster_client(void) {
+  relock_options_t *opts = cluster_options(NULL);
+  relock_client_t *c = client_of(opts);
+  relock_options_free(opts);
+  return c;
+}
+
+static int slot_of(const char *name) { return relock_test_cluster_keyslot(topo, name, strlen(name)); }
+
+static relock_test_redis_t *owner_node(const char *name) {
+  int m = relock_test_cluster_owner(topo, slot_of(name));
+  assert_true(m >= 0);
+  return relock_test_cluster_node(topo, m);
+}
+
+/* A name "<prefix>-<n>" whose slot master m serves. */
+static void name_on_master(int m, const char *prefix, char *out, size_t size) {
+  for (int n = 0; n < 100000; n++) {
+    snprintf(out, size, "%s-%d", prefix, n);
+    if (relock_test_cluster_owner(topo, slot_of(out)) == m)
+      return;
+  }
+  fail_msg("no name for master %d", m);
+}
+
+static long long shardnumsub(relock_test_redis_t *r, const char *cmd, const char *channel) {
+  char buf[256];
+  if (relock_test_redis_cmd(r, buf, sizeof buf, cmd, "SHARDNUMSUB", channel, NULL) != 0)
+    return -1;
+  const char *p = strrchr(buf, ':');
+  return p != NULL ? atoll(p + 1) : -1;
+}
+
+/* Waits until channel has n subscribers (sharded: SHARDNUMSUB on r, else
+ * NUMSUB on r) within 3 s; the last count seen. */
+static long long await_subscribers(relock_test_redis_t *r, const char *pubsub, int sharded, const char *channel,
+                                   long long n) {
+  int64_t deadline = now_ms() + fx_slack_ms(3000);
+  long long got;
+  for (;;) {
+    if (sharded) {
+      got = shardnumsub(r, pubsub, channel);
+    } else {
+      char buf[256];
+      got = relock_test_redis_cmd(r, buf, sizeof buf, pubsub, "NUMSUB", channel, NULL) == 0 && strrchr(buf, ':')
+                ? atoll(strrchr(buf, ':') + 1)
+                : -1;
+    }
+    if (got == n || now_ms() > deadline)
+      return got;
+    pause_ms(10);
+  }
+}
+
+/* b, waiting for a's lock, is woken by the release within 1 s (its lease
+ * would let it try again only 3 s later). */
+static void release_wakes(relock_lock_t *la, uint64_t a, relock_future_t *waiter, relock_lock_t *lb, uint64_t b) {
+  int64_t t0 = now_ms();
+  assert_int_equal(RELEASE(la, a), 1);
+  int64_t got = -1;
+  char msg[256];
+  int r = outcome(waiter, 1000, &got, msg, sizeof msg);
+  if (r != 0)
+    fail_msg("waiter not woken within 1 s of the release: %s (%s)", msg, relock_err_name(r));
+  assert_int_equal(got, 1);
+  printf("# woken %lld ms after the release\n", (long long)(now_ms() - t0));
+  assert_int_equal(RELEASE(lb, b), 1);
+}
+
+/* -- fixtures -----------------------------------------------------------------*/
+
+static int group_setup(void **state) {
+  (void)state;
+  if (!relock_test_redis_available())
+    RELOCK_TEST_CANNOT_RUN("no redis-server (set REDIS_SERVER or install redis-server)");
+  if ((topo = relock_test_cluster_start(NULL)) == NULL)
+    RELOCK_TEST_CANNOT_RUN("the cluster did not start (see above)");
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  relock_test_cluster_free(topo);
+  return 0;
+}
+
+/* Every test starts from a whole cluster: every node running and agreeing,
+ * no keys. */
+static int setup(void **state) {
+  (void)state;
+  for (int i = 0; i < relock_test_cluster_nodes(topo); i++) {
+    relock_test_redis_t *r = relock_test_cluster_node(topo, i);
+    relock_test_redis_resume(r);
+    if (!relock_test_redis_running(r) && relock_test_cluster_restart(topo, i, 30000) != 0)
+      return -1;
+  }
+  if (relock_test_cluster_wait_ok(topo, 30000) != 0)
+    return -1;
+  for (int i = 0; i < relock_test_cluster_nodes(topo); i++)
+    relock_test_redis_cmd(relock_test_cluster_node(topo, i), NULL, 0, "FLUSHALL", NULL); /* replicas refuse */
+  return 0;
+}
+
+/* -- a. locks on every master ---------------------------------------------------*/
+
+static int masters(void) {
+  int m = 0;
+  for (int s = 0; s < 16384; s += 128) { /* the fixture's masters are the nodes that own slots */
+    int o = relock_test_cluster_owner(topo, s);
+    if (o + 1 > m)
+      m = o + 1;
+  }
+  return m;
+}
+
+static void test_locks_on_every_master(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  int seen[16] = {0};
+  char name[64];
+  for (int i = 0; i < 48; i++) { /* 48 names: every master gets some */
+    snprintf(name, sizeof name, "spread-%d", i);
+    relock_lock_t *l = relock_lock_new(c, name, NULL);
+    assert_non_null(l);
+    assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+    int m = relock_test_cluster_owner(topo, slot_of(name));
+    assert_true(m >= 0 && m < 16);
+    seen[m]++;
+    /* the hold is on the master of the name's slot, nowhere else */
+    assert_int_equal(field_on(relock_test_cluster_node(topo, m), l, 1), 1);
+    assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+    assert_int_equal(fx_raw_int(relock_test_cluster_node(topo, m), "EXISTS", name, NULL), 0);
+    relock_lock_free(l);
+  }
+  int used = 0;
+  for (int m = 0; m < 16; m++)
+    used += seen[m] > 0;
+  assert_int_equal(used, masters());
+}
+
+/* Waiting for a lock held on each master, woken by the release through the
+ * lock's sharded channel on that master. */
+static void test_wait_and_wake_on_every_master_sharded(void **state) {
+  (void)state;
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  for (int m = 0; m < masters(); m++) {
+    char name[64], channel[128];
+    name_on_master(m, "wake", name, sizeof name);
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
+    assert_int_equal(ACQUIRE(la, 1, 0), 1);
+    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    assert_non_null(waiter);
+    assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), "PUBSUB", 1, channel, 1), 1);
+    release_wakes(la, 1, waiter, lb, 2);
+  }
+}
+
+/* A cluster without sharded pub/sub (PUBSUB hidden by rename-command, so
+ * the probe fails as on Redis 6): classic SUBSCRIBE on one node, and the
+ * release's PUBLISH reaches it from every master. */
+static void test_wait_and_wake_on_every_master_classic(void **state) {
+  (void)state;
+  static const char *const hide[] = {"--rename-command", "PUBSUB", "PUBSUB_HIDDEN", NULL};
+  relock_test_cluster_opts_t o = {.extra_args = hide};
+  relock_test_cluster_t *own = relock_test_cluster_start(&o);
+  assert_non_null(own);
+  relock_test_cluster_t *shared = topo;
+  topo = own; /* the helpers above look at this one now */
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  for (int m = 0; m < masters(); m++) {
+    char name[64], channel[128];
+    name_on_master(m, "classic", name, sizeof name);
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
+    assert_int_equal(ACQUIRE(la, 1, 0), 1);
+    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    assert_non_null(waiter);
+    long long subscribed = -1;
+    int64_t deadline = now_ms() + fx_slack_ms(3000);
+    while (subscribed != 1 && now_ms() < deadline) { /* on one node, any */
+      subscribed = 0;
+      for (int i = 0; i < relock_test_cluster_nodes(own); i++)
+        subscribed += await_subscribers(relock_test_cluster_node(own, i), "PUBSUB_HIDDEN", 0, channel, 1) == 1;
+    }
+    assert_int_equal(subscribed, 1);
+    for (int i = 0; i < relock_test_cluster_nodes(own); i++)
+      assert_int_equal(shardnumsub(relock_test_cluster_node(own, i), "PUBSUB_HIDDEN", channel), 0);
+    release_wakes(la, 1, waiter, lb, 2);
+  }
+  teardown(NULL);
+  topo = shared;
+  relock_test_cluster_free(own);
+}
+
+/* -- b. resharding --------------------------------------------------------------*/
+
+/* A held lock whose slot is migrated, in phases: renewed on the target
+ * while migrating (ASK), then as its owner (MOVED); the waiter, subscribed
+ * on the old owner, follows the channel and is woken by the release. */
+static void test_reshard_under_held_and_waited_lock(void **state) {
+  (void)state;
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  relock_lock_t *la = lock_of(a, "reshard"), *lb = lock_of(b, "reshard");
+  static lost_t lost;
+  memset(&lost, 0, sizeof lost);
+  relock_lock_on_lost(la, on_lost, &lost);
+  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  int slot = slot_of("reshard");
+  int from = relock_test_cluster_owner(topo, slot), to = relock_test_cluster_other_master(topo, from);
+  relock_test_redis_t *src = relock_test_cluster_node(topo, from), *dst = relock_test_cluster_node(topo, to);
+  assert_int_equal(await_subscribers(src, "PUBSUB", 1, "redisson_lock__channel:{reshard}", 1), 1);
+
+  assert_int_equal(relock_test_cluster_migrate_begin(topo, slot, to), 0);
+  assert_int_equal(relock_test_cluster_migrate_keys(topo, slot), 0);
+  assert_int_equal(field_on(dst, la, 1), 1); /* the key moved: renewals must ASK */
+  assert_true(renewed_on(dst, "reshard", WATCHDOG_MS));
+  assert_int_equal(relock_test_cluster_migrate_end(topo, slot, to), 0);
+  assert_true(renewed_on(dst, "reshard", WATCHDOG_MS)); /* the owner now: MOVED followed */
+  assert_int_equal(lost_count(&lost), 0);
+  /* the waiter's channel followed the slot */
+  assert_int_equal(await_subscribers(dst, "PUBSUB", 1, "redisson_lock__channel:{reshard}", 1), 1);
+  assert_false(relock_future_is_done(waiter));
+  release_wakes(la, 1, waiter, lb, 2);
+  /* back where it was, for the next tests */
+  assert_int_equal(relock_test_cluster_migrate_slot(topo, slot, from), 0);
+}
+
+/* A slot moved twice in a row, the second right after the first: the
+ * held lock follows both moves and is released where it ends. */
+static void test_slot_moves_twice(void **state) {
+  (void)state;
+  relock_client_t *a = cluster_client();
+  relock_lock_t *la = lock_of(a, "twice");
+  static lost_t lost;
+  memset(&lost, 0, sizeof lost);
+  relock_lock_on_lost(la, on_lost, &lost);
+  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  int slot = slot_of("twice");
+  int first = relock_test_cluster_owner(topo, slot);
+  int second = relock_test_cluster_other_master(topo, first);
+  int third = -1;
+  for (int m = 0; m < masters(); m++)
+    if (m != first && m != second)
+      third = m;
+  assert_true(third >= 0);
+  assert_int_equal(relock_test_cluster_migrate_slot(topo, slot, second), 0);
+  assert_int_equal(relock_test_cluster_migrate_slot(topo, slot, third), 0);
+  relock_test_redis_t *end = relock_test_cluster_node(topo, third);
+  assert_true(renewed_on(end, "twice", WATCHDOG_MS));
+  assert_int_equal(lost_count(&lost), 0);
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(fx_raw_int(end, "EXISTS", "twice", NULL), 0);
+  assert_int_equal(relock_test_cluster_migrate_slot(topo, slot, first), 0);
+}
+
+/* -- c. failover ----------------------------------------------------------------*/
+
+static void test_cluster_failover_under_held_lock(void **state) {
+  (void)state;
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  relock_lock_t *la = lock_of(a, "fo"), *lb = lock_of(b, "fo");
+  static lost_t lost;
+  memset(&lost, 0, sizeof lost);
+  relock_lock_on_lost(la, on_lost, &lost);
+  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  int old = relock_test_cluster_owner(topo, slot_of("fo"));
+  assert_int_equal(await_subscribers(relock_test_cluster_node(topo, old), "PUBSUB", 1,
+                                     "redisson_lock__channel:{fo}", 1), 1);
+  int64_t t0 = now_ms();
+  int nm = relock_test_cluster_failover(topo, old, 15000);
+  assert_true(nm >= 0 && nm != old);
+  printf("# CLUSTER FAILOVER %d -> %d in %lld ms\n", old, nm, (long long)(now_ms() - t0));
+  relock_test_redis_t *m = relock_test_cluster_node(topo, nm);
+  assert_int_equal(field_on(m, la, 1), 1);
+  assert_true(renewed_on(m, "fo", WATCHDOG_MS));
+  assert_int_equal(lost_count(&lost), 0);
+  assert_int_equal(await_subscribers(m, "PUBSUB", 1, "redisson_lock__channel:{fo}", 1), 1);
+  assert_false(relock_future_is_done(waiter));
+  release_wakes(la, 1, waiter, lb, 2);
+}
+
+/* kill -9 of the master under a held lock: renewed on the promoted replica
+ * or reported lost - and b gets the lock only in the second case. */
+static void test_kill_master_under_held_lock(void **state) {
+  (void)state;
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  relock_lock_t *la = lock_of(a, "kill"), *lb = lock_of(b, "kill");
+  static lost_t lost;
+  memset(&lost, 0, sizeof lost);
+  relock_lock_on_lost(la, on_lost, &lost);
+  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  pause_ms(50); /* replicated (asynchronously: usually within a millisecond) */
+  int old = relock_test_cluster_owner(topo, slot_of("kill"));
+  int promotion = -1;
+  int nm = relock_test_cluster_kill_master(topo, old, 20000, &promotion);
+  assert_true(nm >= 0);
+  printf("# kill -9 of master %d: node %d promoted after %d ms\n", old, nm, promotion);
+  relock_test_redis_t *m = relock_test_cluster_node(topo, nm);
+  int64_t got = -1;
+  char msg[256];
+  int r = outcome(relock_lock_acquire_async(lb, 2, 0, RELOCK_INFINITE), 5000, &got, msg, sizeof msg);
+  assert_int_equal(r, 0);
+  if (lost_count(&lost) == 0) {
+    assert_int_equal(got, 0); /* still a's */
+    assert_int_equal(field_on(m, la, 1), 1);
+    assert_true(renewed_on(m, "kill", WATCHDOG_MS));
+    assert_int_equal(lost_count(&lost), 0);
+    assert_int_equal(RELEASE(la, 1), 1);
+  } else {
+    printf("# a was told its lock was lost: %s\n", relock_err_name(lost.reason));
+    if (got == 1)
+      assert_int_equal(RELEASE(lb, 2), 1);
+  }
+}
+
+/* The counter test: 8 processes increment counters under locks on 16
+ * names spread over the slots (GET, then SET one more: not atomic) while a
+ * master fails over. With no lock reported lost, every counter ends exact. */
+#define WORKERS 8
+#define NAMES 16
+
+static void worker(int fd, int ms) {
+  relock_options_t *opts = cluster_options(NULL);
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(NULL, opts, &err);
+  relock_options_free(opts);
+  long incs = 0, lost = 0, unsure = 0;
+  if (c == NULL)
+    _exit(3);
+  relock_lock_t *locks[NAMES];
+  for (int i = 0; i < NAMES; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "counter-%d", i);
+    if ((locks[i] = relock_lock_new(c, name, NULL)) == NULL)
+      _exit(3);
+  }
+  uint64_t me = (uint64_t)getpid();
+  int64_t end = now_ms() + ms;
+  for (unsigned k = (unsigned)getpid(); now_ms() < end; k = k * 1103515245u + 12345u) {
+    relock_lock_t *l = locks[(k >> 8) % NAMES];
+    relock_future_t *f = relock_lock_acquire_async(l, me, 5000, RELOCK_INFINITE);
+    if (relock_future_wait(f, 10000) != 0 || !relock_future_bool(f)) {
+      relock_future_release(f);
+      continue; /* not acquired: nothing done */
+    }
+    relock_future_release(f);
+    char key[64];
+    snprintf(key, sizeof key, "{%s}:n", relock_lock_name(l));
+    const char *get[] = {"GET", key};
+    f = relock_client_command_async(c, 2, get, NULL);
+    long n = -1;
+    if (relock_future_wait(f, 10000) == 0) {
+      const relock_reply_t *rep = relock_future_reply(f);
+      n = rep->type == RELOCK_REPLY_NIL ? 0 : atol(rep->str);
+    }
+    relock_future_release(f);
+    if (n >= 0) {
+      char v[32];
+      snprintf(v, sizeof v, "%ld", n + 1);
+      const char *set[] = {"SET", key, v};
+      f = relock_client_command_async(c, 3, set, NULL);
+      if (relock_future_wait(f, 10000) == 0)
+        incs++;
+      else
+        unsure++; /* did it run? only Redis knows */
+      relock_future_release(f);
+    }
+    f = relock_lock_release_async(l, me);
+    if (relock_future_wait(f, 10000) == RELOCK_ELOST)
+      lost++;
+    relock_future_release(f);
+  }
+  for (int i = 0; i < NAMES; i++)
+    relock_lock_free(locks[i]);
+  relock_client_free(c);
+  char line[96];
+  int len = snprintf(line, sizeof line, "%ld %ld %ld\n", incs, lost, unsure);
+  _exit(write(fd, line, (size_t)len) == len ? 0 : 4);
+}
+
+static void test_counter_across_failover(void **state) {
+  (void)state;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  int run_ms = (int)fx_slack_ms(4000);
+  pid_t pids[WORKERS];
+  fflush(stdout);
+  for (int w = 0; w < WORKERS; w++) {
+    if ((pids[w] = fork()) == 0) {
+      close(fds[0]);
+      worker(fds[1], run_ms);
+    }
+    assert_true(pids[w] > 0);
+  }
+  close(fds[1]);
+  pause_ms(run_ms / 3);
+  int old = relock_test_cluster_owner(topo, slot_of("counter-0"));
+  int nm = relock_test_cluster_failover(topo, old, 15000);
+  printf("# CLUSTER FAILOVER of master %d (holding counter-0's slot) -> %d during the run\n", old, nm);
+  long incs = 0, lost = 0, unsure = 0;
+  FILE *in = fdopen(fds[0], "r");
+  for (int w = 0; w < WORKERS; w++) {
+    long i, l, u;
+    int st;
+    assert_int_equal(waitpid(pids[w], &st, 0), pids[w]);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(fscanf(in, "%ld %ld %ld", &i, &l, &u), 3);
+    incs += i, lost += l, unsure += u;
+  }
+  fclose(in);
+  assert_true(nm >= 0);
+  long total = 0;
+  for (int i = 0; i < NAMES; i++) {
+    char key[64], buf[64];
+    snprintf(key, sizeof key, "{counter-%d}:n", i);
+    relock_test_redis_t *o = owner_node(key);
+    assert_int_equal(relock_test_redis_cmd(o, buf, sizeof buf, "GET", key, NULL), 0);
+    total += buf[0] == '$' && buf[1] != '-' ? atol(strchr(buf, '\n') + 1) : 0;
+  }
+  printf("# %ld increments by %d processes on %d names, %ld lost, %ld unsure; counters sum to %ld\n", incs, WORKERS,
+         NAMES, lost, unsure, total);
+  assert_true(incs > 100);
+  assert_int_equal(lost, 0);
+  assert_int_equal(unsure, 0);
+  assert_int_equal(total, incs);
+}
+
+/* -- d. errors ------------------------------------------------------------------*/
+
+/* Keyed commands answered CLUSTERDOWN are retried within the deadline:
+ * an acquisition that waits succeeds once the cluster is up again. */
+static void test_clusterdown_then_up(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  relock_lock_t *l = lock_of(c, "down");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  assert_int_equal(relock_test_cluster_set_down(topo, 1), 0);
+  relock_future_t *f = relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE);
+  pause_ms(300);
+  assert_false(relock_future_is_done(f)); /* still trying */
+  assert_int_equal(relock_test_cluster_set_down(topo, 0), 0);
+  int64_t got = -1;
+  char msg[256];
+  int r = outcome(f, 10000, &got, msg, sizeof msg);
+  if (r != 0)
+    fail_msg("acquisition after CLUSTERDOWN: %s (%s)", msg, relock_err_name(r));
+  assert_int_equal(got, 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+}
+
+static void test_dead_seed_first(void **state) {
+  (void)state;
+  char seeds[512];
+  snprintf(seeds, sizeof seeds, "127.0.0.1:%d,%s", dead_port(), relock_test_cluster_seeds(topo));
+  relock_options_t *opts = cluster_options(seeds);
+  relock_client_t *c = client_of(opts);
+  relock_options_free(opts);
+  relock_lock_t *l = lock_of(c, "seed");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(field_on(owner_node("seed"), l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+}
+
+static void test_no_seed_reachable(void **state) {
+  (void)state;
+  char seeds[128];
+  snprintf(seeds, sizeof seeds, "127.0.0.1:%d,127.0.0.1:%d", dead_port(), dead_port());
+  relock_options_t *opts = cluster_options(seeds);
+  relock_client_t *c = client_of(opts);
+  relock_options_free(opts);
+  relock_lock_t *l = lock_of(c, "nowhere");
+  int64_t t0 = now_ms();
+  char msg[512];
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  printf("# %s (%s) after %lld ms\n", msg, relock_err_name(r), (long long)(now_ms() - t0));
+  assert_int_equal(r, RELOCK_ECONNREFUSED);
+  assert_non_null(strstr(msg, "no node of the cluster answers"));
+  assert_true(now_ms() - t0 < fx_slack_ms(1000)); /* at once, not after timeouts */
+}
+
+/* A name with '{' but no non-empty tag: its channel and latch hash
+ * elsewhere, so its scripts could never run (CROSSSLOT). Refused before
+ * anything is sent, naming the rule. */
+static void test_name_without_usable_tag(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  relock_lock_t *l = lock_of(c, "odd{}name");
+  char msg[512];
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  printf("# %s\n", msg);
+  assert_int_equal(r, RELOCK_EINVAL);
+  assert_non_null(strstr(msg, "hash tag"));
+  /* one with a tag is fine: its keys share the tag's slot */
+  relock_lock_t *t = lock_of(c, "odd{tag}name");
+  assert_int_equal(ACQUIRE(t, 1, 0), 1);
+  assert_int_equal(RELEASE(t, 1), 1);
+}
+
+static void test_url(void **state) {
+  (void)state;
+  char url[512];
+  relock_error_t err;
+  snprintf(url, sizeof url, "redis+cluster://%s", relock_test_cluster_seeds(topo));
+  relock_options_t *opts = relock_options_new(NULL);
+  if (relock_options_set_url(opts, url, &err) != 0)
+    fail_msg("%s: %s", url, err.message);
+  relock_client_t *c = client_of(opts);
+  relock_options_free(opts);
+  relock_lock_t *l = lock_of(c, "by-url");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(field_on(owner_node("by-url"), l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_locks_on_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_sharded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_classic, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reshard_under_held_and_waited_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_slot_moves_twice, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cluster_failover_under_held_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kill_master_under_held_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_counter_across_failover, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_clusterdown_then_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dead_seed_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_url, setup, teardown),
+  };
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name(__FILE__, tests, group_setup, group_teardown);
+}
