@@ -21,58 +21,8 @@
 
 #include <relock/relock.h>
 
+#include "bench/failover.h"
 #include "support/sentinel.h"
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-typedef struct {
-  relock_lock_t *lock;
-  volatile int stop;
-  pthread_mutex_t mu;
-  int64_t after;     /* a success counts when its try began after this */
-  int64_t first_ok;  /* the end of that success; 0: none yet */
-  long tries, errors;
-} trier_t;
-
-static void *trier_main(void *arg) {
-  trier_t *t = arg;
-  while (!t->stop) {
-    int64_t begin = now_ms();
-    relock_future_t *f = relock_lock_acquire_async(t->lock, 1, 0, 5000);
-    int r = relock_future_wait(f, 10000), got = r == 0 && relock_future_bool(f);
-    relock_future_release(f);
-    if (got) {
-      f = relock_lock_release_async(t->lock, 1);
-      relock_future_wait(f, 10000);
-      relock_future_release(f);
-    }
-    int64_t end = now_ms();
-    pthread_mutex_lock(&t->mu);
-    t->tries++;
-    if (r != 0)
-      t->errors++;
-    if (got && t->after > 0 && begin > t->after && t->first_ok == 0)
-      t->first_ok = end;
-    pthread_mutex_unlock(&t->mu);
-    if (!got)
-      usleep(1000); /* a refused try comes back at once: do not spin */
-  }
-  return NULL;
-}
-
-static int cmp(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int64_t median(int64_t *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 5;
