@@ -101,8 +101,8 @@ static inline struct ev_loop *bench_loop(void) {
   return loop;
 }
 
-/* A client for host:port on loop (NULL: threaded, on a loop thread of its
- * own), with a command timeout long enough for the deep pipelines the
+/* A client for host:port (or for host alone when it is a URL) on loop
+ * (NULL: threaded, on a loop thread of its own), with a command timeout long enough for the deep pipelines the
  * benchmarks build. With BENCH_TLS_CA set (a CA file), over TLS: bench/run's
  * TLS part runs the same modes, with the same arguments, on a TLS port. With
  * BENCH_MIN_REPLICAS_ACKED set (a number), with that many synced replicas
@@ -112,8 +112,10 @@ static inline relock_client_t *bench_client(struct ev_loop *loop, const char *ho
   relock_options_t *opts = relock_options_new(&err);
   const char *ca = getenv("BENCH_TLS_CA");
   const char *acked = getenv("BENCH_MIN_REPLICAS_ACKED");
-  if (opts == NULL || relock_options_set_string(opts, RELOCK_OPT_HOST, host, &err) != 0 ||
-      relock_options_set_int(opts, RELOCK_OPT_PORT, port, &err) != 0 ||
+  int url = strstr(host, "://") != NULL; /* a URL (bench/cluster: redis+cluster://...); port unused */
+  if (opts == NULL || (url && relock_options_set_url(opts, host, &err) != 0) ||
+      (!url && relock_options_set_string(opts, RELOCK_OPT_HOST, host, &err) != 0) ||
+      (!url && relock_options_set_int(opts, RELOCK_OPT_PORT, port, &err) != 0) ||
       relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, 30000, &err) != 0 ||
       (watchdog_ms > 0 && relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms, &err) != 0) ||
       (ca != NULL && (relock_options_set_int(opts, RELOCK_OPT_TLS, 1, &err) != 0 ||

@@ -153,7 +153,11 @@ static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *rep
 static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
   cancel_wait(call);
   release_held(call);
-  if (transient(err, msg) && call->retry_safe && call->attempts_left > 0 && !call->redis->closing &&
+  /* A server's "not now" (CLUSTERDOWN, TRYAGAIN, LOADING...) is retried
+   * for as long as a deadline allows, attempts or not: it says the command
+   * did not run, and a bounded wait is the caller's own limit. */
+  int more = call->attempts_left > 0 || (call->deadline_ns != 0 && err == RELOCK_ESERVER && not_now(msg));
+  if (transient(err, msg) && call->retry_safe && more && !call->redis->closing &&
       !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
       (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
     /* The connection lost under the attempt, or down: the next attempt
