@@ -4,10 +4,11 @@
  * relock_test_redis_cmd, never through the library under test: ROLE,
  * CLUSTER INFO / SLOTS / NODES, read with the small RESP reader below
  * (sentinel.c's tokenizer flattens arrays, and CLUSTER SLOTS needs their
- * shape). Nodes are told apart by their cluster ids, not by the ports the
- * cluster reports: over a plain unix socket a TLS-only node reports the
- * plain port it does not have. Waits poll every 10 ms up to a deadline;
- * nothing sleeps for a fixed time in the hope that something happened. */
+ * shape). Nodes are told apart by the cluster ids CLUSTER MYID gave at
+ * start: CLUSTER SLOTS and NODES name every node by id, and a node keeps
+ * its id across restarts (nodes.conf). Waits poll every 10 ms up to a
+ * deadline; nothing sleeps for a fixed time in the hope that something
+ * happened. */
 #define _GNU_SOURCE
 
 #include "support/cluster.h"
@@ -313,7 +314,27 @@ static int flags_a_running_node_failed(relock_test_cluster_t *t, int i) {
   return -1;
 }
 
-/* One look at the whole cluster (see wait_ok); why not, into why. */
+/* Whether node i's slot map has every slot served by a running node and,
+ * when there is a reference map (the first node's), the same one. */
+static int view_agrees(const relock_test_cluster_t *t, int i, const signed char *map, const signed char *ref,
+                       char *why, size_t whylen) {
+  for (int s = 0; s < SLOTS; s++) {
+    if (ref != NULL && map[s] != ref[s]) {
+      snprintf(why, whylen, "node %d says slot %d is node %d's, node %d says node %d's", i, s, map[s],
+               first_running(t), ref[s]);
+      return 0;
+    }
+    if (!running(t, map[s])) {
+      snprintf(why, whylen, "node %d: slot %d is served by node %d, %s", i, s, map[s],
+               map[s] < 0 ? "no node" : "not running");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* One look at the whole cluster (see wait_ok); why not, into why. The
+ * first running node's slot map stays in t->view[0]. */
 static int ok_now(relock_test_cluster_t *t, char *why, size_t whylen) {
   int seen = 0;
   for (int i = 0; i < t->n; i++) {
@@ -327,18 +348,7 @@ static int ok_now(relock_test_cluster_t *t, char *why, size_t whylen) {
       snprintf(why, whylen, "node %d: CLUSTER SLOTS unreadable", i);
       return -1;
     }
-    for (int s = 0; s < SLOTS; s++) {
-      if (seen == 1 && t->view[1][s] != t->view[0][s]) {
-        snprintf(why, whylen, "node %d says slot %d is node %d's, node %d says node %d's", i, s, t->view[1][s],
-                 first_running(t), t->view[0][s]);
-        return -1;
-      }
-      if (!running(t, t->view[seen][s])) {
-        snprintf(why, whylen, "node %d: slot %d is served by node %d, %s", i, s, t->view[seen][s],
-                 t->view[seen][s] < 0 ? "no node" : "not running");
-        return -1;
-      }
-    }
+    if (!view_agrees(t, i, t->view[seen], seen ? t->view[0] : NULL, why, whylen)) return -1;
     seen = 1;
     if ((failed = flags_a_running_node_failed(t, i)) != -1) {
       snprintf(why, whylen, failed == -2 ? "node %d: CLUSTER NODES unreadable" : "node %d flags running node %d fail",
@@ -722,7 +732,7 @@ static int run(const char *const argv[], char *out, size_t cap, int timeout_ms) 
   int pfd[2], status = 0;
   size_t len = 0;
   int64_t deadline = now_ms() + timeout_ms;
-  pid_t pid, parent = getpid();
+  pid_t pid, parent = getpid(); /* for the child's check */
   if (pipe2(pfd, O_CLOEXEC) != 0) return -1;
   if ((pid = fork()) < 0) {
     close(pfd[0]);
@@ -732,14 +742,16 @@ static int run(const char *const argv[], char *out, size_t cap, int timeout_ms) 
   if (pid == 0) {
     int null_fd = open("/dev/null", O_RDONLY);
 #if defined(__linux__)
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* dies with the test, however it dies */
+    /* Dies with the test, however it dies; the test may be gone already. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
+#else
+    (void)parent;
 #endif
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(pfd[1], 2) < 0) _exit(127);
     execvp(argv[0], (char *const *)(uintptr_t)argv); /* changes nothing */
     _exit(127);
   }
-  (void)parent;
   close(pfd[1]);
   for (;;) {
     struct pollfd p = {pfd[0], POLLIN, 0};
@@ -770,6 +782,21 @@ static int run(const char *const argv[], char *out, size_t cap, int timeout_ms) 
   }
   if (WIFSIGNALED(status)) return -1;
   return WEXITSTATUS(status);
+}
+
+/* Drops the terminal colour sequences (ESC [ ... m) redis-cli's cluster
+ * manager prints even into a pipe, so its output reads on stderr. */
+static void strip_colours(char *s) {
+  char *out = s;
+  while (*s != '\0') {
+    if (s[0] == '\033' && s[1] == '[') {
+      s += 2 + strspn(s + 2, "0123456789;");
+      if (*s == 'm') s++;
+      continue;
+    }
+    *out++ = *s++;
+  }
+  *out = '\0';
 }
 
 /* redis-cli --cluster create with every node: the first `masters` become
@@ -804,6 +831,7 @@ static int create(relock_test_cluster_t *t) {
   argv[argc] = NULL;
   rc = run(argv, out, sizeof out, t->o.ready_timeout_ms);
   if (rc == 0) return 0;
+  strip_colours(out);
   fprintf(stderr, LOG "%s --cluster create failed (%s %d); it said:\n%s\n", argv[0], rc < 0 ? "rc" : "exit status",
           rc, out);
   return -1;

@@ -4,7 +4,8 @@
  * (with -ASK in between), CLUSTER FAILOVER and a kill -9 of a master end
  * with a promoted replica every node agrees on, the killed master comes
  * back as a replica, set_down makes nodes answer -CLUSTERDOWN and recover,
- * it works with TLS and a password, and free leaves no process behind. */
+ * it works with TLS and a password, and free (or a failed start) leaves no
+ * process behind. */
 #include <config.h>
 
 #include <errno.h>
@@ -242,6 +243,24 @@ static void test_free_stops_everything(void **state) {
   }
 }
 
+/* A start that fails returns NULL having stopped what it started (the
+ * safety net of redis_server.c would say so at exit otherwise). */
+static void test_failed_start(void **state) {
+  (void)state;
+  relock_test_cluster_opts_t two = {.masters = 2};
+  assert_null(relock_test_cluster_start(&two)); /* redis-cli wants 3 */
+  const char *cli = getenv("REDIS_CLI");
+  char saved[256];
+  snprintf(saved, sizeof saved, "%s", cli != NULL ? cli : "");
+  setenv("REDIS_CLI", "false", 1);
+  relock_test_cluster_opts_t none = {.replicas = -1};
+  assert_null(relock_test_cluster_start(&none));
+  if (cli != NULL)
+    setenv("REDIS_CLI", saved, 1);
+  else
+    unsetenv("REDIS_CLI");
+}
+
 /* TLS on every port (bus and replication too) and a password: the
  * cluster starts, and a slot's key moves with MIGRATE over TLS with AUTH. */
 static void test_tls_and_password(void **state) {
@@ -283,6 +302,7 @@ int main(void) {
       cmocka_unit_test(test_failover),
       cmocka_unit_test(test_kill_master_and_restart),
       cmocka_unit_test(test_free_stops_everything),
+      cmocka_unit_test(test_failed_start),
       cmocka_unit_test(test_tls_and_password),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
