@@ -484,8 +484,16 @@ int relock_test_cluster_failover(relock_test_cluster_t *t, int master, int timeo
   return wait_whole(t, (int)(deadline - now_ms()), -1, -1) == 0 ? r : -1;
 }
 
+/* The first of nodes[] that ROLE calls a master, -1 if none. */
+static int first_master(relock_test_cluster_t *t, const int *nodes, int n) {
+  for (int k = 0; k < n; k++) {
+    if (is_master(t, nodes[k])) return nodes[k];
+  }
+  return -1;
+}
+
 int relock_test_cluster_kill_master(relock_test_cluster_t *t, int master, int timeout_ms, int *promotion_ms) {
-  int cand[MAX_NODES], n_cand = 0, promoted = -1;
+  int cand[MAX_NODES], n_cand = 0, promoted;
   int64_t t0, deadline;
   if (promotion_ms != NULL) *promotion_ms = -1;
   if (!is_master(t, master)) {
@@ -503,12 +511,7 @@ int relock_test_cluster_kill_master(relock_test_cluster_t *t, int master, int ti
   t0 = now_ms();
   deadline = t0 + timeout_ms;
   relock_test_redis_kill9(t->node[master]);
-  while (promoted < 0) {
-    for (int k = 0; k < n_cand && promoted < 0; k++) {
-      int m, up;
-      if (running(t, cand[k]) && node_role(t, cand[k], &m, &up) == ROLE_MASTER) promoted = cand[k];
-    }
-    if (promoted >= 0) break;
+  while ((promoted = first_master(t, cand, n_cand)) < 0) {
     if (now_ms() >= deadline) {
       report(t, "kill_master: no replica was promoted");
       return -1;
@@ -580,6 +583,8 @@ static int migrate_batch(relock_test_cluster_t *t, int from, int to, long n, res
   return -1;
 }
 
+/* Keys are read back from GETKEYSINSLOT's raw reply as C text: a key
+ * holding a NUL byte would end it early. */
 int relock_test_cluster_migrate_keys(relock_test_cluster_t *t, int slot) {
   int from = relock_test_cluster_owner(t, slot), to;
   char s[16], count[16];

@@ -107,7 +107,7 @@ int relock_test_cluster_restart(relock_test_cluster_t *t, int node, int timeout_
  *          MIGRATING <to-id> on the source;
  *   keys:  MIGRATE of every key in the slot (CLUSTER GETKEYSINSLOT, then
  *          MIGRATE ... KEYS, with AUTH when there is a password) to the
- *          node the source says it migrates to;
+ *          node the source says it migrates to (keys without NUL bytes);
  *   end:   CLUSTER SETSLOT slot NODE <to-id> on `to`, the source, then
  *          every other running master; waits until wait_ok passes with
  *          every running node naming `to`.
