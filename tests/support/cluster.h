@@ -131,7 +131,8 @@ int relock_test_cluster_migrate_slot(relock_test_cluster_t *t, int slot, int to)
  *     running node: every running node goes down.
  * on = 1 returns once the nodes concerned report cluster_state:fail;
  * on = 0 gives the slot back to its owner (ADDSLOTS there, SETSLOT NODE on
- * the nodes that dropped it) and waits for wait_ok. Keys are never lost:
+ * the other masters that dropped it; replicas refuse SETSLOT and learn it
+ * by gossip) and waits for wait_ok. Keys are never lost:
  * DELSLOTS leaves them in place. One set_down at a time. 0 or -1. */
 int relock_test_cluster_set_down(relock_test_cluster_t *t, int node, int on);
 
