@@ -64,7 +64,8 @@ struct relock__cluster {
   relock__timer_t load_timer;
   int loading;                   /* a load in flight */
   int again;                     /* another one wanted after it */
-  int load_failures;             /* in a row: the next load waits longer */
+  int64_t interval_ms;           /* the least time between two loads now */
+  int polls;                     /* loads in a row that found a master unreachable */
   uint64_t last_load_ns;
   relock__timer_t rehome_timer;  /* the map changed: move what waits */
 
@@ -353,8 +354,17 @@ static void on_map_done(relock_future_t *f, void *arg) {
     return;
   }
   cl->loading = 0;
-  cl->load_failures = err != 0 ? cl->load_failures + 1 : 0;
-  if (err != 0 || cl->again || master_unreachable(cl)) {
+  /* Failed loads (no node answers, a server that is no cluster node) back
+   * off to 6.4 s apart; a master that stays unreachable is polled for at
+   * 100 ms for 5 s (a failover takes about two node timeouts), then each
+   * second (a master without a replica stays down). */
+  int unreachable = err == 0 && master_unreachable(cl);
+  cl->polls = unreachable ? cl->polls + 1 : 0;
+  if (err != 0)
+    cl->interval_ms = cl->interval_ms < 6400 ? 2 * cl->interval_ms : 6400;
+  else
+    cl->interval_ms = cl->polls > 50 ? 1000 : LOAD_INTERVAL_MS;
+  if (err != 0 || cl->again || unreachable) {
     cl->again = 0;
     schedule_load(cl);
   }
@@ -425,11 +435,8 @@ static void schedule_load(relock__cluster_t *cl) {
   }
   if (relock__timer_pending(&cl->load_timer))
     return;
-  /* Loads that fail (no node answers, a server that is no cluster node)
-   * back off to about 6 s apart. */
-  int64_t interval = (int64_t)LOAD_INTERVAL_MS << (cl->load_failures < 6 ? cl->load_failures : 6);
   int64_t since = (int64_t)((relock__now_ns() - cl->last_load_ns) / 1000000);
-  relock__timer_start(cl->wheel, &cl->load_timer, since >= interval ? 0 : interval - since);
+  relock__timer_start(cl->wheel, &cl->load_timer, since >= cl->interval_ms ? 0 : cl->interval_ms - since);
 }
 
 /* -- following the slots ----------------------------------------------------*/
@@ -589,6 +596,7 @@ relock__cluster_t *relock__cluster_new(relock__exec_t *exec, relock__wheel_t *wh
   cl->rng = rng;
   cl->classic = classic;
   cl->sharded = -1;
+  cl->interval_ms = LOAD_INTERVAL_MS;
   cl->on_closed = on_closed;
   cl->closed_arg = closed_arg;
   relock__timer_init(&cl->load_timer, on_load_timer, cl);

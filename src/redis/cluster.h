@@ -11,8 +11,10 @@
  *     map follows: a resharding seldom moves one slot alone);
  *   - when a node's connection fails or drops, and then every 100 ms for as
  *     long as a node that serves slots cannot be reached (a failover: its
- *     replica is promoted within about two node timeouts).
- * Loads are never closer than 100 ms and never more than one at a time.
+ *     replica is promoted within about two node timeouts), each second
+ *     after 5 s of that.
+ * Loads are never closer than 100 ms, never more than one at a time, and
+ * back off to 6.4 s apart while they fail.
  * Requests waiting for a node that is down and serves no slot any more are
  * failed as not sent (RELOCK_ECONNLOST, so that calls re-route at once).
  *
