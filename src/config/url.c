@@ -543,10 +543,10 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
             .db = 0},
   };
   const char *rest = url + slen + 3;
-  int r = sentinel  ? parse_sentinel(&p, rest)
+  int r = sentinel ? parse_sentinel(&p, rest)
           : cluster ? parse_cluster(&p, rest)
           : is_redis ? parse_redis(&p, rest)
-                     : parse_unix(&p, rest);
+          : parse_unix(&p, rest);
   /* The strings the URL sets, in this order; the secret ones are wiped. A
    * URL of one topology clears the others' (they are NULL here). */
   const char *parts[] = {p.f.host,      p.f.unix_path,       p.f.username,          p.f.password,
