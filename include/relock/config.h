@@ -134,6 +134,20 @@ extern "C" {
  * set: no AUTH to the sentinels (the data nodes' password is not sent to
  * them). */
 #define RELOCK_OPT_SENTINEL_PASSWORD "sentinel-password"
+/* Redis Cluster. Setting RELOCK_OPT_CLUSTER_NODES makes the client talk to
+ * a Cluster instead of the node at host, port or unix-path: it loads the
+ * slot map from any seed that answers, sends each key to the master of its
+ * slot (a lock's channel and latch keys share the lock's slot), follows
+ * MOVED and ASK redirections, and reloads the map when a failover or a
+ * resharding moves slots. The seeds are only where it starts: the nodes it
+ * uses are those the map names. Every node gets username, password and the
+ * TLS options. Redis Cluster has only database 0, so db must be 0; it does
+ * not go with unix-path or RELOCK_OPT_SENTINELS. RELOCK_OPT_MIN_REPLICAS_ACKED
+ * works as on a single master (WAIT is answered by the master of the slot).
+ *
+ * string: the seed nodes, "host[:port],host[:port],..." (port 6379 when
+ * left out; IPv6 hosts in brackets), at most 16. Not set: no Cluster. */
+#define RELOCK_OPT_CLUSTER_NODES "cluster-nodes"
 /* Synced replicas (Redisson's checkLockSyncedSlaves). Redis replicates
  * asynchronously: a failover can promote a replica that never saw an
  * acquisition, and then grant the lock again.
@@ -210,8 +224,9 @@ RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char
                                         relock_error_t *err);
 
 /* Sets the connection options (host, port, unix-path, username, password,
- * db, and the Sentinel ones) from a URL, leaving the others alone; the ones
- * the URL leaves out get their defaults:
+ * db, the Sentinel ones and cluster-nodes) from a URL, leaving the others
+ * alone; the ones the URL leaves out get their defaults (so a redis:// URL
+ * after a Sentinel or Cluster one leaves neither behind):
  *   redis://[[username]:password@]host[:port][/db]
  *   unix:///path/to/socket[?db=N]   (also ?password=..., ?username=...)
  *   rediss://...                     (as redis://, with TLS: RELOCK_OPT_TLS)
@@ -223,9 +238,15 @@ RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char
  *                                    data nodes' AUTH, the sentinels' goes
  *                                    in the query)
  *   rediss+sentinel://...            (the same, with TLS to sentinels and nodes)
+ *   redis+cluster://[[username]:password@]host[:port][,host[:port]...][/0]
+ *       [?password=...&username=...]
+ *                                    (Redis Cluster: the hosts are seed
+ *                                    nodes, port 6379 by default; a
+ *                                    database other than 0 is refused)
+ *   rediss+cluster://...             (the same, with TLS to every node)
  * IPv6 hosts go in brackets: redis://[::1]:6380. Percent-escapes are decoded
- * in the username and password. The URL sets RELOCK_OPT_TLS (1 for
- * rediss://, 0 otherwise) but no other TLS option: CA, certificate and
+ * in the username and password. The URL sets RELOCK_OPT_TLS (1 for the
+ * rediss schemes, 0 otherwise) but no other TLS option: CA, certificate and
  * server name are options of their own, not query parameters. rediss:// in
  * a build without TLS fails with RELOCK_ETLS. On error the options are unchanged and err says what is wrong
  * (RELOCK_EINVAL), never quoting a password. */
@@ -234,6 +255,8 @@ RELOCK_EXTERN int relock_options_set_url(relock_options_t *opts, const char *url
 /* Checks the rules that tie options together: a host unless there is a Unix
  * socket path, a username only with a password, reconnect-min <=
  * reconnect-max, tls-cert and tls-key together, no TLS over a Unix socket,
+ * sentinels and sentinel-master together and not with unix-path,
+ * cluster-nodes without sentinels, unix-path or a db other than 0,
  * min-replicas-timeout < command-timeout when min-replicas-acked is set.
  * (Each value was checked when it was set.) Returns 0 or
  * RELOCK_EINVAL with err naming the problem; err may be NULL. */

@@ -207,7 +207,7 @@ static int check_sentinels(value_t v, relock_error_t *err) {
   if (v.s == NULL)
     return RELOCK_OK;
   relock__hostport_t list[RELOCK__SENTINELS_MAX];
-  int n = relock__parse_hostports(v.s, list, RELOCK__SENTINELS_MAX, err);
+  int n = relock__parse_hostports(v.s, &relock__sentinel_list, list, err);
   return n < 0 ? n : RELOCK_OK;
 }
 
@@ -227,6 +227,14 @@ static int check_sentinel_password(value_t v, relock_error_t *err) {
   if (v.s != NULL && v.s[0] == '\0')
     return invalid(err, "sentinel-password is empty (NULL for no AUTH to the sentinels)");
   return RELOCK_OK;
+}
+
+static int check_cluster_nodes(value_t v, relock_error_t *err) {
+  if (v.s == NULL)
+    return RELOCK_OK;
+  relock__hostport_t list[RELOCK__CLUSTER_SEEDS_MAX];
+  int n = relock__parse_hostports(v.s, &relock__cluster_list, list, err);
+  return n < 0 ? n : RELOCK_OK;
 }
 
 static int check_min_replicas_acked(value_t v, relock_error_t *err) {
@@ -273,6 +281,7 @@ static const option_t options[] = {
     {RELOCK_OPT_SENTINEL_MASTER, OPT_STRING, FIELD(sentinel_master), NULL, 0, check_sentinel_master, 0},
     {RELOCK_OPT_SENTINEL_USERNAME, OPT_STRING, FIELD(sentinel_username), NULL, 0, check_sentinel_username, 0},
     {RELOCK_OPT_SENTINEL_PASSWORD, OPT_STRING, FIELD(sentinel_password), NULL, 0, check_sentinel_password, 1},
+    {RELOCK_OPT_CLUSTER_NODES, OPT_STRING, FIELD(cluster_nodes), NULL, 0, check_cluster_nodes, 0},
     {RELOCK_OPT_MIN_REPLICAS_ACKED, OPT_INT, FIELD(min_replicas_acked), NULL, 0, check_min_replicas_acked, 0},
     {RELOCK_OPT_MIN_REPLICAS_TIMEOUT, OPT_MS, FIELD(min_replicas_timeout_ms), NULL, 500, check_min_replicas_timeout,
      0},
@@ -541,6 +550,17 @@ int relock_options_validate(const relock_options_t *opts, relock_error_t *err) {
     return invalid(err, "sentinel-master without sentinels: list the sentinels to ask (host:port,...)");
   if (opts->sentinel_username != NULL && opts->sentinel_password == NULL)
     return invalid(err, "sentinel-username without sentinel-password: Redis AUTH needs both");
+  /* Cluster nodes are found through the seeds' slot map; every other way
+   * of naming one node (or another topology) contradicts it. host and port
+   * are left alone, as with Sentinel: they have defaults. */
+  if (opts->cluster_nodes != NULL && opts->sentinels != NULL)
+    return invalid(err, "cluster-nodes and sentinels together: a client uses Redis Cluster or Sentinel, not both; "
+                        "unset one of them");
+  if (opts->cluster_nodes != NULL && opts->unix_path != NULL)
+    return invalid(err, "cluster-nodes and unix-path together: with Redis Cluster, the nodes are the host:port "
+                        "addresses the cluster gives; unset unix-path");
+  if (opts->cluster_nodes != NULL && opts->db != 0)
+    return invalid(err, "db %d with cluster-nodes: Redis Cluster has only database 0; set db to 0", opts->db);
   /* WAIT answers within its timeout plus a round trip; a command timeout
    * shorter than that would fail every synced acquisition as "no reply". */
   if (opts->min_replicas_acked > 0 && opts->min_replicas_timeout_ms >= opts->command_timeout_ms)

@@ -45,6 +45,7 @@ struct relock_options {
   char *sentinel_master;
   char *sentinel_username;
   char *sentinel_password;
+  char *cluster_nodes;
   int min_replicas_acked;
   int64_t min_replicas_timeout_ms;
 };
@@ -55,6 +56,9 @@ struct relock_options {
 
 #define RELOCK__DEFAULT_SENTINEL_PORT 26379
 #define RELOCK__SENTINELS_MAX 16
+/* Seeds only: the client learns every other node from the slot map, so a
+ * few reachable ones are enough. */
+#define RELOCK__CLUSTER_SEEDS_MAX 16
 
 /* One host and port; host is a name, an IPv4 address or an IPv6 address
  * (without brackets; a zone after '%'). */
@@ -63,10 +67,24 @@ typedef struct relock__hostport {
   int port;
 } relock__hostport_t;
 
-/* Parses a sentinel list "host[:port],..." into out (up to max entries;
- * port RELOCK__DEFAULT_SENTINEL_PORT when left out). The count, or
- * RELOCK_EINVAL with err naming the problem (url.c). */
-int relock__parse_hostports(const char *list, relock__hostport_t *out, int max, relock_error_t *err);
+/* A kind of host list: how messages call it and its entries, the port of an
+ * entry without one, and how many entries it may have. */
+typedef struct relock__hostlist {
+  const char *list;    /* "sentinel list": "empty entry in the sentinel list" */
+  const char *entries; /* "sentinels": "more than 16 sentinels in the list" */
+  int default_port;
+  int max;
+} relock__hostlist_t;
+
+/* RELOCK_OPT_SENTINELS (port 26379) and RELOCK_OPT_CLUSTER_NODES (6379). */
+extern const relock__hostlist_t relock__sentinel_list;
+extern const relock__hostlist_t relock__cluster_list;
+
+/* Parses a list "host[:port],..." of the given kind into out (room for
+ * kind->max entries). The count, or RELOCK_EINVAL with err naming the
+ * problem (url.c). */
+int relock__parse_hostports(const char *list, const relock__hostlist_t *kind, relock__hostport_t *out,
+                            relock_error_t *err);
 
 /* Frees a string of the options; a secret one (a password) is wiped first,
  * so that it does not linger in freed memory. */

@@ -16,11 +16,12 @@ typedef struct relock__settings {
   struct relock_options opt; /* every option, validated: the client's own copy */
   char client_id[65];        /* opt.client_id, or a generated UUID */
   char address[300];         /* "host:port" or the socket path, for messages;
-                                with Sentinel "master NAME" */
+                                with Sentinel "master NAME", with Cluster
+                                "cluster host:port,host:port..." (the seeds) */
   relock__hostport_t sentinels[RELOCK__SENTINELS_MAX]; /* opt.sentinels, parsed */
   int nsentinels;            /* 0: no Sentinel */
-  relock__hostport_t cluster_nodes[16]; /* TEMP until the config branch lands */
-  int ncluster_nodes;
+  relock__hostport_t cluster_nodes[RELOCK__CLUSTER_SEEDS_MAX]; /* opt.cluster_nodes, parsed */
+  int ncluster_nodes;        /* 0: no Cluster */
 } relock__settings_t;
 
 /* Validates opts (NULL: the defaults) and copies them, generating the client

@@ -1,5 +1,7 @@
-/* Parsing of redis://, rediss://, unix:// and redis+sentinel:// URLs into the
- * connection options (relock_options_set_url), and of sentinel lists.
+/* Parsing of redis://, rediss://, unix://, redis+sentinel:// and
+ * redis+cluster:// URLs (and their rediss+ forms) into the connection
+ * options (relock_options_set_url), and of host lists: the sentinels and a
+ * Cluster's seed nodes.
  *
  * Error messages name the problem and may quote parts of the URL, but never
  * a password: parts that could be (a misplaced) one are described, not
@@ -61,6 +63,7 @@ typedef struct url_fields {
   const char *sentinel_master;
   const char *sentinel_username;
   const char *sentinel_password;
+  const char *cluster_nodes; /* redis+cluster://: the list as written */
 } url_fields_t;
 
 typedef struct parser {
@@ -318,7 +321,7 @@ static int parse_sentinel(parser_t *p, const char *rest) {
     return invalid(p->err, "no sentinel in URL: %s", form);
   const char *list = store(p, hosts, hlen);
   relock__hostport_t parsed[RELOCK__SENTINELS_MAX];
-  if ((r = relock__parse_hostports(list, parsed, RELOCK__SENTINELS_MAX, p->err)) < 0)
+  if ((r = relock__parse_hostports(list, &relock__sentinel_list, parsed, p->err)) < 0)
     return r;
   p->f.sentinels = list;
   size_t mlen = *after == '/' ? strcspn(after + 1, "/?#") : 0;
@@ -335,6 +338,37 @@ static int parse_sentinel(parser_t *p, const char *rest) {
   if (*after == '#')
     return invalid(p->err, "URL fragments (\"#...\") are not supported");
   return *after == '?' ? parse_query(p, after + 1, 1) : RELOCK_OK;
+}
+
+/* redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0][?query]
+ * The hosts are seeds: any one that answers gives the whole slot map. */
+static int parse_cluster(parser_t *p, const char *rest) {
+  size_t alen = strcspn(rest, "/?#");
+  const char *after = rest + alen;
+  const char *hosts;
+  size_t hlen;
+  int r;
+  if ((r = parse_authority(p, rest, alen, &hosts, &hlen)) != RELOCK_OK)
+    return r;
+  if (hlen == 0)
+    return invalid(p->err, "no cluster node in URL: redis+cluster://host[:port][,host[:port]...]");
+  const char *list = store(p, hosts, hlen);
+  relock__hostport_t parsed[RELOCK__CLUSTER_SEEDS_MAX];
+  if ((r = relock__parse_hostports(list, &relock__cluster_list, parsed, p->err)) < 0)
+    return r;
+  p->f.cluster_nodes = list;
+  if ((r = parse_db_path(p, &after)) != RELOCK_OK)
+    return r;
+  if (*after == '#')
+    return invalid(p->err, "URL fragments (\"#...\") are not supported");
+  if (*after == '?' && (r = parse_query(p, after + 1, 0)) != RELOCK_OK)
+    return r;
+  /* The number is not quoted: after a password in the query it may be the
+   * tail of one. */
+  if (p->f.db != 0)
+    return invalid(p->err, "a database other than 0 in a redis+cluster:// URL: Redis Cluster has only database 0 "
+                           "(leave the path out, or write /0)");
+  return RELOCK_OK;
 }
 
 static int is_param(const char *s, size_t len, const char *name) {
@@ -474,21 +508,26 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
   if (slen == 0 || strncmp(url + slen, "://", 3) != 0)
     return invalid(err, "not a Redis URL: expected redis://host[:port][/db] or unix:///path/to/socket");
   int sentinel = scheme_is(url, slen, "redis+sentinel") || scheme_is(url, slen, "rediss+sentinel");
-  int tls = scheme_is(url, slen, "rediss") || scheme_is(url, slen, "rediss+sentinel");
+  int cluster = scheme_is(url, slen, "redis+cluster") || scheme_is(url, slen, "rediss+cluster");
+  int tls = scheme_is(url, slen, "rediss") || scheme_is(url, slen, "rediss+sentinel") ||
+            scheme_is(url, slen, "rediss+cluster");
 #ifndef RELOCK_HAVE_TLS
   if (tls)
     return relock__error_set(err, RELOCK_ETLS, "%s URL: " RELOCK__NO_TLS_MESSAGE,
-                             sentinel ? "rediss+sentinel://" : "rediss://");
+                             sentinel ? "rediss+sentinel://" : cluster ? "rediss+cluster://" : "rediss://");
 #endif
-  int is_redis = !sentinel && (tls || scheme_is(url, slen, "redis"));
-  if (!is_redis && !sentinel && !scheme_is(url, slen, "unix")) {
+  int is_redis = !sentinel && !cluster && (tls || scheme_is(url, slen, "redis"));
+  if (!is_redis && !sentinel && !cluster && !scheme_is(url, slen, "unix")) {
     char q[48];
-    return invalid(err, "unsupported URL scheme \"%s\": use redis://, rediss://, unix:// or redis+sentinel://",
+    return invalid(err,
+                   "unsupported URL scheme \"%s\": use redis://, rediss://, unix://, redis+sentinel:// or "
+                   "redis+cluster://",
                    quote(q, url, slen));
   }
 
   /* Decoded parts are never longer than they were in the URL: len bytes and
-   * a NUL for each of the (at most eight) parts suffice. */
+   * a NUL for each part one URL stores (at most eight, in a Sentinel URL)
+   * suffice. */
   size_t size = len + 8;
   char *text = malloc(size);
   if (text == NULL)
@@ -504,12 +543,17 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
             .db = 0},
   };
   const char *rest = url + slen + 3;
-  int r = sentinel ? parse_sentinel(&p, rest) : is_redis ? parse_redis(&p, rest) : parse_unix(&p, rest);
-  /* The strings the URL sets, in this order; the secret ones are wiped. */
+  int r = sentinel ? parse_sentinel(&p, rest)
+          : cluster ? parse_cluster(&p, rest)
+          : is_redis ? parse_redis(&p, rest)
+          : parse_unix(&p, rest);
+  /* The strings the URL sets, in this order; the secret ones are wiped. A
+   * URL of one topology clears the others' (they are NULL here). */
   const char *parts[] = {p.f.host,      p.f.unix_path,       p.f.username,          p.f.password,
-                         p.f.sentinels, p.f.sentinel_master, p.f.sentinel_username, p.f.sentinel_password};
+                         p.f.sentinels, p.f.sentinel_master, p.f.sentinel_username, p.f.sentinel_password,
+                         p.f.cluster_nodes};
   enum { NPARTS = sizeof parts / sizeof parts[0] };
-  static const int secret[NPARTS] = {0, 0, 0, 1, 0, 0, 0, 1};
+  static const int secret[NPARTS] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
   char *copies[NPARTS] = {NULL};
   int ok = 1;
   for (size_t i = 0; i < NPARTS && r == RELOCK_OK; i++)
@@ -526,7 +570,8 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
 
   /* Committed only now: on error the options are unchanged. */
   char **slots[NPARTS] = {&opts->host,      &opts->unix_path,       &opts->username,          &opts->password,
-                          &opts->sentinels, &opts->sentinel_master, &opts->sentinel_username, &opts->sentinel_password};
+                          &opts->sentinels, &opts->sentinel_master, &opts->sentinel_username, &opts->sentinel_password,
+                          &opts->cluster_nodes};
   for (size_t i = 0; i < NPARTS; i++)
     replace(slots[i], copies[i], secret[i]);
   opts->port = p.f.port;
@@ -535,21 +580,27 @@ int relock_options_set_url(relock_options_t *opts, const char *url, relock_error
   return relock__error_set(err, RELOCK_OK, NULL);
 }
 
-int relock__parse_hostports(const char *list, relock__hostport_t *out, int max, relock_error_t *err) {
+const relock__hostlist_t relock__sentinel_list = {"sentinel list", "sentinels", RELOCK__DEFAULT_SENTINEL_PORT,
+                                                  RELOCK__SENTINELS_MAX};
+const relock__hostlist_t relock__cluster_list = {"cluster-nodes list", "cluster seed nodes", RELOCK__DEFAULT_PORT,
+                                                 RELOCK__CLUSTER_SEEDS_MAX};
+
+int relock__parse_hostports(const char *list, const relock__hostlist_t *kind, relock__hostport_t *out,
+                            relock_error_t *err) {
   size_t len = strlen(list);
   char *text = malloc(len + 1);
   if (text == NULL)
-    return relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing the sentinel list");
+    return relock__error_set(err, RELOCK_ENOMEM, "out of memory parsing the %s", kind->list);
   int n = 0, r = RELOCK_OK;
   for (const char *s = list;; s++) {
     size_t item = strcspn(s, ",");
-    parser_t p = {.out = text, .err = err, .f = {.port = RELOCK__DEFAULT_SENTINEL_PORT}};
+    parser_t p = {.out = text, .err = err, .f = {.port = kind->default_port}};
     if (item == 0)
-      r = invalid(err, "empty entry in the sentinel list \"host[:port],host[:port],...\"");
-    else if (n == max)
-      r = invalid(err, "more than %d sentinels in the list", max);
+      r = invalid(err, "empty entry in the %s \"host[:port],host[:port],...\"", kind->list);
+    else if (n == kind->max)
+      r = invalid(err, "more than %d %s in the list", kind->max, kind->entries);
     else if ((r = parse_hostport(&p, s, item)) == RELOCK_OK && strlen(p.f.host) >= sizeof out[n].host)
-      r = invalid(err, "a host in the sentinel list is longer than %zu bytes", sizeof out[n].host - 1);
+      r = invalid(err, "a host in the %s is longer than %zu bytes", kind->list, sizeof out[n].host - 1);
     if (r != RELOCK_OK)
       break;
     snprintf(out[n].host, sizeof out[n].host, "%s", p.f.host);

@@ -1105,7 +1105,9 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
                                   .password = settings->opt.password,
                                   .db = settings->opt.db,
                                   .client_name = settings->opt.client_name};
-  if (settings->nsentinels == 0 && settings->ncluster_nodes == 0) { /* one node; Sentinel sets the master's address */
+  /* one node; Sentinel sets the master's address, the Cluster router each
+   * node's */
+  if (settings->nsentinels == 0 && settings->ncluster_nodes == 0) {
     snprintf(c->host, sizeof c->host, "%s", settings->opt.host != NULL ? settings->opt.host : "");
     c->port = settings->opt.port;
     c->unix_path = settings->opt.unix_path;

@@ -337,6 +337,19 @@ grep -q 'unknown option "bogus"' "$work/err"
 expect "-o with an unknown option is a usage error, naming it" "64 0" "$code $?" "$(cat "$work/err")"
 relock -o min-replicas-acked opt1 -- true 2>"$work/err"
 expect "-o without =VALUE is a usage error" 64 $? "$(cat "$work/err")"
+# Redis Cluster settings: refused before any connection, so no cluster needed
+relock -o cluster-nodes=127.0.0.1:7000,,127.0.0.1:7001 opt1 -- true 2>"$work/err"
+code=$?
+grep -q 'empty entry in the cluster-nodes list' "$work/err"
+expect "-o cluster-nodes with an empty entry is a usage error, saying so" "64 0" "$code $?" "$(cat "$work/err")"
+relock -o cluster-nodes=127.0.0.1:7000 -o db=1 opt1 -- true 2>"$work/err"
+code=$?
+grep -q 'Redis Cluster has only database 0' "$work/err"
+expect "-o cluster-nodes with db 1 is a usage error, saying why" "64 0" "$code $?" "$(cat "$work/err")"
+relock -u "redis+cluster://127.0.0.1:7000,127.0.0.1:7001/2" opt1 -- true 2>"$work/err"
+code=$?
+grep -q 'Redis Cluster has only database 0' "$work/err"
+expect "a redis+cluster:// URL with a database is a usage error, saying why" "64 0" "$code $?" "$(cat "$work/err")"
 # this server has no replica: a lock that must be on one cannot be had
 relock -o min-replicas-acked=1 -o min-replicas-timeout=100ms opt1 -- true 2>"$work/err"
 code=$?
@@ -648,7 +661,8 @@ expect "release --force works with the base rules" "0 0" "$? $(redis EXISTS app:
 
 secret=s3cretpw
 for url in "redis://u:$secret@127.0.0.1:BADPORT" "redis://u:$secret@127.0.0.1:$port/BADDB" \
-  "redis://u:$secret@127.0.0.1:99999" "redis://u:$secret/x@127.0.0.1" "redis://$secret@127.0.0.1"; do
+  "redis://u:$secret@127.0.0.1:99999" "redis://u:$secret/x@127.0.0.1" "redis://$secret@127.0.0.1" \
+  "redis+cluster://u:$secret@127.0.0.1:$port/1" "redis+cluster://127.0.0.1?password=$secret&db=3"; do
   relock -u "$url" x -- true >"$work/out" 2>&1
   code=$?
   grep -q "$secret" "$work/out"

@@ -1,7 +1,8 @@
 /* Unit tests of the client options (relock/config.h): the defaults, setting
  * and reading by name and type, every URL form the parser accepts, the ones
  * it refuses (with a message that names the problem and never shows the
- * password), and every rule a value or a combination must follow. */
+ * password), every rule a value or a combination must follow, and the
+ * client's parsed copy of a Cluster's seeds (config/settings.h). */
 #include <config.h>
 
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <relock/config.h>
 #include <relock/error.h>
 
+#include "config/settings.h"
 #include "support/test.h"
 
 /* -- helpers ----------------------------------------------------------------*/
@@ -88,6 +90,7 @@ static void test_defaults(void **state) {
   assert_int_equal(ms(c, RELOCK_OPT_PING_INTERVAL), 1000);
   assert_int_equal(num(c, RELOCK_OPT_MIN_REPLICAS_ACKED), 0);
   assert_int_equal(ms(c, RELOCK_OPT_MIN_REPLICAS_TIMEOUT), 500);
+  assert_null(str(c, RELOCK_OPT_CLUSTER_NODES));
 
   relock_error_t err = dirty_error();
   assert_int_equal(relock_options_validate(c, &err), 0);
@@ -362,7 +365,9 @@ static const bad_url_t bad_urls[] = {
     {"localhost:6379", "not a Redis URL", NULL},
     {"redis:/host", "not a Redis URL", NULL},
     {"://host", "not a Redis URL", NULL},
-    {"http://host", "unsupported URL scheme \"http\": use redis://, rediss://, unix:// or redis+sentinel://", NULL},
+    {"http://host",
+     "unsupported URL scheme \"http\": use redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://", NULL},
+    {"redis-cluster://host", "unsupported URL scheme \"redis-cluster\"", NULL},
     {"redis-sentinel://host", "unsupported URL scheme \"redis-sentinel\"", NULL},
     {"redis://", "empty host", NULL},
     {"redis://:6379", "empty host", NULL},
@@ -655,6 +660,205 @@ static void test_refused_sentinel_urls(void **state) {
   }
 }
 
+/* -- Cluster URLs --------------------------------------------------------------*/
+
+typedef struct {
+  const char *url;
+  const char *nodes, *username, *password;
+} cluster_url_t;
+
+static const cluster_url_t cluster_urls[] = {
+    {"redis+cluster://127.0.0.1:7000,127.0.0.1:7001", "127.0.0.1:7000,127.0.0.1:7001", NULL, NULL},
+    {"redis+cluster://n1", "n1", NULL, NULL},
+    {"REDIS+CLUSTER://[::1]:7000,n2/0", "[::1]:7000,n2", NULL, NULL},
+    {"redis+cluster://n1/", "n1", NULL, NULL},
+    {"redis+cluster://app:s%40cret@n1:7000,n2:7001,n3", "n1:7000,n2:7001,n3", "app", "s@cret"},
+    {"redis+cluster://:pw@n1", "n1", NULL, "pw"},
+    {"redis+cluster://n1,n2?username=app&password=p%26q", "n1,n2", "app", "p&q"},
+    {"redis+cluster://n1/0?password=pw&db=0", "n1", NULL, "pw"},
+    {"redis+cluster://[fe80::1%25eth0]:7000", "[fe80::1%25eth0]:7000", NULL, NULL},
+};
+
+static void test_cluster_urls(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof cluster_urls / sizeof cluster_urls[0]; i++) {
+    const cluster_url_t *g = &cluster_urls[i];
+    relock_options_t *c = options();
+    /* what an earlier URL set is replaced: host and port back to their
+     * defaults, no socket, no Sentinel */
+    assert_int_equal(relock_options_set_url(c, "redis+sentinel://:old@s1/m/3?sentinel-password=x", NULL), 0);
+    set_str(c, RELOCK_OPT_UNIX_PATH, "/tmp/r.sock");
+    set_str(c, RELOCK_OPT_HOST, "elsewhere");
+    assert_int_equal(relock_options_set_int(c, RELOCK_OPT_PORT, 7777, NULL), 0);
+    relock_error_t err = dirty_error();
+    if (relock_options_set_url(c, g->url, &err) != 0)
+      fail_msg("%s: %s", g->url, err.message);
+    assert_int_equal(err.code, 0);
+    assert_string_equal(str(c, RELOCK_OPT_CLUSTER_NODES), g->nodes);
+    assert_str_or_null(str(c, RELOCK_OPT_USERNAME), g->username);
+    assert_str_or_null(str(c, RELOCK_OPT_PASSWORD), g->password);
+    assert_int_equal(num(c, RELOCK_OPT_DB), 0);
+    assert_int_equal(num(c, RELOCK_OPT_TLS), 0);
+    assert_string_equal(str(c, RELOCK_OPT_HOST), "127.0.0.1");
+    assert_int_equal(num(c, RELOCK_OPT_PORT), 6379);
+    assert_null(str(c, RELOCK_OPT_UNIX_PATH));
+    assert_null(str(c, RELOCK_OPT_SENTINELS));
+    assert_null(str(c, RELOCK_OPT_SENTINEL_MASTER));
+    assert_null(str(c, RELOCK_OPT_SENTINEL_PASSWORD));
+    assert_int_equal(relock_options_validate(c, &err), 0);
+    /* a plain URL afterwards leaves no Cluster behind */
+    assert_int_equal(relock_options_set_url(c, "redis://h", NULL), 0);
+    assert_null(str(c, RELOCK_OPT_CLUSTER_NODES));
+    assert_int_equal(relock_options_validate(c, &err), 0);
+    relock_options_free(c);
+  }
+  /* nor a Sentinel or unix:// URL */
+  relock_options_t *c = options();
+  assert_int_equal(relock_options_set_url(c, "redis+cluster://n1", NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "redis+sentinel://s1/m", NULL), 0);
+  assert_null(str(c, RELOCK_OPT_CLUSTER_NODES));
+  assert_int_equal(relock_options_validate(c, NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "redis+cluster://n1", NULL), 0);
+  assert_int_equal(relock_options_set_url(c, "unix:///tmp/r.sock", NULL), 0);
+  assert_null(str(c, RELOCK_OPT_CLUSTER_NODES));
+  assert_int_equal(relock_options_validate(c, NULL), 0);
+
+  /* rediss+cluster:// is TLS to every node, or refused without TLS */
+  relock_error_t err = dirty_error();
+  int r = relock_options_set_url(c, "rediss+cluster://n1:7000,n2:7001", &err);
+  assert_int_equal(r, relock_tls_available() ? 0 : RELOCK_ETLS);
+  if (r == 0) {
+    assert_int_equal(num(c, RELOCK_OPT_TLS), 1);
+    assert_string_equal(str(c, RELOCK_OPT_CLUSTER_NODES), "n1:7000,n2:7001");
+  } else {
+    assert_non_null(strstr(err.message, "rediss+cluster:// URL: this build has no TLS support"));
+    assert_null(str(c, RELOCK_OPT_CLUSTER_NODES)); /* unchanged */
+  }
+  relock_options_free(c);
+}
+
+static const bad_url_t bad_cluster_urls[] = {
+    {"redis+cluster://", "no cluster node in URL: redis+cluster://host[:port][,host[:port]...]", NULL},
+    {"redis+cluster:///0", "no cluster node in URL", NULL},
+    {"redis+cluster://:hunter2@", "no cluster node in URL", "hunter2"},
+    {"redis+cluster://n1/1", "a database other than 0 in a redis+cluster:// URL: Redis Cluster has only database 0",
+     NULL},
+    {"redis+cluster://:hunter2@n1/2", "Redis Cluster has only database 0", "hunter2"},
+    {"redis+cluster://n1?db=3", "Redis Cluster has only database 0", NULL},
+    {"redis+cluster://n1?password=hunter2&db=7", "Redis Cluster has only database 0", "hunter2"},
+    {"redis+cluster://n1/x", "invalid database \"x\"", NULL},
+    {"redis+cluster://n1/0/x", "invalid database \"0/x\"", NULL},
+    {"redis+cluster://n1,,n2", "empty entry in the cluster-nodes list", NULL},
+    {"redis+cluster://n1,", "empty entry in the cluster-nodes list", NULL},
+    {"redis+cluster://n1:0", "invalid port \"0\"", NULL},
+    {"redis+cluster://n1,fe80::1", "must be in brackets", NULL},
+    {"redis+cluster://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", "more than 16 cluster seed nodes", NULL},
+    {"redis+cluster://n1?sentinel-password=x", "unknown parameter \"sentinel-password\"", NULL},
+    {"redis+cluster://n1?username=u", "username without password", NULL},
+    {"redis+cluster://n1?password=hunter2&x=1", "unknown parameter after a password", "hunter2"},
+    {"redis+cluster://n1#frag", "fragments", NULL},
+    {"redis+cluster://n1 ,n2", "space or control character", NULL},
+};
+
+static void test_refused_cluster_urls(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof bad_cluster_urls / sizeof bad_cluster_urls[0]; i++) {
+    const bad_url_t *b = &bad_cluster_urls[i];
+    relock_options_t *c = options();
+    assert_int_equal(relock_options_set_url(c, "redis://:keep@before:7777/7", NULL), 0);
+    relock_error_t err = dirty_error();
+    int r = relock_options_set_url(c, b->url, &err);
+    if (r != RELOCK_EINVAL)
+      fail_msg("\"%s\" gave %d (%s), not RELOCK_EINVAL", b->url, r, err.message);
+    if (strstr(err.message, b->phrase) == NULL)
+      fail_msg("\"%s\": message \"%s\" lacks \"%s\"", b->url, err.message, b->phrase);
+    if (b->secret != NULL && strstr(err.message, b->secret) != NULL)
+      fail_msg("\"%s\": message \"%s\" shows the password", b->url, err.message);
+    assert_null(strstr(err.message, "keep"));
+    /* unchanged */
+    assert_null(str(c, RELOCK_OPT_CLUSTER_NODES));
+    assert_string_equal(str(c, RELOCK_OPT_HOST), "before");
+    assert_string_equal(str(c, RELOCK_OPT_PASSWORD), "keep");
+    assert_int_equal(num(c, RELOCK_OPT_DB), 7);
+    relock_options_free(c);
+  }
+}
+
+/* -- the client's copy of the seeds --------------------------------------------*/
+
+/* relock__settings_init on options with cluster-nodes set to nodes; fails
+ * the test unless it succeeds. */
+static void cluster_settings(relock__settings_t *s, const char *nodes) {
+  relock_options_t *c = options();
+  relock_error_t err = dirty_error();
+  /* as the command line sets it: by name, as text */
+  if (relock_options_set(c, "cluster-nodes", nodes, &err) != 0 || relock__settings_init(s, c, &err) != 0)
+    fail_msg("%s: %s", nodes, err.message);
+  assert_int_equal(err.code, 0);
+  relock_options_free(c);
+}
+
+static void test_cluster_settings(void **state) {
+  (void)state;
+  relock__settings_t s;
+  cluster_settings(&s, "127.0.0.1:7000");
+  assert_int_equal(s.ncluster_nodes, 1);
+  assert_int_equal(s.nsentinels, 0);
+  assert_string_equal(s.cluster_nodes[0].host, "127.0.0.1");
+  assert_int_equal(s.cluster_nodes[0].port, 7000);
+  assert_string_equal(s.address, "cluster 127.0.0.1:7000");
+  assert_string_equal(s.opt.cluster_nodes, "127.0.0.1:7000");
+  relock__settings_cleanup(&s);
+
+  /* port 6379 when left out (not Sentinel's 26379); IPv6 without brackets */
+  cluster_settings(&s, "a:7000,b,[::1]:7002");
+  assert_int_equal(s.ncluster_nodes, 3);
+  assert_string_equal(s.cluster_nodes[0].host, "a");
+  assert_int_equal(s.cluster_nodes[0].port, 7000);
+  assert_string_equal(s.cluster_nodes[1].host, "b");
+  assert_int_equal(s.cluster_nodes[1].port, 6379);
+  assert_string_equal(s.cluster_nodes[2].host, "::1");
+  assert_int_equal(s.cluster_nodes[2].port, 7002);
+  assert_string_equal(s.address, "cluster a:7000,b:6379,[::1]:7002");
+  relock__settings_cleanup(&s);
+
+  /* 16 seeds of 255-byte names do not fit the address: the ones that do
+   * not are cut to ",...", never an address in half */
+  char nodes[16 * 262];
+  size_t n = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i > 0)
+      nodes[n++] = ',';
+    memset(nodes + n, 'a' + i, 255);
+    n += 255;
+    n += (size_t)sprintf(nodes + n, ":%d", 7000 + i);
+  }
+  cluster_settings(&s, nodes);
+  assert_int_equal(s.ncluster_nodes, 16);
+  assert_int_equal(strlen(s.cluster_nodes[15].host), 255);
+  assert_int_equal(s.cluster_nodes[15].port, 7015);
+  assert_true(strlen(s.address) < sizeof s.address);
+  assert_int_equal(strncmp(s.address, "cluster aaaa", 12), 0);
+  assert_non_null(strstr(s.address, "a:7000,...")); /* the second (b...) did not fit */
+  assert_string_equal(s.address + strlen(s.address) - 4, ",...");
+  relock__settings_cleanup(&s);
+
+  /* no Cluster: nothing parsed */
+  relock_options_t *c = options();
+  assert_int_equal(relock__settings_init(&s, c, NULL), 0);
+  assert_int_equal(s.ncluster_nodes, 0);
+  assert_string_equal(s.address, "127.0.0.1:6379");
+  relock__settings_cleanup(&s);
+
+  /* the client refuses what validation refuses */
+  set_str(c, RELOCK_OPT_CLUSTER_NODES, "n1");
+  assert_int_equal(relock_options_set_int(c, RELOCK_OPT_DB, 2, NULL), 0);
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock__settings_init(&s, c, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "db 2 with cluster-nodes: Redis Cluster has only database 0; set db to 0");
+  relock_options_free(c);
+}
+
 /* -- validation ---------------------------------------------------------------*/
 
 /* Sets options as a program would; the first refusal is the outcome, else
@@ -769,7 +973,52 @@ RULE(sentinel_password_empty, SET(string, RELOCK_OPT_SENTINEL_PASSWORD, ""))
 RULE(sentinel_credentials, SET(string, RELOCK_OPT_SENTINELS, "a"); SET(string, RELOCK_OPT_SENTINEL_MASTER, "m");
      SET(string, RELOCK_OPT_SENTINEL_USERNAME, "u"); SET(string, RELOCK_OPT_SENTINEL_PASSWORD, "hunter2"))
 
+RULE(cluster_1, SET(string, RELOCK_OPT_CLUSTER_NODES, "127.0.0.1:7000"))
+RULE(cluster_3, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1:7000,n2:7001,[::1]:7002"))
+RULE(cluster_default_port, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1,n2"))
+RULE(cluster_ipv6, SET(string, RELOCK_OPT_CLUSTER_NODES, "[2001:db8::10],[fe80::1%25eth0]:7000"))
+RULE(cluster_16, SET(string, RELOCK_OPT_CLUSTER_NODES, "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p"))
+RULE(cluster_17, SET(string, RELOCK_OPT_CLUSTER_NODES, "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q"))
+RULE(cluster_empty, SET(string, RELOCK_OPT_CLUSTER_NODES, ""))
+RULE(cluster_trailing_comma, SET(string, RELOCK_OPT_CLUSTER_NODES, "a,"))
+RULE(cluster_bad_port, SET(string, RELOCK_OPT_CLUSTER_NODES, "a:70000"))
+RULE(cluster_bare_ipv6, SET(string, RELOCK_OPT_CLUSTER_NODES, "fe80::1"))
+RULE(cluster_long_host, char host[300]; memset(host, 'h', 256); host[256] = '\0';
+     SET(string, RELOCK_OPT_CLUSTER_NODES, host))
+RULE(cluster_with_sentinels, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"); SET(string, RELOCK_OPT_SENTINELS, "s1");
+     SET(string, RELOCK_OPT_SENTINEL_MASTER, "m"))
+RULE(cluster_with_unix_path, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"); SET(string, RELOCK_OPT_UNIX_PATH, "/tmp/s"))
+RULE(cluster_db_1, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"); SET(int, RELOCK_OPT_DB, 1))
+RULE(cluster_db_0, SET(int, RELOCK_OPT_DB, 0); SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"))
+RULE(cluster_min_replicas, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1,n2"); SET(int, RELOCK_OPT_MIN_REPLICAS_ACKED, 1))
+RULE(cluster_credentials, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"); SET(string, RELOCK_OPT_USERNAME, "u");
+     SET(string, RELOCK_OPT_PASSWORD, "hunter2"))
+/* host and port have defaults and mean nothing with Cluster, as with Sentinel */
+RULE(cluster_with_host, SET(string, RELOCK_OPT_CLUSTER_NODES, "n1"); SET(string, RELOCK_OPT_HOST, "h");
+     SET(int, RELOCK_OPT_PORT, 7000))
+
 static const rule_t rules[] = {
+    {"1 cluster seed", cluster_1, NULL},
+    {"3 cluster seeds", cluster_3, NULL},
+    {"cluster seeds without ports", cluster_default_port, NULL},
+    {"cluster seeds in IPv6", cluster_ipv6, NULL},
+    {"16 cluster seeds", cluster_16, NULL},
+    {"17 cluster seeds", cluster_17, "more than 16 cluster seed nodes in the list"},
+    {"cluster-nodes \"\"", cluster_empty, "empty entry in the cluster-nodes list \"host[:port],host[:port],...\""},
+    {"cluster-nodes a,", cluster_trailing_comma, "empty entry in the cluster-nodes list"},
+    {"cluster-nodes a:70000", cluster_bad_port, "invalid port"},
+    {"cluster-nodes fe80::1", cluster_bare_ipv6, "must be in brackets"},
+    {"cluster seed of 256 bytes", cluster_long_host, "a host in the cluster-nodes list is longer than 255 bytes"},
+    {"cluster-nodes with sentinels", cluster_with_sentinels,
+     "cluster-nodes and sentinels together: a client uses Redis Cluster or Sentinel, not both; unset one of them"},
+    {"cluster-nodes with unix-path", cluster_with_unix_path,
+     "cluster-nodes and unix-path together: with Redis Cluster, the nodes are the host:port addresses the cluster "
+     "gives; unset unix-path"},
+    {"cluster-nodes with db 1", cluster_db_1, "db 1 with cluster-nodes: Redis Cluster has only database 0; set db to 0"},
+    {"cluster-nodes with db 0", cluster_db_0, NULL},
+    {"cluster-nodes with min-replicas-acked", cluster_min_replicas, NULL},
+    {"cluster-nodes with credentials", cluster_credentials, NULL},
+    {"cluster-nodes with host and port", cluster_with_host, NULL},
     {"sentinels and master", sentinels_ok, NULL},
     {"sentinels without master", sentinels_without_master, "sentinels without sentinel-master"},
     {"master without sentinels", master_without_sentinels, "sentinel-master without sentinels"},
@@ -907,6 +1156,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_refused_urls),
     cmocka_unit_test(test_sentinel_urls),
     cmocka_unit_test(test_refused_sentinel_urls),
+    cmocka_unit_test(test_cluster_urls),
+    cmocka_unit_test(test_refused_cluster_urls),
+    cmocka_unit_test(test_cluster_settings),
     cmocka_unit_test(test_long_socket_path),
     cmocka_unit_test(test_long_values_are_cut_in_messages),
     cmocka_unit_test(test_null_arguments),
