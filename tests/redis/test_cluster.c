@@ -5,7 +5,8 @@
  * waited-on lock (ASK, then MOVED), a slot moved twice quickly, CLUSTER
  * FAILOVER and kill -9 of a master under held locks, the counter test
  * (8 processes, 16 names) across a failover, CLUSTERDOWN, a dead seed, no
- * seed at all, a name whose keys cannot share a slot, the URL.
+ * seed at all, a name whose keys cannot share a slot, the URL, TLS with a
+ * password.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -581,6 +582,70 @@ static void test_url(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
 }
 
+/* -- e. TLS and a password -------------------------------------------------------*/
+
+/* A cluster of its own with TLS on every port (and the bus) and a
+ * password: over rediss+cluster:// a lock on each master, a waiter woken
+ * through its sharded channel, and a CLUSTER FAILOVER under a held lock.
+ * A build without TLS refuses the URL (RELOCK_ETLS). */
+static void test_tls_and_password(void **state) {
+  (void)state;
+  relock_options_t *opts = relock_options_new(NULL);
+  assert_non_null(opts);
+  relock_error_t err;
+  if (!relock_tls_available()) {
+    assert_int_equal(relock_options_set_url(opts, "rediss+cluster://127.0.0.1:1", &err), RELOCK_ETLS);
+    printf("# no TLS in this build: rediss+cluster:// is refused (%s)\n", err.message);
+    relock_options_free(opts);
+    return;
+  }
+  char certs[128], cmd[512], url[640], ca[160];
+  const char *base = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+  snprintf(certs, sizeof certs, "%s/relock-tls-XXXXXX", base);
+  assert_non_null(mkdtemp(certs));
+  snprintf(cmd, sizeof cmd, "sh '%s' '%s' >/dev/null 2>&1", RELOCK_TLS_SH, certs);
+  assert_int_equal(system(cmd), 0);
+  relock_test_cluster_opts_t o = {.password = "cluster-secret", .tls_dir = certs};
+  relock_test_cluster_t *own = relock_test_cluster_start(&o);
+  assert_non_null(own);
+  relock_test_cluster_t *shared = topo;
+  topo = own;
+  snprintf(url, sizeof url, "rediss+cluster://:cluster-secret@%s", relock_test_cluster_seeds(own));
+  snprintf(ca, sizeof ca, "%s/ca.crt", certs);
+  if (relock_options_set_url(opts, url, &err) != 0)
+    fail_msg("%s", err.message);
+  fx_set_str(opts, RELOCK_OPT_TLS_CA_FILE, ca);
+  fx_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(1000));
+  fx_set_ms(opts, RELOCK_OPT_RECONNECT_MAX, 200);
+  fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
+  relock_client_t *a = client_of(opts), *b = client_of(opts);
+  relock_options_free(opts);
+  for (int m = 0; m < masters(); m++) {
+    char name[64], channel[128];
+    name_on_master(m, "tls", name, sizeof name);
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
+    assert_int_equal(ACQUIRE(la, 1, 0), 1);
+    assert_int_equal(field_on(relock_test_cluster_node(own, m), la, 1), 1);
+    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    assert_non_null(waiter);
+    assert_int_equal(await_subscribers(relock_test_cluster_node(own, m), "PUBSUB", 1, channel, 1), 1);
+    release_wakes(la, 1, waiter, lb, 2);
+  }
+  relock_lock_t *held = lock_of(a, "tls-held");
+  assert_int_equal(ACQUIRE(held, 1, 0), 1);
+  int old = relock_test_cluster_owner(own, slot_of("tls-held"));
+  int nm = relock_test_cluster_failover(own, old, 15000);
+  assert_true(nm >= 0 && nm != old);
+  assert_true(renewed_on(relock_test_cluster_node(own, nm), "tls-held", WATCHDOG_MS));
+  assert_int_equal(RELEASE(held, 1), 1);
+  teardown(NULL); /* the clients go before their servers */
+  topo = shared;
+  relock_test_cluster_free(own);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -597,6 +662,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_url, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tls_and_password, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, group_setup, group_teardown);
