@@ -74,25 +74,14 @@ static long long shardnumsub(relock_test_redis_t *r, const char *cmd, const char
   return p != NULL ? atoll(p + 1) : -1;
 }
 
-/* Waits until channel has n subscribers (sharded: SHARDNUMSUB on r, else
- * NUMSUB on r) within 3 s; the last count seen. */
-static long long await_subscribers(relock_test_redis_t *r, const char *pubsub, int sharded, const char *channel,
-                                   long long n) {
+/* Waits until channel has n sharded subscribers on r (SHARDNUMSUB) within
+ * 3 s; the last count seen. */
+static long long await_subscribers(relock_test_redis_t *r, const char *channel, long long n) {
   int64_t deadline = now_ms() + fx_slack_ms(3000);
   long long got;
-  for (;;) {
-    if (sharded) {
-      got = shardnumsub(r, pubsub, channel);
-    } else {
-      char buf[256];
-      got = relock_test_redis_cmd(r, buf, sizeof buf, pubsub, "NUMSUB", channel, NULL) == 0 && strrchr(buf, ':')
-                ? atoll(strrchr(buf, ':') + 1)
-                : -1;
-    }
-    if (got == n || now_ms() > deadline)
-      return got;
+  while ((got = shardnumsub(r, "PUBSUB", channel)) != n && now_ms() < deadline)
     pause_ms(10);
-  }
+  return got;
 }
 
 /* b, waiting for a's lock, is woken by the release within 1 s (its lease
@@ -195,6 +184,37 @@ static void test_locks_on_every_master(void **state) {
   assert_int_equal(used, masters());
 }
 
+/* Renewals of locks on every master, some sharing a slot (equal tags):
+ * a renewal batch holds keys of one slot only (a script with keys of two
+ * slots is refused with CROSSSLOT, and its locks would be lost). */
+static void test_renewals_batched_per_slot(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  static lost_t lost;
+  memset(&lost, 0, sizeof lost);
+  enum { N = 14 };
+  relock_lock_t *l[N];
+  for (int i = 0; i < N; i++) {
+    char name[32];
+    if (i < 10)
+      snprintf(name, sizeof name, "renew-%d", i);
+    else
+      snprintf(name, sizeof name, "{renew-tag}%d", i); /* four in one slot */
+    l[i] = lock_of(c, name);
+    relock_lock_on_lost(l[i], on_lost, &lost);
+    assert_int_equal(ACQUIRE(l[i], 1, 0), 1);
+  }
+  /* two rounds of renewals (every second), seen on the owners */
+  for (int i = 0; i < N; i += 3)
+    assert_true(renewed_on(owner_node(relock_lock_name(l[i])), relock_lock_name(l[i]), WATCHDOG_MS));
+  pause_ms((int)fx_slack_ms(WATCHDOG_MS)); /* a whole lease: nothing may be lost */
+  assert_int_equal(lost_count(&lost), 0);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(field_on(owner_node(relock_lock_name(l[i])), l[i], 1), 1);
+    assert_int_equal(RELEASE(l[i], 1), 1);
+  }
+}
+
 /* Waiting for a lock held on each master, woken by the release through the
  * lock's sharded channel on that master. */
 static void test_wait_and_wake_on_every_master_sharded(void **state) {
@@ -208,7 +228,7 @@ static void test_wait_and_wake_on_every_master_sharded(void **state) {
     assert_int_equal(ACQUIRE(la, 1, 0), 1);
     relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
     assert_non_null(waiter);
-    assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), "PUBSUB", 1, channel, 1), 1);
+    assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), channel, 1), 1);
     release_wakes(la, 1, waiter, lb, 2);
   }
 }
@@ -237,8 +257,14 @@ static void test_wait_and_wake_on_every_master_classic(void **state) {
     int64_t deadline = now_ms() + fx_slack_ms(3000);
     while (subscribed != 1 && now_ms() < deadline) { /* on one node, any */
       subscribed = 0;
-      for (int i = 0; i < relock_test_cluster_nodes(own); i++)
-        subscribed += await_subscribers(relock_test_cluster_node(own, i), "PUBSUB_HIDDEN", 0, channel, 1) == 1;
+      for (int i = 0; i < relock_test_cluster_nodes(own); i++) {
+        char buf[256];
+        if (relock_test_redis_cmd(relock_test_cluster_node(own, i), buf, sizeof buf, "PUBSUB_HIDDEN", "NUMSUB", channel,
+                                  NULL) == 0 && strrchr(buf, ':') != NULL)
+          subscribed += atoll(strrchr(buf, ':') + 1);
+      }
+      if (subscribed != 1)
+        pause_ms(10);
     }
     assert_int_equal(subscribed, 1);
     for (int i = 0; i < relock_test_cluster_nodes(own); i++)
@@ -267,7 +293,7 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   int slot = slot_of("reshard");
   int from = relock_test_cluster_owner(topo, slot), to = relock_test_cluster_other_master(topo, from);
   relock_test_redis_t *src = relock_test_cluster_node(topo, from), *dst = relock_test_cluster_node(topo, to);
-  assert_int_equal(await_subscribers(src, "PUBSUB", 1, "redisson_lock__channel:{reshard}", 1), 1);
+  assert_int_equal(await_subscribers(src, "redisson_lock__channel:{reshard}", 1), 1);
 
   assert_int_equal(relock_test_cluster_migrate_begin(topo, slot, to), 0);
   assert_int_equal(relock_test_cluster_migrate_keys(topo, slot), 0);
@@ -285,7 +311,7 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   assert_true(renewed_on(dst, "reshard", WATCHDOG_MS)); /* the owner now: MOVED followed */
   assert_int_equal(lost_count(&lost), 0);
   /* the waiter's channel followed the slot */
-  assert_int_equal(await_subscribers(dst, "PUBSUB", 1, "redisson_lock__channel:{reshard}", 1), 1);
+  assert_int_equal(await_subscribers(dst, "redisson_lock__channel:{reshard}", 1), 1);
   assert_false(relock_future_is_done(waiter));
   release_wakes(la, 1, waiter, lb, 2);
   /* back where it was, for the next tests */
@@ -332,8 +358,7 @@ static void test_cluster_failover_under_held_lock(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0), 1);
   relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   int old = relock_test_cluster_owner(topo, slot_of("fo"));
-  assert_int_equal(await_subscribers(relock_test_cluster_node(topo, old), "PUBSUB", 1,
-                                     "redisson_lock__channel:{fo}", 1), 1);
+  assert_int_equal(await_subscribers(relock_test_cluster_node(topo, old), "redisson_lock__channel:{fo}", 1), 1);
   int64_t t0 = now_ms();
   int nm = relock_test_cluster_failover(topo, old, 15000);
   assert_true(nm >= 0 && nm != old);
@@ -342,7 +367,7 @@ static void test_cluster_failover_under_held_lock(void **state) {
   assert_int_equal(field_on(m, la, 1), 1);
   assert_true(renewed_on(m, "fo", WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
-  assert_int_equal(await_subscribers(m, "PUBSUB", 1, "redisson_lock__channel:{fo}", 1), 1);
+  assert_int_equal(await_subscribers(m, "redisson_lock__channel:{fo}", 1), 1);
   assert_false(relock_future_is_done(waiter));
   release_wakes(la, 1, waiter, lb, 2);
 }
@@ -629,7 +654,7 @@ static void test_tls_and_password(void **state) {
     assert_int_equal(field_on(relock_test_cluster_node(own, m), la, 1), 1);
     relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
     assert_non_null(waiter);
-    assert_int_equal(await_subscribers(relock_test_cluster_node(own, m), "PUBSUB", 1, channel, 1), 1);
+    assert_int_equal(await_subscribers(relock_test_cluster_node(own, m), channel, 1), 1);
     release_wakes(la, 1, waiter, lb, 2);
   }
   relock_lock_t *held = lock_of(a, "tls-held");
@@ -650,6 +675,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_locks_on_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_renewals_batched_per_slot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_sharded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_classic, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reshard_under_held_and_waited_lock, setup, teardown),
