@@ -340,11 +340,11 @@ static void start_attempt(call_t *call) {
 
 /* The first key of a script whose slot differs from the first key's, or
  * -1: in a cluster such a script cannot run anywhere (CROSSSLOT). */
-static int other_slot_key(const relock__redis_t *redis, const relock__call_spec_t *spec) {
+static int other_slot_key(const relock__redis_t *redis, const relock__call_spec_t *spec, int slot) {
   if (redis->cluster == NULL || spec->script == NULL)
     return -1;
   for (int i = 1; i < spec->nkeys; i++)
-    if (relock__route_slot(redis, spec->argv[i], spec->lens[i]) != relock__route_slot(redis, spec->argv[0], spec->lens[0]))
+    if (relock__route_slot(redis, spec->argv[i], spec->lens[i]) != slot)
       return i;
   return -1;
 }
@@ -354,13 +354,14 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   relock_future_t *out = relock__future_new(redis->exec);
   if (out == NULL)
     return NULL;
-  int other = other_slot_key(redis, spec);
+  int key = spec->script != NULL ? 0 : 1;
+  int slot = spec->argc > key ? relock__route_slot(redis, spec->argv[key], spec->lens[key]) : -1;
+  int other = other_slot_key(redis, spec, slot);
   if (other >= 0) {
     relock__future_fail(out, RELOCK_EINVAL,
                         "keys \"%.*s\" and \"%.*s\" hash to different cluster slots (%d, %d): a name with '{' must "
                         "hold a non-empty hash tag, as in \"{tag}rest\"",
-                        (int)spec->lens[0], spec->argv[0], (int)spec->lens[other], spec->argv[other],
-                        relock__route_slot(redis, spec->argv[0], spec->lens[0]),
+                        (int)spec->lens[0], spec->argv[0], (int)spec->lens[other], spec->argv[other], slot,
                         relock__route_slot(redis, spec->argv[other], spec->lens[other]));
     return out;
   }
@@ -382,10 +383,10 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
 
   call->redis = redis;
   call->out = relock_future_retain(out);
-  int key = spec->script != NULL ? 0 : 1;
-  call->slot = spec->argc > key ? relock__route_slot(redis, spec->argv[key], spec->lens[key]) : -1;
-  call->conn = spec->argc > key ? relock__route(redis, spec->argv[key], spec->lens[key])
-                                : relock__route(redis, NULL, 0);
+  call->slot = slot;
+  call->conn = redis->cluster != NULL ? relock__cluster_conn(redis->cluster, slot)
+               : spec->argc > key     ? relock__route(redis, spec->argv[key], spec->lens[key])
+                                      : relock__route(redis, NULL, 0);
   call->on_reply = spec->on_reply != NULL ? spec->on_reply : relock__reply_to_future;
   call->arg = spec->arg;
   call->script = spec->script;

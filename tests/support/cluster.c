@@ -58,6 +58,8 @@ struct relock_test_cluster {
   /* set_down's state: the slot taken away (-1: none), its owner, and
    * whether every node dropped it or the owner alone. */
   int down_slot, down_owner, down_all;
+  int64_t last_kill_ms; /* when kill_master last sent SIGKILL (now_ms) */
+  int cand[MAX_NODES], n_cand; /* the killed master's replicas, one to be promoted */
   signed char view[2][SLOTS]; /* slot owners as two nodes see them */
   char reply[REPLY_MAX];      /* the last reply (ask) */
   char keys[REPLY_MAX];       /* GETKEYSINSLOT's reply, while MIGRATE runs */
@@ -492,35 +494,48 @@ static int first_master(relock_test_cluster_t *t, const int *nodes, int n) {
   return -1;
 }
 
-int relock_test_cluster_kill_master(relock_test_cluster_t *t, int master, int timeout_ms, int *promotion_ms) {
-  int cand[MAX_NODES], n_cand = 0, promoted;
-  int64_t t0, deadline;
-  if (promotion_ms != NULL) *promotion_ms = -1;
+int relock_test_cluster_kill9_master(relock_test_cluster_t *t, int master) {
+  t->n_cand = 0;
   if (!is_master(t, master)) {
     report(t, "kill_master: not a running master");
     return -1;
   }
   for (int i = 0; i < t->n; i++) {
     int m, up;
-    if (running(t, i) && node_role(t, i, &m, &up) == ROLE_REPLICA && m == master) cand[n_cand++] = i;
+    if (running(t, i) && node_role(t, i, &m, &up) == ROLE_REPLICA && m == master) t->cand[t->n_cand++] = i;
   }
-  if (n_cand == 0) {
+  if (t->n_cand == 0) {
     report(t, "kill_master: no replica could take over: nothing killed");
     return -1;
   }
-  t0 = now_ms();
-  deadline = t0 + timeout_ms;
+  t->last_kill_ms = now_ms();
   relock_test_redis_kill9(t->node[master]);
-  while ((promoted = first_master(t, cand, n_cand)) < 0) {
+  return 0;
+}
+
+int relock_test_cluster_await_promotion(relock_test_cluster_t *t, int timeout_ms, int *promotion_ms) {
+  int promoted;
+  int64_t deadline = now_ms() + timeout_ms;
+  if (promotion_ms != NULL) *promotion_ms = -1;
+  if (t->n_cand == 0) return -1;
+  while ((promoted = first_master(t, t->cand, t->n_cand)) < 0) {
     if (now_ms() >= deadline) {
       report(t, "kill_master: no replica was promoted");
       return -1;
     }
     pause_ms(POLL_MS);
   }
-  if (promotion_ms != NULL) *promotion_ms = (int)(now_ms() - t0);
+  if (promotion_ms != NULL) *promotion_ms = (int)(now_ms() - t->last_kill_ms);
   return wait_whole(t, (int)(deadline - now_ms()), -1, -1) == 0 ? promoted : -1;
 }
+
+int relock_test_cluster_kill_master(relock_test_cluster_t *t, int master, int timeout_ms, int *promotion_ms) {
+  if (promotion_ms != NULL) *promotion_ms = -1;
+  if (relock_test_cluster_kill9_master(t, master) != 0) return -1;
+  return relock_test_cluster_await_promotion(t, timeout_ms, promotion_ms);
+}
+
+int64_t relock_test_cluster_last_kill_ms(const relock_test_cluster_t *t) { return t->last_kill_ms; }
 
 int relock_test_cluster_restart(relock_test_cluster_t *t, int node, int timeout_ms) {
   if (node < 0 || node >= t->n || relock_test_redis_restart(t->node[node]) != 0) return -1;

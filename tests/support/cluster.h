@@ -23,6 +23,7 @@
 #define RELOCK_TEST_CLUSTER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "support/redis_server.h"
 
@@ -96,6 +97,13 @@ int relock_test_cluster_failover(relock_test_cluster_t *t, int master, int timeo
  * in which that replica called itself master; -1 if never. The old master
  * stays down: restart brings it back as a replica. */
 int relock_test_cluster_kill_master(relock_test_cluster_t *t, int master, int timeout_ms, int *promotion_ms);
+/* kill_master in two steps, for a caller that acts at the kill: kill9
+ * sends the SIGKILL (0, or -1 with nothing killed), await_promotion does
+ * the rest and returns what kill_master does. last_kill_ms: when the last
+ * SIGKILL went, on CLOCK_MONOTONIC in ms (0: never). */
+int relock_test_cluster_kill9_master(relock_test_cluster_t *t, int master);
+int relock_test_cluster_await_promotion(relock_test_cluster_t *t, int timeout_ms, int *promotion_ms);
+int64_t relock_test_cluster_last_kill_ms(const relock_test_cluster_t *t);
 /* Restarts a node (killed, stopped or running: same port, dir and
  * nodes.conf) and waits for wait_ok: it rejoins, as a replica of the node
  * that took its slots if it lost them. 0 or -1. */
