@@ -127,26 +127,14 @@ static int failovers(relock_test_cluster_t *topo, int n, int64_t *relock_ms, int
     if (relock_test_cluster_wait_ok(topo, 30000) != 0)
       break;
     m = relock_test_cluster_owner(topo, relock_test_cluster_keyslot(topo, name, strlen(name)));
-    pthread_mutex_lock(&t.mu);
-    t.after = t.first_ok = 0;
-    pthread_mutex_unlock(&t.mu);
+    trier_count_from(&t, 0);
     int promo = -1, nm = -1;
     if (relock_test_cluster_kill9_master(topo, m) == 0) {
-      pthread_mutex_lock(&t.mu);
-      t.after = now_ms(); /* a success counts when its try began after the kill */
-      pthread_mutex_unlock(&t.mu);
+      trier_count_from(&t, now_ms()); /* tries that began after the kill */
       nm = relock_test_cluster_await_promotion(topo, 30000, &promo);
     }
     int64_t kill_at = relock_test_cluster_last_kill_ms(topo);
-    int64_t got = 0, deadline = now_ms() + 30000;
-    while (now_ms() < deadline) {
-      pthread_mutex_lock(&t.mu);
-      got = t.first_ok;
-      pthread_mutex_unlock(&t.mu);
-      if (got > 0)
-        break;
-      usleep(1000);
-    }
+    int64_t got = trier_first_ok(&t, 30000);
     if (nm < 0 || promo < 0 || got == 0) {
       fprintf(stderr, "cluster: failover %d: new master %d, promotion %d ms, relock %s\n", i + 1, nm, promo,
               got ? "ok" : "never acquired");

@@ -64,4 +64,26 @@ static inline int64_t median(int64_t *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* From now on, a success counts when its try began after `after` (0:
+ * none counts). */
+static inline void trier_count_from(trier_t *t, int64_t after) {
+  pthread_mutex_lock(&t->mu);
+  t->after = after;
+  t->first_ok = 0;
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* The end of the first success counted, waiting up to timeout_ms; 0: none. */
+static inline int64_t trier_first_ok(trier_t *t, int64_t timeout_ms) {
+  int64_t got = 0, deadline = now_ms() + timeout_ms;
+  for (;;) {
+    pthread_mutex_lock(&t->mu);
+    got = t->first_ok;
+    pthread_mutex_unlock(&t->mu);
+    if (got > 0 || now_ms() >= deadline)
+      return got;
+    usleep(1000);
+  }
+}
+
 #endif /* RELOCK_BENCH_FAILOVER_H */

@@ -60,23 +60,11 @@ int main(int argc, char **argv) {
       rc = 1;
       break;
     }
-    pthread_mutex_lock(&t.mu);
-    t.after = t.first_ok = 0;
-    pthread_mutex_unlock(&t.mu);
+    trier_count_from(&t, 0);
     int64_t sw = -1, agreed = relock_test_sentinel_kill_master(topo, 30000, &sw);
     int64_t kill_at = relock_test_sentinel_last_start_ms(topo);
-    pthread_mutex_lock(&t.mu);
-    t.after = kill_at;
-    pthread_mutex_unlock(&t.mu);
-    int64_t got = 0, deadline = now_ms() + 30000;
-    while (now_ms() < deadline) {
-      pthread_mutex_lock(&t.mu);
-      got = t.first_ok;
-      pthread_mutex_unlock(&t.mu);
-      if (got > 0)
-        break;
-      usleep(1000);
-    }
+    trier_count_from(&t, kill_at);
+    int64_t got = trier_first_ok(&t, 30000);
     if (agreed < 0 || sw < 0 || got == 0) {
       fprintf(stderr, "sentinel: failover %d: agreed %lld, switch %lld, relock %s\n", i + 1, (long long)agreed,
               (long long)sw, got ? "ok" : "never acquired");

@@ -113,6 +113,42 @@ static int renewed_through(relock_lock_t *l, int timeout_ms) {
   return 0;
 }
 
+static int masters(void) {
+  int m = 0;
+  for (int s = 0; s < 16384; s += 128) { /* the fixture's masters are the nodes that own slots */
+    int o = relock_test_cluster_owner(topo, s);
+    if (o + 1 > m)
+      m = o + 1;
+  }
+  return m;
+}
+
+/* A lock on name taken and released through c, seen on its slot's master. */
+static void lock_unlock_on_owner(relock_client_t *c, const char *name) {
+  relock_lock_t *l = lock_of(c, name);
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(field_on(owner_node(name), l, 1), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+}
+
+/* For each master of the current topology: a holds a lock there, b waits
+ * for it subscribed (SSUBSCRIBE) on that master, and is woken by the
+ * release. */
+static void wake_on_every_master(relock_client_t *a, relock_client_t *b, const char *prefix) {
+  for (int m = 0; m < masters(); m++) {
+    char name[64], channel[128];
+    name_on_master(m, prefix, name, sizeof name);
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
+    assert_int_equal(ACQUIRE(la, 1, 0), 1);
+    assert_int_equal(field_on(relock_test_cluster_node(topo, m), la, 1), 1);
+    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    assert_non_null(waiter);
+    assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), channel, 1), 1);
+    release_wakes(la, 1, waiter, lb, 2);
+  }
+}
+
 /* -- fixtures -----------------------------------------------------------------*/
 
 static int group_setup(void **state) {
@@ -148,16 +184,6 @@ static int setup(void **state) {
 }
 
 /* -- a. locks on every master ---------------------------------------------------*/
-
-static int masters(void) {
-  int m = 0;
-  for (int s = 0; s < 16384; s += 128) { /* the fixture's masters are the nodes that own slots */
-    int o = relock_test_cluster_owner(topo, s);
-    if (o + 1 > m)
-      m = o + 1;
-  }
-  return m;
-}
 
 static void test_locks_on_every_master(void **state) {
   (void)state;
@@ -219,18 +245,7 @@ static void test_renewals_batched_per_slot(void **state) {
  * lock's sharded channel on that master. */
 static void test_wait_and_wake_on_every_master_sharded(void **state) {
   (void)state;
-  relock_client_t *a = cluster_client(), *b = cluster_client();
-  for (int m = 0; m < masters(); m++) {
-    char name[64], channel[128];
-    name_on_master(m, "wake", name, sizeof name);
-    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
-    assert_int_equal(ACQUIRE(la, 1, 0), 1);
-    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
-    assert_non_null(waiter);
-    assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), channel, 1), 1);
-    release_wakes(la, 1, waiter, lb, 2);
-  }
+  wake_on_every_master(cluster_client(), cluster_client(), "wake");
 }
 
 /* A cluster without sharded pub/sub (PUBSUB hidden by rename-command, so
@@ -550,10 +565,7 @@ static void test_dead_seed_first(void **state) {
   relock_options_t *opts = cluster_options(seeds);
   relock_client_t *c = client_of(opts);
   relock_options_free(opts);
-  relock_lock_t *l = lock_of(c, "seed");
-  assert_int_equal(ACQUIRE(l, 1, 0), 1);
-  assert_int_equal(field_on(owner_node("seed"), l, 1), 1);
-  assert_int_equal(RELEASE(l, 1), 1);
+  lock_unlock_on_owner(c, "seed");
 }
 
 static void test_no_seed_reachable(void **state) {
@@ -601,10 +613,7 @@ static void test_url(void **state) {
     fail_msg("%s: %s", url, err.message);
   relock_client_t *c = client_of(opts);
   relock_options_free(opts);
-  relock_lock_t *l = lock_of(c, "by-url");
-  assert_int_equal(ACQUIRE(l, 1, 0), 1);
-  assert_int_equal(field_on(owner_node("by-url"), l, 1), 1);
-  assert_int_equal(RELEASE(l, 1), 1);
+  lock_unlock_on_owner(c, "by-url");
 }
 
 /* -- e. TLS and a password -------------------------------------------------------*/
@@ -645,18 +654,7 @@ static void test_tls_and_password(void **state) {
   fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
   relock_client_t *a = client_of(opts), *b = client_of(opts);
   relock_options_free(opts);
-  for (int m = 0; m < masters(); m++) {
-    char name[64], channel[128];
-    name_on_master(m, "tls", name, sizeof name);
-    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-    relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
-    assert_int_equal(ACQUIRE(la, 1, 0), 1);
-    assert_int_equal(field_on(relock_test_cluster_node(own, m), la, 1), 1);
-    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
-    assert_non_null(waiter);
-    assert_int_equal(await_subscribers(relock_test_cluster_node(own, m), channel, 1), 1);
-    release_wakes(la, 1, waiter, lb, 2);
-  }
+  wake_on_every_master(a, b, "tls");
   relock_lock_t *held = lock_of(a, "tls-held");
   assert_int_equal(ACQUIRE(held, 1, 0), 1);
   int old = relock_test_cluster_owner(own, slot_of("tls-held"));
