@@ -102,8 +102,8 @@ static int redirected(call_t *call, relock_future_t *attempt, const relock_reply
   if (kind == 0)
     return 0;
   if (kind < 0 || call->redirects >= RELOCK__REDIRECTS_MAX) {
-    relock__future_fail(attempt, RELOCK_ESERVER, "%s after %d redirections (last: %.*s): the cluster's slots move "
-                        "faster than they can be followed", kind < 0 ? "a malformed redirection" : "no answer",
+    relock__future_fail(attempt, RELOCK_ESERVER, "%s after %d redirections (last: %.*s): the nodes disagree on where "
+                        "the slot is, or it moves faster than it can be followed", kind < 0 ? "a malformed redirection" : "no answer",
                         call->redirects, (int)reply->len, reply->str);
     return 1;
   }

@@ -4,9 +4,9 @@
  * on a cluster that hides PUBSUB), a slot resharded under a held and
  * waited-on lock (ASK, then MOVED), a slot moved twice quickly, CLUSTER
  * FAILOVER and kill -9 of a master under held locks, the counter test
- * (8 processes, 16 names) across a failover, CLUSTERDOWN, a dead seed, no
- * seed at all, a name whose keys cannot share a slot, the URL, TLS with a
- * password.
+ * (8 processes, 16 names) across a failover, CLUSTERDOWN, MOVED back and
+ * forth between two masters, a dead seed, no seed at all, a name whose
+ * keys cannot share a slot, the URL, TLS with a password.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -558,6 +558,38 @@ static void test_clusterdown_then_up(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
 }
 
+/* Two masters that each say the other serves a slot (one gave it away
+ * with CLUSTER SETSLOT ... NODE, which nobody else claims, so gossip
+ * keeps the other's stale view): MOVED back and forth. The acquisition
+ * ends after 5 redirections with an error that says so, instead of
+ * bouncing forever. */
+static void test_redirect_loop_bounded(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  relock_lock_t *l = lock_of(c, "bounce");
+  int slot = slot_of("bounce");
+  int a = relock_test_cluster_owner(topo, slot), b = relock_test_cluster_other_master(topo, a);
+  char s[8], reply[256];
+  snprintf(s, sizeof s, "%d", slot);
+  relock_test_redis_t *ra = relock_test_cluster_node(topo, a), *rb = relock_test_cluster_node(topo, b);
+  assert_int_equal(relock_test_redis_cmd(ra, reply, sizeof reply, "CLUSTER", "SETSLOT", s, "NODE",
+                                         relock_test_cluster_node_id(topo, b), NULL), 0);
+  assert_non_null(strstr(reply, "OK"));
+  assert_int_equal(relock_test_redis_cmd(rb, reply, sizeof reply, "GET", "bounce", NULL), 0);
+  assert_non_null(strstr(reply, "MOVED")); /* b still sends it to a */
+  char msg[512];
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  printf("# %s (%s)\n", msg, relock_err_name(r));
+  /* a takes the slot back */
+  assert_int_equal(relock_test_redis_cmd(ra, reply, sizeof reply, "CLUSTER", "SETSLOT", s, "NODE",
+                                         relock_test_cluster_node_id(topo, a), NULL), 0);
+  assert_int_equal(r, RELOCK_ESERVER);
+  assert_non_null(strstr(msg, "after 5 redirections"));
+  assert_int_equal(relock_test_cluster_wait_ok(topo, 10000), 0);
+  assert_int_equal(ACQUIRE(l, 1, 0), 1); /* and it works again */
+  assert_int_equal(RELEASE(l, 1), 1);
+}
+
 static void test_dead_seed_first(void **state) {
   (void)state;
   char seeds[512];
@@ -682,6 +714,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kill_master_under_held_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_counter_across_failover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clusterdown_then_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_redirect_loop_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dead_seed_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
