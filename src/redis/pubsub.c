@@ -201,10 +201,6 @@ static int is_kind(const redisReply *r, const char *kind) {
 
 static int is_string(const redisReply *r) { return r->type == REDIS_REPLY_STRING; }
 
-/* Every reply the subscriber connection reads (PING answers aside): a
- * message, or the confirmation of a command we sent. Anything else, or a
- * confirmation or message for a channel we never subscribed, is a protocol
- * error (the connection is replaced): returns why. */
 /* Redis no longer has ch subscribed (a refused command, or its slot moved
  * away): its listeners stay and wait for a new subscription, told of the
  * gap once it is confirmed. */
@@ -231,6 +227,11 @@ static const char *redirected(relock__pubsub_t *ps, const redisReply *reply) {
   return NULL;
 }
 
+/* Every reply the subscriber connection reads (PING answers aside): a
+ * message, the confirmation of a command we sent, or a Cluster error
+ * answer to one. Anything else, or a confirmation or message for a channel
+ * we never subscribed, is a protocol error (the connection is replaced):
+ * returns why. */
 static const char *on_push(relock__conn_t *c, const redisReply *reply, void *arg) {
   (void)c;
   relock__pubsub_t *ps = arg;
@@ -537,6 +538,7 @@ void relock__pubsub_close(relock__pubsub_t *ps) {
   if (ps->closing)
     return;
   ps->closing = 1;
+  ps->nsent = 0; /* detached channels may go: no answer is read any more */
   each_channel(ps, detach_channel);
   while (!relock__list_empty(&ps->orphans)) {
     relock__link_t *n = ps->orphans.next;
