@@ -307,23 +307,35 @@ static int parse_redis(parser_t *p, const char *rest) {
   return RELOCK_OK;
 }
 
-/* redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db][?query] */
-static int parse_sentinel(parser_t *p, const char *rest) {
-  static const char form[] = "redis+sentinel://host[:port][,host[:port]...]/master[/db]";
+/* The authority of a URL with a list of hosts: the user info, and the
+ * hosts checked as a list of kind (none: "no <what> in URL: <form>").
+ * *list gets the stored list, *after what follows the authority. */
+static int parse_host_list(parser_t *p, const char *rest, const relock__hostlist_t *kind, const char *what,
+                           const char *form, const char **list, const char **after) {
   size_t alen = strcspn(rest, "/?#");
-  const char *after = rest + alen;
   const char *hosts;
   size_t hlen;
   int r;
+  *after = rest + alen;
   if ((r = parse_authority(p, rest, alen, &hosts, &hlen)) != RELOCK_OK)
     return r;
   if (hlen == 0)
-    return invalid(p->err, "no sentinel in URL: %s", form);
-  const char *list = store(p, hosts, hlen);
-  relock__hostport_t parsed[RELOCK__SENTINELS_MAX];
-  if ((r = relock__parse_hostports(list, &relock__sentinel_list, parsed, p->err)) < 0)
+    return invalid(p->err, "no %s in URL: %s", what, form);
+  *list = store(p, hosts, hlen);
+  relock__hostport_t parsed[RELOCK__SENTINELS_MAX > RELOCK__CLUSTER_SEEDS_MAX ? RELOCK__SENTINELS_MAX
+                                                                               : RELOCK__CLUSTER_SEEDS_MAX];
+  r = relock__parse_hostports(*list, kind, parsed, p->err);
+  return r < 0 ? r : RELOCK_OK;
+}
+
+/* redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db][?query] */
+static int parse_sentinel(parser_t *p, const char *rest) {
+  static const char form[] = "redis+sentinel://host[:port][,host[:port]...]/master[/db]";
+  const char *after;
+  int r;
+  if ((r = parse_host_list(p, rest, &relock__sentinel_list, "sentinel", form, &p->f.sentinels, &after)) !=
+      RELOCK_OK)
     return r;
-  p->f.sentinels = list;
   size_t mlen = *after == '/' ? strcspn(after + 1, "/?#") : 0;
   if (mlen == 0)
     return invalid(p->err, "no master name in URL: %s", form);
@@ -343,20 +355,11 @@ static int parse_sentinel(parser_t *p, const char *rest) {
 /* redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0][?query]
  * The hosts are seeds: any one that answers gives the whole slot map. */
 static int parse_cluster(parser_t *p, const char *rest) {
-  size_t alen = strcspn(rest, "/?#");
-  const char *after = rest + alen;
-  const char *hosts;
-  size_t hlen;
+  const char *after;
   int r;
-  if ((r = parse_authority(p, rest, alen, &hosts, &hlen)) != RELOCK_OK)
+  if ((r = parse_host_list(p, rest, &relock__cluster_list, "cluster node",
+                           "redis+cluster://host[:port][,host[:port]...]", &p->f.cluster_nodes, &after)) != RELOCK_OK)
     return r;
-  if (hlen == 0)
-    return invalid(p->err, "no cluster node in URL: redis+cluster://host[:port][,host[:port]...]");
-  const char *list = store(p, hosts, hlen);
-  relock__hostport_t parsed[RELOCK__CLUSTER_SEEDS_MAX];
-  if ((r = relock__parse_hostports(list, &relock__cluster_list, parsed, p->err)) < 0)
-    return r;
-  p->f.cluster_nodes = list;
   if ((r = parse_db_path(p, &after)) != RELOCK_OK)
     return r;
   if (*after == '#')

@@ -149,6 +149,15 @@ static void wake_on_every_master(relock_client_t *a, relock_client_t *b, const c
   }
 }
 
+/* A lock named name taken by c (owner 1), its losses counted in *lost. */
+static relock_lock_t *held_watched(relock_client_t *c, const char *name, lost_t *lost) {
+  relock_lock_t *l = lock_of(c, name);
+  memset(lost, 0, sizeof *lost);
+  relock_lock_on_lost(l, on_lost, lost);
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  return l;
+}
+
 /* -- fixtures -----------------------------------------------------------------*/
 
 static int group_setup(void **state) {
@@ -299,11 +308,8 @@ static void test_wait_and_wake_on_every_master_classic(void **state) {
 static void test_reshard_under_held_and_waited_lock(void **state) {
   (void)state;
   relock_client_t *a = cluster_client(), *b = cluster_client();
-  relock_lock_t *la = lock_of(a, "reshard"), *lb = lock_of(b, "reshard");
-  static lost_t lost;
-  memset(&lost, 0, sizeof lost);
-  relock_lock_on_lost(la, on_lost, &lost);
-  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  static lost_t lost; /* static: the callback may come until teardown */
+  relock_lock_t *la = held_watched(a, "reshard", &lost), *lb = lock_of(b, "reshard");
   relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   int slot = slot_of("reshard");
   int from = relock_test_cluster_owner(topo, slot), to = relock_test_cluster_other_master(topo, from);
@@ -338,11 +344,8 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
 static void test_slot_moves_twice(void **state) {
   (void)state;
   relock_client_t *a = cluster_client();
-  relock_lock_t *la = lock_of(a, "twice");
-  static lost_t lost;
-  memset(&lost, 0, sizeof lost);
-  relock_lock_on_lost(la, on_lost, &lost);
-  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  static lost_t lost; /* static: the callback may come until teardown */
+  relock_lock_t *la = held_watched(a, "twice", &lost);
   int slot = slot_of("twice");
   int first = relock_test_cluster_owner(topo, slot);
   int second = relock_test_cluster_other_master(topo, first);
@@ -366,11 +369,8 @@ static void test_slot_moves_twice(void **state) {
 static void test_cluster_failover_under_held_lock(void **state) {
   (void)state;
   relock_client_t *a = cluster_client(), *b = cluster_client();
-  relock_lock_t *la = lock_of(a, "fo"), *lb = lock_of(b, "fo");
-  static lost_t lost;
-  memset(&lost, 0, sizeof lost);
-  relock_lock_on_lost(la, on_lost, &lost);
-  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  static lost_t lost; /* static: the callback may come until teardown */
+  relock_lock_t *la = held_watched(a, "fo", &lost), *lb = lock_of(b, "fo");
   relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   int old = relock_test_cluster_owner(topo, slot_of("fo"));
   assert_int_equal(await_subscribers(relock_test_cluster_node(topo, old), "redisson_lock__channel:{fo}", 1), 1);
@@ -392,11 +392,8 @@ static void test_cluster_failover_under_held_lock(void **state) {
 static void test_kill_master_under_held_lock(void **state) {
   (void)state;
   relock_client_t *a = cluster_client(), *b = cluster_client();
-  relock_lock_t *la = lock_of(a, "kill"), *lb = lock_of(b, "kill");
-  static lost_t lost;
-  memset(&lost, 0, sizeof lost);
-  relock_lock_on_lost(la, on_lost, &lost);
-  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  static lost_t lost; /* static: the callback may come until teardown */
+  relock_lock_t *la = held_watched(a, "kill", &lost), *lb = lock_of(b, "kill");
   pause_ms(50); /* replicated (asynchronously: usually within a millisecond) */
   int old = relock_test_cluster_owner(topo, slot_of("kill"));
   int promotion = -1;
