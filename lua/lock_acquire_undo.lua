@@ -5,7 +5,8 @@
 -- KEYS[3]  the acquisition's latch, relock_lock_latch:{name}:<request-id>
 -- ARGV[1]  the holder's field
 -- ARGV[2]  the unlock message
--- ARGV[3]  the publish command (PUBLISH, or SPUBLISH on a sharded cluster)
+-- ARGV[3]  the publish command (PUBLISH, or SPUBLISH on a sharded
+--          cluster; empty: none, for a spin lock)
 -- Returns 1 when the lock was freed, 0 otherwise. The latch exists only if
 -- the acquisition counted a hold, and goes with the undo: running twice
 -- gives back one hold at most. Holds the owner had before are kept, with
@@ -17,5 +18,7 @@ if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call(ARGV[3], KEYS[2], ARGV[2])
+end
 return 1

@@ -1,15 +1,33 @@
 -- Renews the leases of many locks at once (the watchdog's batch).
 -- KEYS[i]    a lock hash
 -- ARGV[1]    lease in milliseconds
--- ARGV[i+1]  the field this client holds KEYS[i] with
+-- ARGV[2]    one character per key: 'r' for a read hold of a read-write
+--            lock, '-' for any other
+-- ARGV[i+2]  the field this client holds KEYS[i] with
 -- Returns an array: 1 where the field still held its lock (lease renewed),
 -- 0 where it did not (the lock is lost). A key that is no longer a hash
 -- (someone replaced the lock) answers 0 for itself alone: pcall keeps one
 -- bad key from failing the whole batch.
+--
+-- A read hold's count n also has n timeout keys, Redisson's
+-- "<base>:<field>:rwlock_timeout:<k>" (base: the key in braces, or the key
+-- itself when it has a hash tag, so they share its slot): a read unlock by
+-- anyone sets the lock's expiry from them, so they are renewed too.
 local renewed = {}
 for i = 1, #KEYS do
-  if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+  local field = ARGV[i + 2]
+  local count = redis.pcall('hget', KEYS[i], field)
+  if type(count) == 'string' then
     redis.call('pexpire', KEYS[i], ARGV[1])
+    if string.sub(ARGV[2], i, i) == 'r' then
+      local base = KEYS[i]
+      if not string.find(base, '{', 1, true) then
+        base = '{' .. base .. '}'
+      end
+      for k = tonumber(count), 1, -1 do
+        redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. k, ARGV[1])
+      end
+    end
     renewed[i] = 1
   else
     renewed[i] = 0

@@ -1,6 +1,8 @@
-/* The lock object: its life, release, force release, queries, and the
- * watchdog's holder (it tells the lost callback). Acquisition and waiting
- * are in lock_acquire.c; Redisson's names in keys.c. */
+/* The lock object, whatever its kind (lock_kind.h): its life, release,
+ * force release, queries, and the watchdog's holder (it tells the lost
+ * callback). Acquisition and waiting are in lock_acquire.c; the kinds'
+ * scripts in reentrant_lock.c and its siblings; Redisson's names in
+ * keys.c. */
 #include <config.h>
 
 #include <stdio.h>
@@ -47,7 +49,8 @@ static const relock__holder_ops_t holder_ops = {holder_key, holder_field, holder
 
 /* -- the object -------------------------------------------------------------*/
 
-relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err) {
+relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const relock__lock_kind_t *kind,
+                                relock_error_t *err) {
   if (client == NULL || name == NULL || name[0] == '\0') {
     relock__error_set(err, RELOCK_EINVAL, "%s", client == NULL ? "client is NULL"
                                                 : name == NULL ? "name is NULL"
@@ -62,25 +65,61 @@ relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock
   }
   relock_lock_t *lock = calloc(1, sizeof(*lock) + len + 1);
   if (lock == NULL) {
-    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating %s %s", kind->what, name);
     return NULL;
   }
   lock->holder.ops = &holder_ops;
+  lock->kind = kind;
   lock->client = client;
   lock->exec = relock__exec_ref(client->exec);
   lock->refs = 1;
   lock->len = (uint32_t)len;
   memcpy(lock->name, name, len + 1);
   size_t channel_len;
-  lock->channel = relock__lock_channel_name(lock->name, len, &channel_len);
+  lock->channel = relock__derived_name(lock->name, len, kind->channel_prefix, NULL, &channel_len);
   lock->channel_len = (uint32_t)channel_len;
   if (lock->channel == NULL) {
     free(lock);
-    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating lock %s", name);
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating %s %s", kind->what, name);
     return NULL;
   }
   relock__error_set(err, 0, NULL);
   return lock;
+}
+
+size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  size_t n = relock__field(lock->client->settings.client_id, owner, field);
+  size_t suffix = strlen(lock->kind->field_suffix);
+  memcpy(field + n, lock->kind->field_suffix, suffix + 1);
+  return n + suffix;
+}
+
+relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
+                                   const char *const *argv, const size_t *lens) {
+  call->spec.script = &relock__scripts[script];
+  call->spec.nkeys = nkeys;
+  call->spec.argc = argc;
+  call->spec.argv = argv;
+  call->spec.lens = lens;
+  return relock__call(&call->lock->client->redis, &call->spec);
+}
+
+size_t relock__lock_number(char buf[24], int64_t value) {
+  return (size_t)snprintf(buf, 24, "%lld", (long long)value);
+}
+
+void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint64_t owner,
+                            char field[RELOCK__FIELD_MAX]) {
+  relock_client_t *c = lock->client;
+  *call = (relock__lock_call_t){.lock = lock,
+                                .owner = owner,
+                                .field = field,
+                                .field_len = relock__lock_field(lock, owner, field),
+                                .latch_ttl_ms = relock__latch_ttl_ms(&c->settings),
+                                .publish = lock->kind->wait == RELOCK__WAIT_SPIN
+                                               ? ""
+                                               : relock__route_publish_command(&c->redis),
+                                .spec = {.retry_safe = 1}};
 }
 
 relock_lock_t *relock__lock_ref(relock_lock_t *lock) {
@@ -229,10 +268,11 @@ static void on_release_done(relock_future_t *f, void *arg) {
     char field[RELOCK__FIELD_MAX];
     relock__lock_field(lock, op->owner, field);
     if (outcome == RELOCK__RELEASE_NOT_OWNER && lost)
-      relock__future_fail(op->out, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name, field);
-    else if (outcome == RELOCK__RELEASE_NOT_OWNER)
-      relock__future_fail(op->out, RELOCK_ENOTOWNER, "lock %s is not held by %s (never acquired, or its lease expired)",
+      relock__future_fail(op->out, RELOCK_ELOST, "%s %s was lost before this release by %s", lock->kind->what,
                           lock->name, field);
+    else if (outcome == RELOCK__RELEASE_NOT_OWNER)
+      relock__future_fail(op->out, RELOCK_ENOTOWNER, "%s %s is not held by %s (never acquired, or its lease expired)",
+                          lock->kind->what, lock->name, field);
     else
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
   }
@@ -244,36 +284,22 @@ static void on_release_done(relock_future_t *f, void *arg) {
 
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms) {
   relock_client_t *c = lock->client;
-  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], lease[24], ttl[24];
+  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
   relock__request_id(&c->rng, id);
-  size_t latch_len;
-  char *latch = relock__unlock_latch_name(lock->name, lock->len, id, &latch_len);
+  relock__lock_call_t call;
+  relock__lock_call_init(&call, lock, owner, field);
+  char *latch = relock__unlock_latch_name(lock->name, lock->len, id, &call.latch_len);
   if (latch == NULL)
     return NULL;
-  size_t field_len = relock__lock_field(lock, owner, field);
-  const char *publish = relock__route_publish_command(&c->redis);
-  const char *argv[] = {lock->name, lock->channel, latch, "0", lease, field, ttl, publish};
-  size_t lens[] = {lock->len,
-                   lock->channel_len,
-                   latch_len,
-                   1,
-                   (size_t)snprintf(lease, sizeof lease, "%lld", (long long)lease_ms),
-                   field_len,
-                   (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(&c->settings)),
-                   strlen(publish)};
-  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_RELEASE],
-                              .nkeys = 3,
-                              .argc = 8,
-                              .argv = argv,
-                              .lens = lens,
-                              .on_reply = reply_to_int,
-                              .retry_safe = 1}; /* the latch makes a repeat harmless */
+  call.latch = latch;
+  call.lease_ms = lease_ms;
+  call.spec.on_reply = reply_to_int; /* retry_safe: the latch makes a repeat harmless */
   /* No WAIT, even with min-replicas-acked: a release that a failover loses
    * brings the lock back on the new master held by nobody who uses it, and
    * it only delays others until its lease ends (the watchdog renews it no
    * more); it never makes two holders. Only what grants or extends a hold
    * (acquire, renew) must be on the replicas before it is believed. */
-  relock_future_t *f = relock__call(&c->redis, &spec);
+  relock_future_t *f = lock->kind->release(&call);
   free(latch);
   return f;
 }
@@ -287,8 +313,8 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   if (relock__renewal_release_lost(&c->renewal, &id)) {
     char field[RELOCK__FIELD_MAX];
     relock__lock_field(lock, owner, field);
-    return relock__future_failed(c->exec, RELOCK_ELOST, "lock %s was lost before this release by %s", lock->name,
-                                 field);
+    return relock__future_failed(c->exec, RELOCK_ELOST, "%s %s was lost before this release by %s", lock->kind->what,
+                                 lock->name, field);
   }
   release_t *op = malloc(sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
@@ -325,17 +351,9 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
 
 /* -- force release and queries ----------------------------------------------*/
 
-static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t *script, int nkeys, int argc,
-                                    const char *const *argv, const size_t *lens, relock__reply_fn on_reply) {
-  if (lock == NULL)
-    return NULL;
-  relock__call_spec_t spec = {.script = script,
-                              .nkeys = nkeys,
-                              .argc = argc,
-                              .argv = argv,
-                              .lens = lens,
-                              .on_reply = on_reply,
-                              .retry_safe = 1};
+static relock_future_t *query(relock_lock_t *lock, int argc, const char *const *argv, const size_t *lens,
+                              relock__reply_fn on_reply) {
+  relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = lens, .on_reply = on_reply, .retry_safe = 1};
   relock_future_t *f;
   if (relock__future_enter(lock->client->exec, &f) != 0)
     return f;
@@ -347,10 +365,16 @@ static relock_future_t *simple_call(relock_lock_t *lock, const relock__script_t 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
-  const char *publish = relock__route_publish_command(&lock->client->redis);
-  const char *argv[] = {lock->name, lock->channel, "0", publish};
-  const size_t lens[] = {lock->len, lock->channel_len, 1, strlen(publish)};
-  return simple_call(lock, &relock__scripts[RELOCK__SCRIPT_LOCK_FORCE_RELEASE], 2, 4, argv, lens, reply_to_bool);
+  relock_future_t *f;
+  if (relock__future_enter(lock->client->exec, &f) != 0)
+    return f;
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_call_t call;
+  relock__lock_call_init(&call, lock, 0, field);
+  call.spec.on_reply = reply_to_bool;
+  f = lock->kind->force_release(&call);
+  relock__exec_leave(lock->client->exec);
+  return f;
 }
 
 relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
@@ -358,7 +382,7 @@ relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"EXISTS", lock->name};
   const size_t lens[] = {6, lock->len};
-  return simple_call(lock, NULL, 0, 2, argv, lens, reply_to_bool);
+  return query(lock, 2, argv, lens, reply_to_bool);
 }
 
 relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner) {
@@ -368,7 +392,7 @@ relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owne
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HEXISTS", lock->name, field};
   const size_t lens[] = {7, lock->len, n};
-  return simple_call(lock, NULL, 0, 3, argv, lens, reply_to_bool);
+  return query(lock, 3, argv, lens, reply_to_bool);
 }
 
 relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owner) {
@@ -378,7 +402,7 @@ relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owne
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HGET", lock->name, field};
   const size_t lens[] = {4, lock->len, n};
-  return simple_call(lock, NULL, 0, 3, argv, lens, reply_to_count);
+  return query(lock, 3, argv, lens, reply_to_count);
 }
 
 relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
@@ -386,7 +410,7 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"PTTL", lock->name};
   const size_t lens[] = {4, lock->len};
-  return simple_call(lock, NULL, 0, 2, argv, lens, reply_to_int);
+  return query(lock, 2, argv, lens, reply_to_int);
 }
 
 /* -- is it still mine? ------------------------------------------------------*/

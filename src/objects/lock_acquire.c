@@ -1,4 +1,5 @@
-/* Acquiring a lock, and waiting for a held one (DESIGN.md §4).
+/* Acquiring a lock of any kind (lock_kind.h), and waiting for a held one
+ * (DESIGN.md §4).
  *
  * 1. Try. Acquired: done (a watchdog hold is registered for renewal).
  * 2. Held by someone else: join the lock's wait queue, which subscribes to
@@ -15,6 +16,12 @@
  *    cancelled. Either way a try in flight is abandoned and whatever it may
  *    have taken is given back.
  * 5. The last waiter leaving a queue unsubscribes it.
+ *
+ * A queue is per channel: a lock's, shared by a read-write lock's two
+ * sides, or a fair lock waiter's own (which only the releaser's script
+ * wakes, the head of the lock's queue in Redis first). A spin lock's
+ * waiter joins none: it tries again after a back-off. A fair lock's waiter
+ * that gives up leaves its place in Redis (the kind's leave_queue).
  *
  * Safety (docs/SAFETY.md): "acquired" is reported only for an answer that
  * came back before the hold could have expired (send time + lease - drift
@@ -50,7 +57,12 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
-#define ACQUIRED INT64_MIN /* the try's answer when the lock is ours */
+/* A try's answer when the lock is ours: ACQUIRED plus the fenced lock's
+ * token (0 for the other kinds). Anything else is the holder's TTL. */
+#define ACQUIRED INT64_MIN
+#define IS_ACQUIRED(answer) ((answer) <= INT64_MIN / 2)
+#define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
+#define SPIN_MAX_MS 128
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
 #define UNSUBSCRIBED_POLL_MS 100 /* re-check cadence while no unlock can be heard */
 
@@ -76,14 +88,17 @@ typedef struct acquire {
   unsigned woken : 1;       /* an unlock came while the try was in flight */
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
+  unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
   int64_t wait_ms;
+  int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
 } acquire_t;
 
+/* The local waiters of one channel: those of one lock, or of its read and
+ * write sides, or (a fair lock) of one owner. */
 struct waitq {
-  relock__hnode_t node;     /* in client->waitqs, by lock name */
+  relock__hnode_t node;     /* in client->waitqs, by channel */
   relock_client_t *client;
-  relock_lock_t *lock;      /* for its name and channel (a reference) */
   relock__listener_t listener;
   relock_future_t *confirm;
   relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
@@ -92,22 +107,19 @@ struct waitq {
   int guards;               /* walks in progress: don't free yet */
   int dying;
   int heard;                /* the channel is confirmed: unlocks are heard */
+  size_t channel_len;
+  char channel[];
 };
 
 static void try_acquire(acquire_t *op);
 
 /* -- wait queues ------------------------------------------------------------*/
 
-static uint64_t name_hash(const relock_lock_t *lock) {
-  return relock__hash_bytes(RELOCK__HASH_SEED, lock->name, lock->len);
-}
-
-static waitq_t *find_queue(relock_client_t *c, const relock_lock_t *lock) {
-  uint64_t h = name_hash(lock);
+static waitq_t *find_queue(relock_client_t *c, const char *channel, size_t len, uint64_t h) {
   relock__hnode_t *n;
   for (RELOCK__HTAB_EACH(&c->waitqs, h, n)) {
     waitq_t *q = relock__container_of(n, waitq_t, node);
-    if (n->hash == h && q->lock->len == lock->len && memcmp(q->lock->name, lock->name, lock->len) == 0)
+    if (n->hash == h && q->channel_len == len && memcmp(q->channel, channel, len) == 0)
       return q;
   }
   return NULL;
@@ -124,7 +136,6 @@ static void queue_maybe_free(waitq_t *q) {
   q->confirm = NULL;
   relock__pubsub_unsubscribe(&q->listener);
   relock_future_release(confirm);
-  relock__lock_unref(q->lock);
   free(q);
 }
 
@@ -195,7 +206,7 @@ static void on_message(relock__listener_t *l, const char *payload, size_t len, v
   }
 }
 
-static void end(acquire_t *op, int err, int value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* The ACL forbids the unlock channel: waiting would only poll until the
  * deadline, the subscription refused again at every reconnect, and hide
@@ -240,26 +251,55 @@ static void on_confirm(relock_future_t *f, void *arg) {
   wake(q, 1);
 }
 
-/* Puts op (trying) in its lock's queue; returns 1 if the subscription is
+/* The channel op's waiter listens on (malloc'ed), NULL when out of memory. */
+static char *wait_channel(const acquire_t *op, size_t *len) {
+  relock_lock_t *lock = op->lock;
+  if (lock->kind->wait != RELOCK__WAIT_OWN_CHANNEL) {
+    char *copy = malloc(lock->channel_len + 1);
+    if (copy != NULL)
+      memcpy(copy, lock->channel, lock->channel_len + 1);
+    *len = lock->channel_len;
+    return copy;
+  }
+  char field[RELOCK__FIELD_MAX];
+  size_t field_len = relock__lock_field(lock, op->owner, field);
+  char *own = malloc(lock->channel_len + 1 + field_len + 1);
+  if (own != NULL) {
+    memcpy(own, lock->channel, lock->channel_len);
+    own[lock->channel_len] = ':';
+    memcpy(own + lock->channel_len + 1, field, field_len + 1);
+  }
+  *len = lock->channel_len + 1 + field_len;
+  return own;
+}
+
+/* Puts op (trying) in its channel's queue; returns 1 if the subscription is
  * confirmed already, 0 if op must wait for it, -1 when out of memory. */
 static int join_queue(acquire_t *op) {
   relock_client_t *c = op->lock->client;
-  waitq_t *q = find_queue(c, op->lock);
+  size_t len;
+  char *channel = wait_channel(op, &len);
+  if (channel == NULL)
+    return -1;
+  uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, channel, len);
+  waitq_t *q = find_queue(c, channel, len, h);
   int confirmed = 1;
   if (q == NULL) {
-    if ((q = calloc(1, sizeof(*q))) == NULL)
+    if ((q = calloc(1, sizeof(*q) + len + 1)) == NULL) {
+      free(channel);
       return -1;
+    }
     q->client = c;
-    q->lock = relock__lock_ref(op->lock);
+    q->channel_len = len;
+    memcpy(q->channel, channel, len + 1);
     relock__list_init(&q->idle);
     relock__list_init(&q->trying);
-    relock__htab_insert(&c->waitqs, &q->node, name_hash(op->lock));
-    relock_future_t *f = relock__route_subscribe(&c->redis, &q->listener, q->lock->channel, q->lock->channel_len,
-                                                 on_message, q);
+    relock__htab_insert(&c->waitqs, &q->node, h);
+    relock_future_t *f = relock__route_subscribe(&c->redis, &q->listener, q->channel, len, on_message, q);
     if (f == NULL) {
       relock__htab_remove(&c->waitqs, &q->node);
-      relock__lock_unref(q->lock);
       free(q);
+      free(channel);
       return -1;
     }
     if (!relock_future_is_done(f)) {
@@ -273,6 +313,7 @@ static int join_queue(acquire_t *op) {
   } else if (q->confirm != NULL) {
     confirmed = 0;
   }
+  free(channel);
   op->q = q;
   relock__list_push_back(&q->trying, &op->qlink);
   q->nwaiters++;
@@ -291,29 +332,44 @@ static char *latch_name(const acquire_t *op, size_t *len) {
   return relock__acquire_latch_name(op->lock->name, op->lock->len, op->latch_id, len);
 }
 
+/* Sets call up for op's current try (its latch: a malloc'ed string, which
+ * the caller frees); -1 when out of memory. */
+static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK__FIELD_MAX]) {
+  relock__lock_call_init(call, op->lock, op->owner, field);
+  call->latch = latch_name(op, &call->latch_len);
+  call->lease_ms = op->lease_ms;
+  return call->latch != NULL ? 0 : -1;
+}
+
 /* Gives back the hold op's try took, if it took one: the latch says so in
- * Redis. Sent after the try on the same connection, so it runs after it;
+ * Redis (and takes op out of the lock's queue in Redis, if it was put
+ * there). Sent after the try on the same connection, so it runs after it;
  * a close of the client waits for it, so that cancelling and closing at
  * once (the relock tool on a signal) leaves nothing held. */
 static void undo(acquire_t *op) {
-  relock_lock_t *lock = op->lock;
   char field[RELOCK__FIELD_MAX];
-  size_t latch_len, field_len = relock__lock_field(lock, op->owner, field);
-  char *latch = latch_name(op, &latch_len);
-  if (latch == NULL)
+  relock__lock_call_t call;
+  if (try_call(op, &call, field) != 0)
     return; /* out of memory: the hold ends with its lease */
-  const char *publish = relock__route_publish_command(&lock->client->redis);
-  const char *argv[] = {lock->name, lock->channel, latch, field, "0", publish};
-  const size_t lens[] = {lock->len, lock->channel_len, latch_len, field_len, 1, strlen(publish)};
-  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO],
-                              .nkeys = 3,
-                              .argc = 6,
-                              .argv = argv,
-                              .lens = lens,
-                              .retry_safe = 1, /* deleting the latch makes a repeat harmless */
-                              .flush_on_close = 1};
-  relock_future_t *f = relock__call(&lock->client->redis, &spec);
-  free(latch);
+  call.spec.flush_on_close = 1; /* retry_safe: deleting the latch makes a repeat harmless */
+  relock_future_t *f = op->lock->kind->undo(&call);
+  free((char *)call.latch);
+  op->queued = 0;
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
+}
+
+/* op gives up waiting: its place in the lock's queue in Redis, if the
+ * kind keeps one and a try put it there, goes to the waiter behind. */
+static void leave_redis_queue(acquire_t *op) {
+  if (!op->queued || op->lock->kind->leave_queue == NULL)
+    return;
+  op->queued = 0;
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_call_t call;
+  relock__lock_call_init(&call, op->lock, op->owner, field);
+  call.spec.flush_on_close = 1;
+  relock_future_t *f = op->lock->kind->leave_queue(&call);
   if (f != NULL)
     relock_future_on_done(f, on_fire_and_forget, NULL);
 }
@@ -337,6 +393,7 @@ static void drop_latch(acquire_t *op) {
 /* -- the operation ----------------------------------------------------------*/
 
 static void finish(acquire_t *op) {
+  leave_redis_queue(op);
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
   leave_queue(op);
@@ -359,10 +416,11 @@ static void abandon(acquire_t *op) {
   relock_future_cancel(op->attempt);
 }
 
-/* Ends op, then completes its future: with value when err is 0, else with
- * err and the message. Completing comes last because the caller's callback
- * may do anything, close the client included; op is gone by then. */
-__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int value, const char *fmt, ...) {
+/* Ends op, then completes its future: with value when err is 0 (a boolean,
+ * or a fenced lock's token: an integer, 0 when not acquired), else with err
+ * and the message. Completing comes last because the caller's callback may
+ * do anything, close the client included; op is gone by then. */
+__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) {
   char msg[512] = "";
   if (fmt != NULL) {
     va_list ap;
@@ -371,12 +429,27 @@ __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, in
     va_end(ap);
   }
   relock_future_t *out = relock_future_retain(op->out);
+  int fenced = op->lock->kind->fenced;
   abandon(op);
-  if (err == 0)
-    relock__future_succeed_bool(out, value);
+  if (err == 0 && fenced)
+    relock__future_succeed_int(out, value);
+  else if (err == 0)
+    relock__future_succeed_bool(out, value != 0);
   else
     relock__future_fail(out, err, "%s", msg);
   relock_future_release(out);
+}
+
+/* A spin lock's waiter, which hears nothing: it tries again after a
+ * back-off doubling from SPIN_MIN_MS to SPIN_MAX_MS, jittered so that
+ * spinners spread out, and never past the holder's TTL. */
+static void spin(acquire_t *op, int64_t ttl_ms) {
+  int64_t delay = op->spin_ms + relock__jitter_ms(&op->lock->client->rng, op->spin_ms) / 2;
+  if (ttl_ms >= 0 && ttl_ms < delay)
+    delay = ttl_ms;
+  op->spin_ms = op->spin_ms * 2 > SPIN_MAX_MS ? SPIN_MAX_MS : op->spin_ms * 2;
+  op->state = WAITING;
+  relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
 static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
@@ -399,6 +472,9 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
   (void)arg;
   if (reply->type == RELOCK_REPLY_NIL)
     relock__future_succeed_int(f, ACQUIRED);
+  else if (reply->type == RELOCK_REPLY_ARRAY && reply->elements == 1 && reply->element[0]->type == RELOCK_REPLY_INTEGER &&
+           reply->element[0]->integer > 0 && reply->element[0]->integer < INT64_MAX / 2)
+    relock__future_succeed_int(f, ACQUIRED + reply->element[0]->integer); /* {token} */
   else if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
   else if (reply->type == RELOCK_REPLY_ERROR)
@@ -410,8 +486,9 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
 /* A try answered "acquired". Reported only if the answer came while the
  * hold is surely valid; a late one is given back and tried afresh (or, for
  * a single try, reported as a timeout). */
-static void on_acquired(acquire_t *op) {
+static void on_acquired(acquire_t *op, int64_t token) {
   relock_client_t *c = op->lock->client;
+  op->queued = 0; /* the script took it out of the queue it was in */
   int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
   uint64_t now = relock__now_ns();
   int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
@@ -419,9 +496,9 @@ static void on_acquired(acquire_t *op) {
     undo(op);
     if (op->try_once) {
       end(op, RELOCK_ETIMEDOUT, 0,
-          "lock %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
+          "%s %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
           "was given back",
-          op->lock->name, (long long)took_ms, (long long)op->lease_ms);
+          op->lock->kind->what, op->lock->name, (long long)took_ms, (long long)op->lease_ms);
     } else {
       relock__request_id(&c->rng, op->latch_id);
       try_acquire(op);
@@ -431,10 +508,13 @@ static void on_acquired(acquire_t *op) {
   int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
-    end(op, rc, 0, "%s tracking lock %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed", op->lock->name);
+    end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
+        op->lock->kind->what, op->lock->name);
   } else {
     drop_latch(op);
-    end(op, 0, 1, NULL);
+    if (op->lock->kind->shared && op->q != NULL)
+      wake(op->q, 1); /* shared holds: the other local waiters may well get one too */
+    end(op, 0, op->lock->kind->fenced ? token : 1, NULL);
   }
 }
 
@@ -452,14 +532,14 @@ static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   int err = relock_future_error(f);
   int64_t answer = err == 0 ? relock_future_int(f) : 0;
-  if (err == 0 && answer != ACQUIRED)
+  if (err == 0 && !IS_ACQUIRED(answer))
     tell_waiting(op, answer);
   op->attempt = NULL;
   /* A server error means the script did not run; any other error leaves
    * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
-  int may_hold = err == 0 ? answer == ACQUIRED : err != RELOCK_ESERVER;
+  int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER;
   if (err == 0)
     op->answered = 1;
 
@@ -471,19 +551,21 @@ static void on_try_done(relock_future_t *f, void *arg) {
     if (may_hold)
       undo(op);
     if (err == RELOCK_ENOTREPLICATED) /* a failure of its own, not one to wait out */
-      end(op, err, 0, "lock %s %s", op->lock->name, relock_future_message(f));
+      end(op, err, 0, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
     else
       end(op, err, 0, "%s", relock_future_message(f));
-  } else if (answer == ACQUIRED) {
-    on_acquired(op);
+  } else if (IS_ACQUIRED(answer)) {
+    on_acquired(op, answer - ACQUIRED);
   } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
     end(op, RELOCK_ECLOSED, 0, "client closed");
   } else if (op->try_once) {
     end(op, 0, 0, NULL);
+  } else if (op->lock->kind->wait == RELOCK__WAIT_SPIN) {
+    spin(op, answer);
   } else if (op->q == NULL) {
     int confirmed = join_queue(op);
     if (confirmed < 0)
-      end(op, RELOCK_ENOMEM, 0, "out of memory waiting for lock %s", op->lock->name);
+      end(op, RELOCK_ENOMEM, 0, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
     else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
     else
@@ -497,44 +579,38 @@ static void on_try_done(relock_future_t *f, void *arg) {
 }
 
 /* Only an acquisition writes what the replicas must have: "held by
- * another" wrote nothing, and needs no WAIT to be believed. */
-static int acquired_reply(const relock_reply_t *reply) { return reply->type == RELOCK_REPLY_NIL; }
+ * another" granted nothing (a fair lock's queue is no hold), and needs no
+ * WAIT to be believed. */
+static int acquired_reply(const relock_reply_t *reply) {
+  return reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_ARRAY;
+}
 
 static void try_acquire(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
-  char field[RELOCK__FIELD_MAX], lease[24], ttl[24];
-  size_t latch_len;
-  char *latch = latch_name(op, &latch_len);
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_call_t call;
   relock_future_t *f = NULL;
-  if (latch != NULL) {
-    const char *argv[] = {lock->name, latch, lease, field, ttl};
-    const size_t lens[] = {lock->len, latch_len, (size_t)snprintf(lease, sizeof lease, "%lld", (long long)op->lease_ms),
-                           relock__lock_field(lock, op->owner, field),
-                           (size_t)snprintf(ttl, sizeof ttl, "%lld", (long long)relock__latch_ttl_ms(&c->settings))};
-    relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE],
-                                .nkeys = 2,
-                                .argc = 5,
-                                .argv = argv,
-                                .lens = lens,
-                                .on_reply = on_try_reply,
-                                .retry_safe = 1, /* the latch makes a repeat harmless */
-                                /* a bounded wait bounds the retries too */
-                                .deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns,
-                                /* synced replicas: "acquired" once enough have it */
-                                .wait_replicas = c->settings.opt.min_replicas_acked,
-                                .wait_timeout_ms = c->settings.opt.min_replicas_timeout_ms,
-                                .wrote = acquired_reply};
+  if (try_call(op, &call, field) == 0) {
+    call.queue = !op->try_once;
+    call.spec.on_reply = on_try_reply; /* retry_safe: the latch makes a repeat harmless */
+    /* a bounded wait bounds the retries too */
+    call.spec.deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns;
+    /* synced replicas: "acquired" once enough have it */
+    call.spec.wait_replicas = c->settings.opt.min_replicas_acked;
+    call.spec.wait_timeout_ms = c->settings.opt.min_replicas_timeout_ms;
+    call.spec.wrote = acquired_reply;
     set_state(op, TRYING);
     op->woken = 0;
     op->sent_ns = relock__now_ns();
-    f = relock__call(&c->redis, &spec);
-    free(latch);
+    f = lock->kind->acquire(&call);
+    free((char *)call.latch);
   }
   if (f == NULL) {
-    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring lock %s", lock->name);
+    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring %s %s", lock->kind->what, lock->name);
     return;
   }
+  op->queued |= call.queue && lock->kind->leave_queue != NULL;
   op->attempt = f;
   relock_future_on_done(f, on_try_done, op);
 }
@@ -555,7 +631,8 @@ static void on_deadline(relock__timer_t *t, int status, void *arg) {
   if (status != 0)
     end(op, RELOCK_ECLOSED, 0, "client closed");
   else if (!op->answered) /* Redis is out of reach (or too slow): say so */
-    end(op, RELOCK_ETIMEDOUT, 0, "lock %s: Redis did not answer within the %lld ms wait", op->lock->name,
+    end(op, RELOCK_ETIMEDOUT, 0, "%s %s: Redis did not answer within the %lld ms wait", op->lock->kind->what,
+        op->lock->name,
         (long long)op->wait_ms);
   else
     end(op, 0, 0, NULL); /* not acquired in time */
@@ -604,6 +681,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   op->lease_ms = op->watchdog ? c->settings.opt.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;
   op->wait_ms = wait_ms;
+  op->spin_ms = SPIN_MIN_MS;
   op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;
   relock__list_init(&op->qlink);
   relock__timer_init(&op->timer, on_timer, op);

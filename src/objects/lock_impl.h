@@ -10,6 +10,7 @@
 
 #include "client/client_impl.h"
 #include "objects/keys.h"
+#include "objects/lock_kind.h"
 #include "watchdog/renewal.h"
 
 /* relock_lock_on_wait's callback, allocated only when one is set: few
@@ -21,12 +22,13 @@ typedef struct relock__wait_hook {
 
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
+  const relock__lock_kind_t *kind;
   relock_client_t *client;
   relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   relock_lost_cb lost_cb;
   void *lost_arg;
   relock__wait_hook_t *wait; /* NULL: none */
-  char *channel;            /* redisson_lock__channel:{name} */
+  char *channel;            /* the kind's channel: redisson_lock__channel:{name}, ... */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
   int refs;                 /* the caller's, and one per operation or hold */
@@ -41,16 +43,15 @@ struct relock_lock {
 relock_lock_t *relock__lock_ref(relock_lock_t *lock);
 void relock__lock_unref(relock_lock_t *lock);
 
-/* Writes owner's field; returns its length. */
-static inline size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
-  return relock__field(lock->client->settings.client_id, owner, field);
-}
+/* Writes owner's field ("<client-id>:<owner>" and the kind's suffix);
+ * returns its length. */
+size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]);
 
 _Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must fit the watchdog's buffers");
 
 /* owner's hold of lock, as the watchdog knows it. */
 static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner) {
-  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .owner = owner};
+  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .owner = owner, .role = lock->kind->role};
 }
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's

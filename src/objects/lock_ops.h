@@ -8,6 +8,12 @@
 
 #include "objects/lock_impl.h"
 
+/* Sets call up for owner's operation on lock: the field (written into
+ * field), the latch TTL, the publish command, retry-safe; the caller adds
+ * the rest. */
+void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint64_t owner,
+                            char field[RELOCK__FIELD_MAX]);
+
 /* Sends the release script for one hold of owner (keeping lease_ms for the
  * holds that remain). The future succeeds with the script's answer: 1 freed,
  * 0 holds remain, -1 not the owner. NULL when out of memory. */

@@ -22,7 +22,8 @@ static void on_expiry(relock__timer_t *t, int status, void *arg);
 /* -- holds ------------------------------------------------------------------*/
 
 static uint64_t hold_hash(const relock__hold_id_t *id) {
-  return relock__hash_bytes(relock__hash_bytes(RELOCK__HASH_SEED, id->key, id->key_len), &id->owner, sizeof id->owner);
+  uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, id->key, id->key_len);
+  return relock__hash_bytes(h, &id->owner, sizeof id->owner) + (uint64_t)id->role;
 }
 
 static const char *hold_key(const relock__hold_t *hold, size_t *len) {
@@ -40,7 +41,7 @@ relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id
   relock__hnode_t *n;
   for (RELOCK__HTAB_EACH(&r->holds, h, n)) {
     relock__hold_t *hold = relock__container_of(n, relock__hold_t, node);
-    if (n->hash != h || hold->owner != id->owner)
+    if (n->hash != h || hold->owner != id->owner || hold->role != id->role)
       continue;
     size_t len;
     const char *key = hold_key(hold, &len);
@@ -128,6 +129,7 @@ static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *i
     return NULL;
   hold->holder = holder;
   hold->owner = id->owner;
+  hold->role = id->role;
   hold->refs = 1;
   relock__list_init(&hold->renew_link);
   relock__timer_init(&hold->expiry, on_expiry, r); /* the hold is the timer's container */
@@ -327,21 +329,24 @@ static int renewed_any(const relock_reply_t *reply) {
 }
 
 static void send_batch(relock__renewal_t *r, batch_t *b) {
-  const char *argv[2 * RELOCK__RENEW_BATCH + 1];
-  size_t lens[2 * RELOCK__RENEW_BATCH + 1];
-  char lease[24], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
+  const char *argv[2 * RELOCK__RENEW_BATCH + 2];
+  size_t lens[2 * RELOCK__RENEW_BATCH + 2];
+  char lease[24], roles[RELOCK__RENEW_BATCH], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
   size_t n = b->n;
   for (size_t i = 0; i < n; i++) {
     relock__hold_t *hold = b->holds[i];
     argv[i] = hold_key(hold, &lens[i]);
-    argv[n + 1 + i] = fields[i];
-    lens[n + 1 + i] = hold_field(hold, fields[i]);
+    roles[i] = hold->role == RELOCK__ROLE_READ ? 'r' : '-';
+    argv[n + 2 + i] = fields[i];
+    lens[n + 2 + i] = hold_field(hold, fields[i]);
   }
   lens[n] = (size_t)snprintf(lease, sizeof lease, "%lld", (long long)r->watchdog_ms);
   argv[n] = lease;
+  argv[n + 1] = roles;
+  lens[n + 1] = n;
   relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW],
                               .nkeys = (int)n,
-                              .argc = (int)(2 * n + 1),
+                              .argc = (int)(2 * n + 2),
                               .argv = argv,
                               .lens = lens,
                               .on_reply = on_batch_reply,

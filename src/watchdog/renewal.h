@@ -55,13 +55,25 @@ typedef struct relock__renewal relock__renewal_t;
 /* The longest field of a hold, NUL included. */
 #define RELOCK__HOLD_FIELD_MAX 96
 
-/* A hold's identity: its key in Redis and the opaque owner the holder
- * knows it by (for a lock, the owner whose field "<client-id>:<owner>" is
- * in the key). */
+/* What a hold is in its key: one owner may hold one key in two roles at
+ * once (a read-write lock's writer taking read holds), and a read hold's
+ * renewal also extends its per-hold timeout keys (Redisson's read lock:
+ * "<base>:<field>:rwlock_timeout:<n>" for n = 1..count, base being the key
+ * in braces, or the key itself when it has a hash tag). */
+typedef enum relock__hold_role {
+  RELOCK__ROLE_PLAIN = 0, /* a reentrant lock's hold, or a write hold */
+  RELOCK__ROLE_WRITE,
+  RELOCK__ROLE_READ
+} relock__hold_role_t;
+
+/* A hold's identity: its key in Redis, its role, and the opaque owner the
+ * holder knows it by (for a lock, the owner whose field "<client-id>:<owner>"
+ * is in the key). */
 typedef struct relock__hold_id {
   const char *key;
   size_t key_len;
   uint64_t owner;
+  relock__hold_role_t role;
 } relock__hold_id_t;
 
 typedef struct relock__holder relock__holder_t;
@@ -104,6 +116,7 @@ typedef struct relock__hold {
   unsigned lost : 1;
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
   unsigned unsynced : 1;      /* its last renewal was not on enough replicas */
+  unsigned role : 2;          /* relock__hold_role_t */
 } relock__hold_t;
 
 struct relock__renewal {

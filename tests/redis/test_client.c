@@ -650,10 +650,10 @@ static void test_connect_timeout(void **state) {
 
 static relock_future_t *renew_script(relock_client_t *c) {
   relock_future_t *f = relock__future_new(c->exec);
-  const char *argv[] = {"no-such-lock", "30000", "nobody:1"};
-  const size_t lens[] = {12, 5, 8};
+  const char *argv[] = {"no-such-lock", "30000", "-", "nobody:1"};
+  const size_t lens[] = {12, 5, 1, 8};
   relock__request_t *req =
-      relock__request_script(relock_future_retain(f), &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW], 1, 3, argv, lens);
+      relock__request_script(relock_future_retain(f), &relock__scripts[RELOCK__SCRIPT_LOCK_RENEW], 1, 4, argv, lens);
   assert_non_null(req);
   relock__conn_send(&c->redis.cmd, req, 5000);
   assert_int_equal(relock_future_wait(f, 5000), 0);

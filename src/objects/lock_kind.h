@@ -1,0 +1,97 @@
+/* What makes one kind of lock (reentrant, fair, read, write, fenced, spin)
+ * different from another: its field suffix, how its waiters are woken, and
+ * the scripts it runs. Everything else - the object, acquisition and
+ * waiting, latches, the watchdog, the blocking calls - is shared
+ * (lock.c, lock_acquire.c, sync.c), so a new kind is one small C file with
+ * a relock__lock_kind_t and its scripts in ../../lua/.
+ *
+ * Each operation of a kind gets a relock__lock_call_t with everything the
+ * shared code knows (the holder's field, the latch, the lease, the publish
+ * command, the call's options) and sends its script with
+ * relock__lock_send. */
+#ifndef RELOCK__OBJECTS_LOCK_KIND_H
+#define RELOCK__OBJECTS_LOCK_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relock/client.h>
+#include <relock/error.h>
+#include <relock/future.h>
+#include <relock/lock.h>
+
+#include "objects/keys.h"
+#include "redis/call.h"
+#include "watchdog/renewal.h"
+
+/* One operation of one owner on a lock, as a kind's script needs it. */
+typedef struct relock__lock_call {
+  relock_lock_t *lock;
+  uint64_t owner;
+  const char *field;      /* the holder's field in the lock hash */
+  size_t field_len;
+  const char *latch;      /* this operation's latch (acquire, undo, release) */
+  size_t latch_len;
+  int64_t lease_ms;       /* acquire: the lease; release: the one holds that remain keep */
+  int64_t latch_ttl_ms;   /* how long a latch remembers its answer */
+  int queue;              /* acquire: a wait, not a single try (a fair lock queues the waiter) */
+  const char *publish;    /* PUBLISH or SPUBLISH; "" when the kind publishes nothing (spin) */
+  relock__call_spec_t spec; /* on_reply, retries, deadline, WAIT... set by the caller */
+} relock__lock_call_t;
+
+typedef relock_future_t *(*relock__lock_op_fn)(relock__lock_call_t *call);
+
+/* How a waiter learns that it may try again. */
+typedef enum relock__wait_mode {
+  RELOCK__WAIT_CHANNEL,     /* the lock's channel: "0" wakes one waiter per process, "1" all */
+  RELOCK__WAIT_OWN_CHANNEL, /* a channel of its own, "<lock channel>:<field>" (the fair lock's queue) */
+  RELOCK__WAIT_SPIN         /* none: tries again after a back-off (1 ms doubling to 128 ms, jittered) */
+} relock__wait_mode_t;
+
+typedef struct relock__lock_kind {
+  const char *what;           /* in messages: "lock", "fair lock", ... */
+  const char *field_suffix;   /* after "<client-id>:<owner>": ":write" for a write lock, else "" */
+  const char *channel_prefix; /* the channel is "<prefix>:{name}" (keys.h) */
+  relock__hold_role_t role;   /* how the watchdog tells and renews its holds */
+  relock__wait_mode_t wait;
+  unsigned shared : 1;        /* holds are shared (read): one acquired wakes the other waiters */
+  unsigned fenced : 1;        /* acquire answers {token}: the acquisition's future is that integer */
+  /* Each sends one script; the future completes with its answer (a reply).
+   *   acquire: nil or {token} acquired (call->latch made: a repeat of the
+   *            same request answers the same), else an integer: how long
+   *            the holder's lease has left (-1: no expiry) - the most a
+   *            waiter waits before trying again.
+   *   undo:    gives back the hold the acquisition with call->latch took,
+   *            if it took one (and leaves the queue, if it joined one).
+   *   release: one hold, idempotent through call->latch: 1 freed, 0 holds
+   *            remain, nil not the owner.
+   *   force_release: deletes it whoever holds it: 1 if it was held.
+   *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter gives
+   *            up its place. */
+  relock__lock_op_fn acquire;
+  relock__lock_op_fn undo;
+  relock__lock_op_fn release;
+  relock__lock_op_fn force_release;
+  relock__lock_op_fn leave_queue;
+} relock__lock_kind_t;
+
+/* Sends script (a relock__scripts index) with argv as KEYS (nkeys) and
+ * ARGV, and call's options. NULL when out of memory. */
+relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
+                                   const char *const *argv, const size_t *lens);
+
+/* Writes a number for a script argument; returns its length. */
+size_t relock__lock_number(char buf[24], int64_t value);
+
+/* The reentrant lock's operations (reentrant_lock.c), which the kinds
+ * sharing its layout reuse. */
+relock_future_t *relock__rlock_acquire(relock__lock_call_t *call);
+relock_future_t *relock__rlock_undo(relock__lock_call_t *call);
+relock_future_t *relock__rlock_release(relock__lock_call_t *call);
+relock_future_t *relock__rlock_force_release(relock__lock_call_t *call);
+
+/* A new lock object of kind (the public constructors). */
+relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const relock__lock_kind_t *kind,
+                                relock_error_t *err);
+
+#endif /* RELOCK__OBJECTS_LOCK_KIND_H */

@@ -1,0 +1,65 @@
+/* The reentrant lock (Redisson's RLock): a hash named like the lock, field
+ * "<client-id>:<owner>" -> hold count; unlocks published on
+ * "redisson_lock__channel:{name}" (DESIGN.md §3). Its scripts are
+ * lua/lock_*.lua; the kinds with the same layout (spin, fenced) reuse its
+ * operations. */
+#include <config.h>
+
+#include <string.h>
+
+#include "objects/lock_impl.h"
+#include "redis/scripts.h"
+
+relock_future_t *relock__rlock_acquire(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  char lease[24], ttl[24];
+  const char *argv[] = {lock->name, call->latch, lease, call->field, ttl};
+  const size_t lens[] = {lock->len, call->latch_len, relock__lock_number(lease, call->lease_ms), call->field_len,
+                         relock__lock_number(ttl, call->latch_ttl_ms)};
+  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 2, 5, argv, lens);
+}
+
+relock_future_t *relock__rlock_undo(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  const char *argv[] = {lock->name, lock->channel, call->latch, call->field, "0", call->publish};
+  const size_t lens[] = {lock->len, lock->channel_len, call->latch_len, call->field_len, 1, strlen(call->publish)};
+  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO, 3, 6, argv, lens);
+}
+
+relock_future_t *relock__rlock_release(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  char lease[24], ttl[24];
+  const char *argv[] = {lock->name, lock->channel, call->latch, "0", lease, call->field, ttl, call->publish};
+  const size_t lens[] = {lock->len,
+                         lock->channel_len,
+                         call->latch_len,
+                         1,
+                         relock__lock_number(lease, call->lease_ms),
+                         call->field_len,
+                         relock__lock_number(ttl, call->latch_ttl_ms),
+                         strlen(call->publish)};
+  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_RELEASE, 3, 8, argv, lens);
+}
+
+relock_future_t *relock__rlock_force_release(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  const char *argv[] = {lock->name, lock->channel, "0", call->publish};
+  const size_t lens[] = {lock->len, lock->channel_len, 1, strlen(call->publish)};
+  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_FORCE_RELEASE, 2, 4, argv, lens);
+}
+
+static const relock__lock_kind_t reentrant = {
+    .what = "lock",
+    .field_suffix = "",
+    .channel_prefix = "redisson_lock__channel",
+    .role = RELOCK__ROLE_PLAIN,
+    .wait = RELOCK__WAIT_CHANNEL,
+    .acquire = relock__rlock_acquire,
+    .undo = relock__rlock_undo,
+    .release = relock__rlock_release,
+    .force_release = relock__rlock_force_release,
+};
+
+relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err) {
+  return relock__lock_new(client, name, &reentrant, err);
+}
