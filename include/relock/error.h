@@ -35,7 +35,8 @@ extern "C" {
   XX(ENOPERM, -20, "not permitted by the Redis user's ACL")                   \
   XX(ETLS, -21, "TLS handshake or certificate verification failed")         \
   XX(ENOTREPLICATED, -22, "not acknowledged by enough replicas")          \
-  XX(ENOMASTER, -23, "no master: the sentinels know none by that name")
+  XX(ENOMASTER, -23, "no master: the sentinels know none by that name")    \
+  XX(EUPGRADE, -24, "a read holder cannot take the write lock (no upgrade)")
 
 typedef enum relock_err {
   RELOCK_OK = 0,

@@ -43,6 +43,49 @@ typedef struct relock_lock relock_lock_t;
  * arguments or out of memory; err may be NULL. */
 RELOCK_EXTERN relock_lock_t *relock_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
 
+/* -- the other kinds ---------------------------------------------------------*/
+
+/* Each makes a lock object of another of Redisson's kinds, with the same
+ * rules as relock_lock_new; every relock_lock_* call below works on it
+ * (acquire, release, force release, the lost and wait callbacks, validity,
+ * the blocking calls). Each shares Redis with a Java service using the
+ * same Redisson object on the same name. */
+
+/* Redisson's getFairLock(name): waiters get the lock in the order they
+ * first found it held, C and Java waiters alike. Redis keeps the queue
+ * (LIST "redisson_lock_queue:{name}", ZSET "redisson_lock_timeout:{name}");
+ * a release wakes only the waiter at its head, on that waiter's own
+ * channel "redisson_lock__channel:{name}:<field>". A waiter that dies
+ * leaves the queue within the fair-lock wait timeout (option
+ * "fair-lock-wait-timeout", 300 000 ms by default as in Redisson); one that
+ * gives up (deadline, cancel) leaves it at once. */
+RELOCK_EXTERN relock_lock_t *relock_fair_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
+
+/* Redisson's getReadWriteLock(name).readLock() / .writeLock(): many
+ * readers, or one writer, in one hash "name" (field "mode" = "read" or
+ * "write"). A writer may also take read holds (downgrade); a reader cannot
+ * take the write lock (upgrade): it would wait for itself, so such an
+ * acquisition fails at once with RELOCK_EUPGRADE. */
+RELOCK_EXTERN relock_lock_t *relock_read_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
+RELOCK_EXTERN relock_lock_t *relock_write_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
+
+/* Redisson's getFencedLock(name): a reentrant lock whose every acquisition
+ * (re-entries included) also takes a fencing token, from the counter
+ * "redisson_lock_token:{name}": strictly increasing per name, across all
+ * clients. Its acquisitions' futures succeed with an integer: the token
+ * (>= 1), or 0 when not acquired in time. Give the token to storage that
+ * rejects writes carrying an older one (examples/fenced_storage.c). */
+RELOCK_EXTERN relock_lock_t *relock_fenced_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
+
+/* The fenced lock's latest token (an integer; 0 if none was ever taken). */
+RELOCK_EXTERN relock_future_t *relock_fenced_lock_token_async(relock_lock_t *lock);
+
+/* Redisson's getSpinLock(name): the reentrant lock's hash, but no pub/sub
+ * at all - a waiter tries again after a back-off (1 ms doubling to 128 ms,
+ * jittered), and a release publishes nothing. For setups where pub/sub is
+ * unwanted (a proxy without it, ACLs without channels). */
+RELOCK_EXTERN relock_lock_t *relock_spin_lock_new(relock_client_t *client, const char *name, relock_error_t *err);
+
 /* Frees the object. Holds taken through it stay held (and renewed) until
  * released through another object for the same name, or until they are
  * lost; operations in flight complete as they would have. */
@@ -160,6 +203,11 @@ RELOCK_EXTERN int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms);
 RELOCK_EXTERN int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired);
 /* Returns 0, RELOCK_ENOTOWNER, RELOCK_ELOST, or another error. */
 RELOCK_EXTERN int relock_lock_unlock(relock_lock_t *lock);
+
+/* A fenced lock's relock_lock_lock / relock_lock_try_lock: *token (may be
+ * NULL) is the acquisition's token, 0 when not acquired in time. */
+RELOCK_EXTERN int relock_fenced_lock_lock(relock_lock_t *lock, int64_t lease_ms, int64_t *token);
+RELOCK_EXTERN int relock_fenced_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *token);
 
 /* Stops the blocking acquisitions of lock (relock_lock_lock, and
  * relock_lock_try_lock while it waits) that owner - a thread's
