@@ -5,6 +5,7 @@
  * blocked acquisition can be interrupted from another thread. */
 #include <config.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -80,7 +81,9 @@ typedef struct blocked {
   int interrupted;
 } blocked_t;
 
-static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+/* *value (may be NULL): the acquisition's value, 1 or 0 (a fenced lock's
+ * token or 0). */
+static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value) {
   blocked_t b = {.lock = lock, .owner = relock_thread_owner()};
   b.future = relock_lock_acquire_async(lock, b.owner, wait_ms, lease_ms);
   if (b.future == NULL)
@@ -102,8 +105,8 @@ static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_
   }
   if (r == RELOCK_ECANCELED && b.interrupted)
     r = relock__last_error_set(RELOCK_EINTERRUPTED, "interrupted by relock_lock_interrupt: the lock was not taken");
-  if (r == 0 && acquired != NULL)
-    *acquired = value_of(b.future) != 0;
+  if (r == 0 && value != NULL)
+    *value = value_of(b.future);
   relock_future_release(b.future);
   return r;
 }
@@ -118,7 +121,8 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
   relock__link_t *head = &lock->client->blocked;
   for (relock__link_t *l = head->next; l != head; l = l->next) {
     blocked_t *b = relock__container_of(l, blocked_t, link);
-    if (b->owner != owner || b->lock->len != lock->len || memcmp(b->lock->name, lock->name, lock->len) != 0)
+    if (b->owner != owner || b->lock->kind != lock->kind || b->lock->len != lock->len ||
+        memcmp(b->lock->name, lock->name, lock->len) != 0)
       continue;
     /* Marked first: the cancellation wakes the blocked thread at once. A
      * future that has completed already keeps its outcome. */
@@ -134,17 +138,9 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
 
 /* -- the blocking calls -------------------------------------------------------*/
 
-int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms) {
-  int r = would_block(lock);
-  if (r != 0)
-    return r;
-  if (!valid_lease(lease_ms))
-    return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
-                                                 "RELOCK_INFINITE");
-  return blocking_acquire(lock, RELOCK_INFINITE, lease_ms, NULL);
-}
-
-int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+/* Checks a blocking acquisition's arguments; 0 or the error (set as the
+ * thread's last). */
+static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int fenced) {
   int r = would_block(lock);
   if (r != 0)
     return r;
@@ -153,7 +149,37 @@ int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
   if (!valid_lease(lease_ms))
     return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
                                                  "RELOCK_INFINITE");
-  return blocking_acquire(lock, wait_ms, lease_ms, acquired);
+  if (fenced && !lock->kind->fenced) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s %.128s is not a fenced lock: it has no token", lock->kind->what, lock->name);
+    return relock__last_error_set(RELOCK_EINVAL, msg);
+  }
+  return 0;
+}
+
+int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms) {
+  int r = blocking_args(lock, RELOCK_INFINITE, lease_ms, 0);
+  return r != 0 ? r : blocking_acquire(lock, RELOCK_INFINITE, lease_ms, NULL);
+}
+
+int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+  int64_t value = 0;
+  int r = blocking_args(lock, wait_ms, lease_ms, 0);
+  if (r == 0)
+    r = blocking_acquire(lock, wait_ms, lease_ms, &value);
+  if (r == 0 && acquired != NULL)
+    *acquired = value != 0;
+  return r;
+}
+
+int relock_fenced_lock_lock(relock_lock_t *lock, int64_t lease_ms, int64_t *token) {
+  int r = blocking_args(lock, RELOCK_INFINITE, lease_ms, 1);
+  return r != 0 ? r : blocking_acquire(lock, RELOCK_INFINITE, lease_ms, token);
+}
+
+int relock_fenced_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
+  int r = blocking_args(lock, wait_ms, lease_ms, 1);
+  return r != 0 ? r : blocking_acquire(lock, wait_ms, lease_ms, token);
 }
 
 int relock_lock_unlock(relock_lock_t *lock) {
