@@ -50,6 +50,9 @@ echo
 echo "== examples/lock_sync: the blocking C API"
 ./examples/lock_sync "redis://127.0.0.1:$port" | sed 's/^/   /'
 echo
+echo "== examples/fenced_storage: a fenced lock's token stops a holder that stalled past its lease"
+./examples/fenced_storage "redis://127.0.0.1:$port" | sed 's/^/   /'
+echo
 echo "== examples/command: Redis commands through futures"
 ./examples/command "redis://127.0.0.1:$port" | sed 's/^/   /'
 echo
