@@ -5,7 +5,9 @@
  * "<client-id>:<owner>" hold hold counts, its PTTL the lease. relock writes
  * the same layout with the same kind of client id (a random UUID), so a
  * holder cannot tell which of the two took it: "format" says "redisson" for
- * both. A key of another type, or a hash of another shape, is not a lock. */
+ * both. A read-write lock's hash has one more field, "mode" ("read" or
+ * "write"), and its writer's field ends in ":write". A key of another
+ * type, or a hash of another shape, is not a lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +47,22 @@ static size_t owner_at(const relock_reply_t *field) {
   return i > 1 && i < field->len ? i : 0;
 }
 
+static int is_string(const relock_reply_t *v, const char *s) {
+  return v->type == RELOCK_REPLY_STRING && v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
+}
+
+/* Whether HGETALL's pair at i is a read-write lock's "mode". */
+static int is_mode(const relock_reply_t *fields, size_t i) {
+  const relock_reply_t *v = fields->element[i + 1];
+  return is_string(fields->element[i], "mode") && (is_string(v, "read") || is_string(v, "write"));
+}
+
 /* HGETALL's reply: the first field that is not a lock's holder, or NULL if
  * they all are. */
 static const relock_reply_t *bad_field(const relock_reply_t *fields) {
   int64_t count;
   for (size_t i = 0; i + 1 < fields->elements; i += 2)
-    if (owner_at(fields->element[i]) == 0 || hold_count(fields->element[i + 1], &count) != 0)
+    if (!is_mode(fields, i) && (owner_at(fields->element[i]) == 0 || hold_count(fields->element[i + 1], &count) != 0))
       return fields->element[i];
   return fields->elements % 2 == 0 ? NULL : fields->element[fields->elements - 1];
 }
@@ -68,21 +80,33 @@ static void print_json(const char *name, size_t len, const relock_reply_t *field
   fputs("{\"name\":", stdout);
   json_string(stdout, name, len);
   printf(",\"held\":%s,\"holders\":[", fields->elements > 0 ? "true" : "false");
+  const char *sep = "";
   for (size_t i = 0; i + 1 < fields->elements; i += 2) {
-    const relock_reply_t *field = fields->element[i];
+    if (is_mode(fields, i))
+      continue;
+    /* a writer's "<client-id>:<owner>:write": the holder without the suffix */
+    relock_reply_t holder = *fields->element[i];
+    int writer = holder.len > 6 && memcmp(holder.str + holder.len - 6, ":write", 6) == 0;
+    holder.len -= writer ? 6 : 0;
+    const relock_reply_t *field = &holder;
     size_t at = owner_at(field);
     int64_t count = 0;
     hold_count(fields->element[i + 1], &count);
-    fputs(i > 0 ? ",{\"client_id\":" : "{\"client_id\":", stdout);
+    printf("%s{\"client_id\":", sep);
+    sep = ",";
     json_string(stdout, field->str, at - 1);
     fputs(",\"owner\":", stdout);
     if (is_number(field->str + at, field->len - at))
       fwrite(field->str + at, 1, field->len - at, stdout);
     else
       json_string(stdout, field->str + at, field->len - at);
-    printf(",\"hold_count\":%lld}", (long long)count);
+    printf(",\"hold_count\":%lld%s}", (long long)count, writer ? ",\"write\":true" : "");
   }
-  printf("],\"ttl_ms\":%lld,\"format\":%s}\n", (long long)ttl, fields->elements > 0 ? "\"redisson\"" : "null");
+  fputs("]", stdout);
+  for (size_t i = 0; i + 1 < fields->elements; i += 2)
+    if (is_mode(fields, i))
+      printf(",\"mode\":\"%.*s\"", (int)fields->element[i + 1]->len, fields->element[i + 1]->str);
+  printf(",\"ttl_ms\":%lld,\"format\":%s}\n", (long long)ttl, fields->elements > 0 ? "\"redisson\"" : "null");
 }
 
 static void print_text(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl) {
@@ -91,6 +115,11 @@ static void print_text(const char *name, size_t len, const relock_reply_t *field
     fputs(": free\n", stdout);
   }
   for (size_t i = 0; i + 1 < fields->elements; i += 2) {
+    if (is_mode(fields, i)) {
+      text_string(stdout, name, len);
+      printf(": a read-write lock, in %.*s mode\n", (int)fields->element[i + 1]->len, fields->element[i + 1]->str);
+      continue;
+    }
     text_string(stdout, name, len);
     fputs(": held by ", stdout);
     text_string(stdout, fields->element[i]->str, fields->element[i]->len);

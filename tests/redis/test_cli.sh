@@ -371,6 +371,18 @@ expect "release --force deletes it" "0 0" "$? $(redis EXISTS jlock)"
 relock status jlock >"$work/status"
 expect "status of a free lock" "jlock: free" "$(cat "$work/status")"
 
+# a read-write lock held through Redisson: the "mode" field, a writer's ":write"
+redis HSET jrw mode write "3f2a9c4e-0000-4000-8000-000000000001:42:write" 1 \
+  "3f2a9c4e-0000-4000-8000-000000000001:42" 2 >/dev/null
+relock status jrw >"$work/status"
+expect "status reads a read-write lock: its mode and both holds" 0 \
+  "$(grep -c -e '^jrw: a read-write lock, in write mode$' -e 'held by 3f2a9c4e-0000-4000-8000-000000000001:42:write, hold count 1' \
+    -e 'held by 3f2a9c4e-0000-4000-8000-000000000001:42, hold count 2' "$work/status" | grep -qx 3; echo $?)" "$(cat "$work/status")"
+relock status --json jrw >"$work/status"
+grep -q '"owner":42,"hold_count":1,"write":true}' "$work/status" &&
+  grep -q '"owner":42,"hold_count":2}' "$work/status" && grep -q '\],"mode":"write","ttl_ms"' "$work/status"
+expect "status --json: the writer marked, the mode given" 0 $? "$(cat "$work/status")"
+
 # -- errors --------------------------------------------------------------------
 
 t0=$(now_ms)
