@@ -535,11 +535,12 @@ static void on_try_done(relock_future_t *f, void *arg) {
   if (err == 0 && !IS_ACQUIRED(answer))
     tell_waiting(op, answer);
   op->attempt = NULL;
-  /* A server error means the script did not run; any other error leaves
+  /* A server error means the script did not run (an upgrade refused: it
+   * ran and took nothing); any other error leaves
    * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
-  int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER;
+  int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
   if (err == 0)
     op->answered = 1;
 

@@ -279,6 +279,9 @@ int relock__reply_error_code(const char *str, size_t len) {
     if (len >= n && memcmp(str, acl[i], n) == 0)
       return RELOCK_ENOPERM;
   }
+  /* ours: lua/rwlock_write_acquire.lua refusing an upgrade */
+  if (len >= 15 && memcmp(str, "RELOCK_UPGRADE ", 15) == 0)
+    return RELOCK_EUPGRADE;
   return RELOCK_ESERVER;
 }
 

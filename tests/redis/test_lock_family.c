@@ -26,6 +26,7 @@ typedef struct kind {
 static const kind_t reentrant = {relock_lock_new, 0, 0};
 static const kind_t fenced = {relock_fenced_lock_new, 0, 1};
 static const kind_t spin = {relock_spin_lock_new, 1, 0};
+static const kind_t write_lock = {relock_write_lock_new, 0, 0};
 
 typedef struct {
   const kind_t *kind;
@@ -451,6 +452,7 @@ int main(void) {
       KIND_TESTS(reentrant),
       KIND_TESTS(fenced),
       KIND_TESTS(spin),
+      KIND_TESTS(write_lock),
       {"fenced: tokens increase across clients", test_fenced_tokens_increase_across_clients, setup, teardown,
        (void *)&fenced},
       {"fenced: blocking calls", test_fenced_blocking_calls, setup, teardown, (void *)&fenced},

@@ -1,0 +1,471 @@
+/* The read-write lock against a real redis-server: Redisson's layout, many
+ * readers or one writer, downgrade and no upgrade, what a release wakes, the
+ * writer starvation bound, renewal of read holds and their timeout keys,
+ * force release per side. (What every exclusive kind shares, the write side
+ * included, is in test_lock_family.c.) */
+#include <config.h>
+
+#include <string.h>
+
+#include "support/client_fixture.h"
+#include "objects/lock_impl.h"
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_options_t *cfg;
+  relock_client_t *a; /* two clients: two "processes" */
+  relock_client_t *b;
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx->cfg = fx_options(fx->redis, 1);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
+  free(fx);
+  return 0;
+}
+
+static void clients(fx_t *fx) {
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+}
+
+static relock_lock_t *reader(relock_client_t *c) {
+  relock_lock_t *l = relock_read_lock_new(c, "rw", NULL);
+  assert_non_null(l);
+  return l;
+}
+
+static relock_lock_t *writer(relock_client_t *c) {
+  relock_lock_t *l = relock_write_lock_new(c, "rw", NULL);
+  assert_non_null(l);
+  return l;
+}
+
+static int64_t value_of(relock_future_t *f) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  if (r != 0)
+    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+static int error_of(relock_future_t *f, char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  if (msg != NULL)
+    snprintf(msg, size, "%s", relock_future_message(f));
+  relock_future_release(f);
+  return r;
+}
+
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+
+/* A raw reply's bulk string (the buffer), or "" for nil. */
+static const char *raw_str(fx_t *fx, char *buf, size_t size, const char *cmd, const char *key, const char *arg) {
+  assert_int_equal(relock_test_redis_cmd(fx->redis, buf, size, cmd, key, arg, NULL), 0);
+  if (buf[0] != '$' || buf[1] == '-')
+    return "";
+  char *s = strchr(buf, '\n') + 1;
+  s[strcspn(s, "\r")] = '\0';
+  return s;
+}
+
+static const char *field_of(relock_lock_t *l, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  relock__lock_field(l, owner, field);
+  return field;
+}
+
+/* -- the layout ---------------------------------------------------------------*/
+
+static void test_layout_is_redissons(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
+  char field[RELOCK__FIELD_MAX], key[256], buf[256];
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", "mode"), "read");
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", field_of(r, 1, field)), "2");
+  for (int n = 1; n <= 2; n++) { /* a timeout key per read hold, with the lease */
+    snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:%d", field, n);
+    long long ttl = fx_raw_int(fx->redis, "PTTL", key, NULL);
+    assert_true(ttl > 25000 && ttl <= 30000);
+  }
+  assert_int_equal(RELEASE(r, 1), 0);
+  snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:2", field);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", key, NULL), 0);
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 0);
+
+  assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", "mode"), "write");
+  assert_string_equal(field_of(w, 1, field) + strlen(field) - 6, ":write");
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", field), "1");
+  assert_int_equal(RELEASE(w, 1), 1);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+/* -- readers and writers ----------------------------------------------------------*/
+
+static void test_eight_readers_at_once(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
+  for (uint64_t owner = 1; owner <= 8; owner++)
+    assert_int_equal(ACQUIRE(owner % 2 ? ra : rb, owner, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "HLEN", "rw", NULL), 1 + 8);
+  assert_int_equal(ACQUIRE(w, 9, 0, RELOCK_INFINITE), 0); /* no writer while they read */
+  for (uint64_t owner = 1; owner <= 8; owner++)
+    assert_int_equal(RELEASE(owner % 2 ? ra : rb, owner), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 0);
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+  relock_lock_free(w);
+}
+
+static void test_writer_excludes_readers_and_wakes_them_all(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *w = writer(fx->a), *ra = reader(fx->a), *rb = reader(fx->b);
+  assert_int_equal(ACQUIRE(w, 1, 0, 10000), 1);
+  assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 0);
+  relock_future_t *waits[4];
+  for (int i = 0; i < 4; i++) /* readers waiting in two processes */
+    waits[i] = relock_lock_acquire_async(i % 2 ? ra : rb, 10 + (uint64_t)i, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(waits[0], 300), RELOCK_EPENDING);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(w, 1), 1); /* "1": every waiter tries */
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(value_of(waits[i]), 1);
+  double took = fx_ms_since(t0);
+  if (took >= fx_slack_ms(100))
+    fail_msg("the write release woke the 4 readers in %.1f ms", took);
+  assert_int_equal(fx_raw_int(fx->redis, "HLEN", "rw", NULL), 1 + 4);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(RELEASE(i % 2 ? ra : rb, 10 + (uint64_t)i), 1);
+  relock_lock_free(w);
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+}
+
+static void test_last_reader_wakes_a_writer(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
+  assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
+  assert_int_equal(ACQUIRE(r, 2, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(w, 3, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING); /* one reader left */
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(r, 2), 1);
+  assert_int_equal(value_of(wait), 1);
+  double took = fx_ms_since(t0);
+  if (took >= fx_slack_ms(100))
+    fail_msg("the last read release woke the writer in %.1f ms", took);
+  assert_int_equal(RELEASE(w, 3), 1);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+static void test_downgrade(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *w = writer(fx->a), *r = reader(fx->a), *other_r = reader(fx->b), *other_w = writer(fx->b);
+  char buf[64];
+  assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1); /* the writer reads too */
+  assert_int_equal(ACQUIRE(other_r, 2, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(RELEASE(w, 1), 1); /* down to a read hold */
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", "mode"), "read");
+  assert_int_equal(ACQUIRE(other_r, 2, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(other_w, 3, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(RELEASE(other_r, 2), 1);
+  assert_int_equal(ACQUIRE(other_w, 3, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(RELEASE(other_w, 3), 1);
+  relock_lock_free(w);
+  relock_lock_free(r);
+  relock_lock_free(other_r);
+  relock_lock_free(other_w);
+}
+
+static void test_no_upgrade(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  char msg[512];
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(error_of(relock_lock_acquire_async(w, 1, RELOCK_INFINITE, RELOCK_INFINITE), msg, sizeof msg),
+                   RELOCK_EUPGRADE);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(100)); /* at once, not after a wait */
+  assert_non_null(strstr(msg, "no upgrade"));
+  assert_int_equal(error_of(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE), NULL, 0), RELOCK_EUPGRADE);
+  /* nothing taken, the read hold intact */
+  char field[RELOCK__FIELD_MAX], buf[64];
+  assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", field_of(w, 1, field)), "");
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1); /* fine once it reads no more */
+  assert_int_equal(RELEASE(w, 1), 1);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+/* -- the writer starvation bound --------------------------------------------------*/
+
+/* Readers keep arriving: a new owner takes a read hold every 40 ms and
+ * holds it 120 ms, so that some read hold is always there. */
+typedef struct stream {
+  relock_lock_t *r;
+  relock_future_t *writer;
+  relock_future_t *reads[256];
+  uint64_t started_ns[256];
+  int n, released, refused;
+  uint64_t next_ns;
+} stream_t;
+
+static int stream_step(void *arg) {
+  stream_t *s = arg;
+  uint64_t now = relock__now_ns();
+  if (now >= s->next_ns && s->n < 256) {
+    s->started_ns[s->n] = now;
+    s->reads[s->n] = relock_lock_acquire_async(s->r, 100 + (uint64_t)s->n, 0, RELOCK_INFINITE);
+    s->n++;
+    s->next_ns = now + 40 * 1000000ull;
+  }
+  for (int i = s->released; i < s->n; i++) {
+    if (!relock_future_is_done(s->reads[i]) || now - s->started_ns[i] < 120 * 1000000ull)
+      break;
+    if (relock_future_error(s->reads[i]) == 0 && relock_future_bool(s->reads[i]))
+      relock_future_release(relock_lock_release_async(s->r, 100 + (uint64_t)i));
+    else
+      s->refused++;
+    relock_future_release(s->reads[i]);
+    s->released++;
+  }
+  return s->writer != NULL && relock_future_is_done(s->writer);
+}
+
+static void test_writer_not_starved_by_arriving_readers(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
+  stream_t s = {.r = r, .next_ns = relock__now_ns()};
+  /* readers overlap for a while before the writer comes */
+  uint64_t until = relock__now_ns() + 300 * 1000000ull;
+  while (relock__now_ns() < until)
+    fx_run_until(fx->a->loop, stream_step, &s, 10);
+  assert_true(fx_raw_int(fx->redis, "HLEN", "rw", NULL) >= 2); /* reading now */
+  uint64_t t0 = relock__now_ns();
+  s.writer = relock_lock_acquire_async(w, 1, fx_slack_ms(3000), RELOCK_INFINITE);
+  /* The bound: the read holds there when the writer starts waiting end
+   * (120 ms at most), then one wake-up. */
+  while (!relock_future_is_done(s.writer) && fx_ms_since(t0) < fx_slack_ms(3000)) {
+    fx_run_until(fx->a->loop, stream_step, &s, 10);
+    relock_future_wait(s.writer, 1);
+  }
+  assert_int_equal(relock_future_wait(s.writer, 0), 0);
+  assert_int_equal(relock_future_bool(s.writer), 1);
+  double waited = fx_ms_since(t0);
+  relock_future_release(s.writer);
+  s.writer = NULL;
+  if (waited >= fx_slack_ms(120 + 150))
+    fail_msg("the writer waited %.1f ms with readers arriving every 40 ms (bound 270)", waited);
+  assert_int_equal(RELEASE(w, 1), 1);
+  for (int i = s.released; i < s.n; i++) { /* the stream's last reads */
+    if (relock_future_wait(s.reads[i], 5000) == 0 && relock_future_bool(s.reads[i]))
+      relock_future_release(relock_lock_release_async(r, 100 + (uint64_t)i));
+    else
+      s.refused++;
+    relock_future_release(s.reads[i]);
+  }
+  assert_true(s.refused > 0); /* readers that came while the writer waited did wait */
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+static void test_writer_giving_up_lets_readers_in(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
+  assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(w, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  assert_int_equal(fx_raw_int(fx->redis, "ZCARD", "relock_rwlock_writers:{rw}", NULL), 1);
+  assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 0); /* a new reader waits for the writer */
+  relock_future_t *late = relock_lock_acquire_async(r, 4, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(late, 200), RELOCK_EPENDING);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(relock_future_cancel(wait), 1);
+  relock_future_release(wait);
+  assert_int_equal(value_of(late), 1); /* woken by the writer leaving */
+  double took = fx_ms_since(t0);
+  if (took >= fx_slack_ms(100))
+    fail_msg("the reader got in %.1f ms after the writer gave up", took);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "relock_rwlock_writers:{rw}", NULL), 0);
+  assert_int_equal(RELEASE(r, 4), 1);
+  assert_int_equal(RELEASE(r, 1), 1);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+/* -- the watchdog and losses ------------------------------------------------------*/
+
+typedef struct until {
+  uint64_t end_ns;
+} until_t;
+
+static int time_is_up(void *arg) { return relock__now_ns() >= ((until_t *)arg)->end_ns; }
+
+static void test_watchdog_renews_read_holds_and_their_timeout_keys(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b);
+  char field[RELOCK__FIELD_MAX], key[256];
+  assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 1);
+  until_t u = {relock__now_ns() + 1500 * 1000000ull}; /* 2.5 leases */
+  fx_run_until(fx->a->loop, time_is_up, &u, 3000);
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  relock_future_release(FX_CMD(fx->b, "PING"));
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 1);
+  for (int n = 1; n <= 2; n++) {
+    snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:%d", field_of(ra, 1, field), n);
+    long long ttl = fx_raw_int(fx->redis, "PTTL", key, NULL);
+    assert_true(ttl > 0 && ttl <= 600);
+  }
+  /* b's release sets the lock's expiry from a's timeout keys: renewed, so
+   * a keeps the lock for as long as it is renewed */
+  assert_int_equal(RELEASE(rb, 2), 1);
+  u.end_ns = relock__now_ns() + 1000 * 1000000ull;
+  fx_run_until(fx->a->loop, time_is_up, &u, 3000);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 1);
+  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(RELEASE(ra, 1), 0);
+  assert_int_equal(RELEASE(ra, 1), 1);
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+}
+
+typedef struct lost {
+  int calls;
+  int reason;
+} lost_t;
+
+static void on_lost(relock_lock_t *l, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)l, (void)owner, (void)message;
+  lost_t *lost = arg;
+  lost->calls++;
+  lost->reason = reason;
+}
+
+static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
+
+static void test_read_hold_lost_when_deleted(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  clients(fx);
+  relock_lock_t *r = reader(fx->a);
+  lost_t lost = {0};
+  relock_lock_on_lost(r, on_lost, &lost);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  relock_test_redis_cmd(fx->redis, NULL, 0, "DEL", "rw", NULL);
+  assert_true(fx_run_until(fx->a->loop, was_lost, &lost, fx_slack_ms(2000)));
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_release_async(r, 1), NULL, 0), RELOCK_ELOST);
+  relock_lock_free(r);
+}
+
+/* A read hold and a write hold of one owner are two holds for the watchdog. */
+static void test_read_and_write_holds_of_one_owner_are_distinct(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  clients(fx);
+  relock_lock_t *w = writer(fx->a), *r = reader(fx->a);
+  assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  assert_int_equal(RELEASE(w, 1), 1);
+  assert_int_equal(fx->a->renewal.nrenewing, 1);
+  until_t u = {relock__now_ns() + 1000 * 1000000ull};
+  fx_run_until(fx->a->loop, time_is_up, &u, 3000);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 1); /* the read hold, renewed */
+  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(RELEASE(r, 1), 1);
+  relock_lock_free(w);
+  relock_lock_free(r);
+}
+
+/* -- force release and messages -----------------------------------------------------*/
+
+static void test_force_release_per_side_and_messages(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  fx_keyevents_t heard = {0};
+  relock_subscription_t *sub = NULL;
+  relock_future_t *f = relock_client_subscribe(fx->b, "redisson_rwlock:{rw}", 20, fx_on_keyevent_, &heard, &sub);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+  relock_future_release(f);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
+  assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(value_of(relock_lock_force_release_async(r)), 0); /* not in read mode */
+  assert_int_equal(value_of(relock_lock_force_release_async(w)), 1);
+  assert_true(fx_keyevents_wait(fx->b, &heard, 1));
+  assert_string_equal(heard.keys[0], "1"); /* the write side: wake all */
+  assert_int_equal(ACQUIRE(r, 2, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(value_of(relock_lock_force_release_async(w)), 0); /* not in write mode */
+  assert_int_equal(value_of(relock_lock_force_release_async(r)), 1);
+  assert_true(fx_keyevents_wait(fx->b, &heard, 2));
+  assert_string_equal(heard.keys[1], "0");
+  assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(RELEASE(r, 3), 1); /* the last read hold: "0" */
+  assert_true(fx_keyevents_wait(fx->b, &heard, 3));
+  assert_string_equal(heard.keys[2], "0");
+  relock_subscription_free(sub);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_layout_is_redissons),
+      T(test_eight_readers_at_once),
+      T(test_writer_excludes_readers_and_wakes_them_all),
+      T(test_last_reader_wakes_a_writer),
+      T(test_downgrade),
+      T(test_no_upgrade),
+      T(test_writer_not_starved_by_arriving_readers),
+      T(test_writer_giving_up_lets_readers_in),
+      T(test_watchdog_renews_read_holds_and_their_timeout_keys),
+      T(test_read_hold_lost_when_deleted),
+      T(test_read_and_write_holds_of_one_owner_are_distinct),
+      T(test_force_release_per_side_and_messages),
+  };
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);
+}
