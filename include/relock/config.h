@@ -179,6 +179,12 @@ extern "C" {
  * far less than the 3 s command timeout and the 10 s renewal period. */
 #define RELOCK_OPT_MIN_REPLICAS_TIMEOUT "min-replicas-timeout"
 
+/* ms, 300000 (Redisson's fairLockWaitTimeout): how long a fair lock's
+ * waiter that stopped trying (a dead process) keeps its place in the
+ * queue: live waiters keep theirs however long they wait, trying again at
+ * least every third of it. >= 3. */
+#define RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT "fair-lock-wait-timeout"
+
 /* Every duration is at most 2^40 ms (about 34 years). */
 
 typedef struct relock_options relock_options_t;

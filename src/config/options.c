@@ -172,6 +172,10 @@ static int check_watchdog_timeout(value_t v, relock_error_t *err) {
   return check_duration("watchdog-timeout", v.n, 3, ">= 3: the lease is renewed every third of it", err);
 }
 
+static int check_fair_lock_wait_timeout(value_t v, relock_error_t *err) {
+  return check_duration("fair-lock-wait-timeout", v.n, 3, ">= 3: waiters try again every third of it", err);
+}
+
 static int check_ping_interval(value_t v, relock_error_t *err) {
   return check_duration("ping-interval", v.n, 0, ">= 0, 0 for no PING", err);
 }
@@ -285,6 +289,8 @@ static const option_t options[] = {
     {RELOCK_OPT_MIN_REPLICAS_ACKED, OPT_INT, FIELD(min_replicas_acked), NULL, 0, check_min_replicas_acked, 0},
     {RELOCK_OPT_MIN_REPLICAS_TIMEOUT, OPT_MS, FIELD(min_replicas_timeout_ms), NULL, 500, check_min_replicas_timeout,
      0},
+    {RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, OPT_MS, FIELD(fair_lock_wait_timeout_ms), NULL, 300000,
+     check_fair_lock_wait_timeout, 0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])

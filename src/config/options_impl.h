@@ -48,6 +48,7 @@ struct relock_options {
   char *cluster_nodes;
   int min_replicas_acked;
   int64_t min_replicas_timeout_ms;
+  int64_t fair_lock_wait_timeout_ms;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */

@@ -342,8 +342,7 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
 }
 
 /* Gives back the hold op's try took, if it took one: the latch says so in
- * Redis (and takes op out of the lock's queue in Redis, if it was put
- * there). Sent after the try on the same connection, so it runs after it;
+ * Redis (op's place in a queue in Redis goes when op finishes). Sent after the try on the same connection, so it runs after it;
  * a close of the client waits for it, so that cancelling and closing at
  * once (the relock tool on a signal) leaves nothing held. */
 static void undo(acquire_t *op) {
@@ -354,7 +353,6 @@ static void undo(acquire_t *op) {
   call.spec.flush_on_close = 1; /* retry_safe: deleting the latch makes a repeat harmless */
   relock_future_t *f = op->lock->kind->undo(&call);
   free((char *)call.latch);
-  op->queued = 0;
   if (f != NULL)
     relock_future_on_done(f, on_fire_and_forget, NULL);
 }

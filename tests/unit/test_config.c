@@ -168,6 +168,12 @@ static void test_set_from_text(void **state) {
   assert_int_equal(num(o, RELOCK_OPT_MIN_REPLICAS_ACKED), 2);
   assert_int_equal(relock_options_set(o, "min-replicas-timeout", "250ms", NULL), 0);
   assert_int_equal(ms(o, RELOCK_OPT_MIN_REPLICAS_TIMEOUT), 250);
+  assert_int_equal(ms(o, RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT), 300000); /* Redisson's default */
+  assert_int_equal(relock_options_set(o, "fair-lock-wait-timeout", "2s", NULL), 0);
+  assert_int_equal(ms(o, RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT), 2000);
+  relock_error_t fe;
+  assert_int_equal(relock_options_set(o, "fair-lock-wait-timeout", "2ms", &fe), RELOCK_EINVAL);
+  assert_non_null(strstr(fe.message, "fair-lock-wait-timeout must be >= 3"));
 
   static const struct {
     const char *name, *text, *phrase;
