@@ -53,7 +53,25 @@ static int signal_opt(args_t *a, const char *text, int *out) {
   return usage(a, "invalid --orphan-signal \"%s\": use a signal name (TERM, KILL, HUP, INT, ...) or number", text);
 }
 /* Long options without a short one. */
-enum { OPT_TLS_CA = 256, OPT_TLS_CA_DIR, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE };
+enum {
+  OPT_TLS_CA = 256,
+  OPT_TLS_CA_DIR,
+  OPT_TLS_CERT,
+  OPT_TLS_KEY,
+  OPT_TLS_SERVER_NAME,
+  OPT_TLS_INSECURE,
+  OPT_KIND /* --fair ... --spin: OPT_KIND + the kind */
+};
+
+static const char *const kind_options[] = {"", "--fair", "--read", "--write", "--fenced", "--spin"};
+
+/* One kind only: "--read --write" is a mistake, not a choice. */
+static int kind_opt(args_t *a, int kind) {
+  if (a->opt.kind != KIND_LOCK && a->opt.kind != (lock_kind_t)kind)
+    return usage(a, "%s and %s: a lock is of one kind", kind_options[a->opt.kind], kind_options[kind]);
+  a->opt.kind = (lock_kind_t)kind;
+  return ARGS_OK;
+}
 
 static int parse_options(int argc, char **argv, args_t *a, int *first) {
   static const struct option longopts[] = {
@@ -71,6 +89,11 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
       {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
       {"option", required_argument, NULL, 'o'},
+      {"fair", no_argument, NULL, OPT_KIND + KIND_FAIR},
+      {"read", no_argument, NULL, OPT_KIND + KIND_READ},
+      {"write", no_argument, NULL, OPT_KIND + KIND_WRITE},
+      {"fenced", no_argument, NULL, OPT_KIND + KIND_FENCED},
+      {"spin", no_argument, NULL, OPT_KIND + KIND_SPIN},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -104,6 +127,14 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case OPT_TLS_KEY: o->tls_key = optarg; break;
     case OPT_TLS_SERVER_NAME: o->tls_server_name = optarg; break;
     case OPT_TLS_INSECURE: o->tls_insecure = 1; break;
+    case OPT_KIND + KIND_FAIR:
+    case OPT_KIND + KIND_READ:
+    case OPT_KIND + KIND_WRITE:
+    case OPT_KIND + KIND_FENCED:
+    case OPT_KIND + KIND_SPIN:
+      if ((r = kind_opt(a, c - OPT_KIND)) != ARGS_OK)
+        return r;
+      break;
     case 'h': return ARGS_HELP;
     case 'V': return ARGS_VERSION;
     default:

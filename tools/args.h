@@ -6,6 +6,10 @@
 
 #include <stdint.h>
 
+/* Which of Redisson's locks NAME is (--fair, --read, --write, --fenced,
+ * --spin; the reentrant lock unless given). */
+typedef enum lock_kind { KIND_LOCK = 0, KIND_FAIR, KIND_READ, KIND_WRITE, KIND_FENCED, KIND_SPIN } lock_kind_t;
+
 typedef struct options {
   const char *url;      /* -u: NULL for $RELOCK_URL, else the default */
   const char *url_file; /* --url-file */
@@ -26,6 +30,7 @@ typedef struct options {
   int tls_insecure;     /* --tls-insecure: no verification, for tests only */
   const char *set[16];  /* -o NAME=VALUE: library options, in order (point into argv) */
   int nset;
+  lock_kind_t kind;
 } options_t;
 
 typedef enum args_mode {

@@ -39,8 +39,8 @@ static const char usage_text[] =
     "      --tls-server-name NAME  TLS: the name the certificate must have (default: the host)\n"
     "      --tls-insecure     TLS without verifying the server at all: for tests only\n"
     "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
-    "  -q, --quiet            print nothing but errors\n"
-    "  -v, --verbose          say what happens\n"
+    "      --fair | --read | --write | --fenced | --spin  the kind of lock (man relock)\n"
+    "  -q, --quiet | -v, --verbose  print nothing but errors | say what happens\n"
     "      --json             status, list: one JSON object per lock and line\n"
     "  -h, --help             this text;  -V, --version\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
@@ -169,7 +169,12 @@ static int connect_client(cli_t *r) {
     /* RELOCK_ETLS here: a CA, certificate or key file that cannot be loaded */
     return err.code == RELOCK_EINVAL || err.code == RELOCK_ETLS ? EXIT_USAGE : EXIT_REDIS;
   }
-  if ((r->lock = relock_lock_new(r->client, r->name, &err)) == NULL) {
+  /* Redisson's kinds, on the same name as a Java service's */
+  static relock_lock_t *(*const make[])(relock_client_t *, const char *, relock_error_t *) = {
+      [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
+      [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
+      [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
+  if ((r->lock = make[o->kind](r->client, r->name, &err)) == NULL) {
     say(0, "invalid lock name: %s", relock_strerror(err.code));
     return EXIT_USAGE;
   }

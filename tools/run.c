@@ -45,6 +45,7 @@ typedef struct run {
   ev_timer reap;  /* lost: polls until the command's whole group is gone */
   ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
   int tstp_sent;       /* relock got SIGTSTP and passed it on */
+  int64_t token;       /* --fenced: the acquisition's token, for $RELOCK_TOKEN */
 } run_t;
 
 /* How long relock waits quietly before saying who holds the lock. */
@@ -353,6 +354,11 @@ static int spawn(run_t *r) {
     signal(SIGPIPE, SIG_DFL);
     setenv("RELOCK_NAME", r->c->name, 1);
     setenv("RELOCK_OWNER", field, 1);
+    if (r->c->opt.kind == KIND_FENCED) {
+      char token[24];
+      snprintf(token, sizeof token, "%lld", (long long)r->token);
+      setenv("RELOCK_TOKEN", token, 1);
+    }
     execvp(r->c->argv[0], r->c->argv);
     int e = errno;
     (void)!write(pipefd[1], &e, sizeof e);
@@ -502,7 +508,10 @@ static void on_acquired(relock_future_t *f, void *arg) {
     finish(r, EXIT_REDIS);
     return;
   }
-  int acquired = relock_future_bool(f);
+  /* a boolean, or a fenced lock's token (0: not acquired) */
+  int64_t value = relock_future_value_type(f) == RELOCK_VALUE_INT ? relock_future_int(f) : relock_future_bool(f);
+  int acquired = value != 0;
+  r->token = value;
   relock_future_release(f);
   if (!acquired) {
     say(1, "lock %s is busy%s", r->c->name, r->c->opt.wait_ms > 0 ? ": not acquired in time" : "");

@@ -383,6 +383,56 @@ grep -q '"owner":42,"hold_count":1,"write":true}' "$work/status" &&
   grep -q '"owner":42,"hold_count":2}' "$work/status" && grep -q '\],"mode":"write","ttl_ms"' "$work/status"
 expect "status --json: the writer marked, the mode given" 0 $? "$(cat "$work/status")"
 
+# -- the lock family: --fair, --read/--write, --fenced, --spin ----------------
+
+relock --fenced t-fenced -- sh -c 'echo "$RELOCK_TOKEN"' >"$work/t1"
+relock --fenced t-fenced -- sh -c 'echo "$RELOCK_TOKEN"' >"$work/t2"
+expect "--fenced: the command gets the lock's token in RELOCK_TOKEN, increasing" "1 2 2" \
+  "$(cat "$work/t1") $(cat "$work/t2") $(redis GET "redisson_lock_token:{t-fenced}")"
+
+relock_bg -q --read t-rw -- sleep 1
+pid=$!
+wait_held t-rw
+relock -q --read -w 0 t-rw -- true
+r1=$?
+relock -q --write -w 0 t-rw -- true
+r2=$?
+wait "$pid"
+expect "--read: readers share the lock, a writer is refused meanwhile" "0 75" "$r1 $r2"
+relock --write t-rw -- sh -c 'echo "$RELOCK_OWNER $(redis-cli -p '"$port"' HGET t-rw mode)"' >"$work/owner"
+case $(cat "$work/owner") in *:[0-9]*:write" write") ok=0 ;; *) ok=1 ;; esac
+expect "--write: the writer's field ends in :write, the hash is in write mode" 0 "$ok" "$(cat "$work/owner")"
+
+: >"$work/fair"
+relock_bg -q --fair t-fair -- sleep 0.5
+holder=$!
+wait_held t-fair
+pids=
+for i in 1 2 3; do
+  relock_bg -q --fair t-fair -- sh -c "echo $i >>'$work/fair'"
+  pids="$pids $!"
+  for _ in $(seq 100); do [ "$(redis LLEN "redisson_lock_queue:{t-fair}")" = "$i" ] && break; sleep 0.05; done
+done
+wait "$holder"
+for p in $pids; do wait "$p"; done
+expect "--fair: waiters get the lock in the order they came" "1 2 3" "$(tr '\n' ' ' <"$work/fair" | sed 's/ $//')"
+
+relock_bg -q --spin t-spin -- sleep 0.5
+pid=$!
+wait_held t-spin
+relock -q --spin -w 0 t-spin -- true
+r1=$?
+t0=$(now_ms)
+relock -q --spin -w 5s t-spin -- true
+r2=$?
+took=$(($(now_ms) - t0))
+wait "$pid"
+expect "--spin: busy while held, then acquired by back-off (no pub/sub)" "75 0 in-time" \
+  "$r1 $r2 $([ "$took" -lt $((2000 * slack)) ] && echo in-time || echo "late ${took}ms")"
+
+relock -q --read --write t-both -- true 2>"$work/err"
+expect "two kinds at once: a usage error" "64 yes" "$? $(grep -q 'a lock is of one kind' "$work/err" && echo yes)"
+
 # -- errors --------------------------------------------------------------------
 
 t0=$(now_ms)
