@@ -22,6 +22,9 @@
  *       release and every waiter acquires and releases at once: the time
  *       from the last holder's release to the last acquisition.
  *
+ * latency and handoff take the lock's kind from $BENCH_LOCK_KIND: lock (the
+ * default), fair, read, write, fenced or spin.
+ *
  * Each prints one JSON object on stdout. The waiters mode reads the client's
  * insides (its subscription count and pending timers), so this program links
  * the library's core rather than the installed library. */
@@ -48,11 +51,27 @@ static relock_client_t *open_client(const char *host, int port) {
   return bench_client(bench_loop(), host, port, 0);
 }
 
+/* The kind latency and handoff measure: $BENCH_LOCK_KIND. */
+static relock_lock_t *kind_lock(relock_client_t *c, const char *name) {
+  static const struct {
+    const char *kind;
+    relock_lock_t *(*make)(relock_client_t *, const char *, relock_error_t *);
+  } kinds[] = {{"lock", relock_lock_new},          {"fair", relock_fair_lock_new},
+               {"read", relock_read_lock_new},     {"write", relock_write_lock_new},
+               {"fenced", relock_fenced_lock_new}, {"spin", relock_spin_lock_new}};
+  const char *want = getenv("BENCH_LOCK_KIND");
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (want == NULL || strcmp(want, kinds[i].kind) == 0)
+      return kinds[i].make(c, name, NULL);
+  fprintf(stderr, "BENCH_LOCK_KIND: no kind %s (lock fair read write fenced spin)\n", want);
+  exit(2);
+}
+
 /* -- uncontended latency ----------------------------------------------------*/
 
 static int latency(const char *host, int port, size_t pairs) {
   relock_client_t *c = open_client(host, port);
-  relock_lock_t *l = relock_lock_new(c, "bench:latency", NULL);
+  relock_lock_t *l = kind_lock(c, "bench:latency");
   uint64_t *t = malloc(pairs * sizeof(*t));
   for (size_t i = 0; i < pairs + 1000; i++) { /* 1000 to warm up */
     uint64_t t0 = bench_now_ns();
@@ -98,7 +117,7 @@ static void worker(const char *host, int port, uint32_t proc, size_t sections, u
   if (loop == NULL)
     exit(1);
   relock_client_t *c = bench_client(loop, host, port, 0);
-  relock_lock_t *l = relock_lock_new(c, "bench:handoff", NULL);
+  relock_lock_t *l = kind_lock(c, "bench:handoff");
   for (size_t i = 0; i < sections; i++) {
     section_t s = {proc, bench_now_ns(), 0, 0};
     int r = relock_lock_lock(l, RELOCK_INFINITE);
@@ -131,7 +150,8 @@ static void worker(const char *host, int port, uint32_t proc, size_t sections, u
 
 static int handoff(const char *host, int port, int procs, size_t sections, unsigned pause_us) {
   relock_client_t *c = open_client(host, port);
-  relock_future_t *f = relock_client_commandf_async(c, "DEL bench:counter bench:handoff");
+  relock_future_t *f = relock_client_commandf_async(c, "DEL bench:counter bench:handoff redisson_lock_queue:{bench:handoff} "
+                                                      "redisson_lock_timeout:{bench:handoff}");
   relock_future_wait(f, 10000);
   relock_future_release(f);
   int fds[2];

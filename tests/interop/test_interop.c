@@ -1,0 +1,358 @@
+/* relock against real Redisson (tests/interop/Peer.java, Redisson from
+ * Maven Central) on one private redis-server: for each kind of lock, a Java
+ * holder's release wakes a C waiter and a C holder's release wakes a Java
+ * waiter within 50 ms (pub/sub, not polling: the holders' leases are long);
+ * a fair queue of C and Java waiters keeps its order; Java readers and a C
+ * writer exclude each other both ways; fenced tokens increase across both;
+ * Redisson's forceUnlock is noticed by a C holder as a loss. */
+#include <config.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/client_fixture.h"
+#include "support/java_peer.h"
+
+#define HANDOFF_MS 50 /* the bound: a release to the other side's acquisition */
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_options_t *cfg;
+  relock_client_t *c; /* threaded: its loop runs while the test reads the peer */
+  java_peer_t *java;
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx->cfg = fx_options(fx->redis, 0);
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1500);
+  char url[128];
+  snprintf(url, sizeof url, "redis://%s:%d", relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
+  fx->java = java_peer_start(url, 0, 0);
+  relock_error_t err;
+  fx->c = relock_client_new(NULL, fx->cfg, &err);
+  if (fx->c == NULL)
+    fail_msg("client: %s", err.message);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_client_free(fx->c);
+  java_peer_stop(fx->java);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
+  free(fx);
+  return 0;
+}
+
+typedef relock_lock_t *(*make_fn)(relock_client_t *c, const char *name, relock_error_t *err);
+
+/* The Java kind for a C constructor. */
+static const struct {
+  make_fn make;
+  const char *java;
+} kinds[] = {{relock_lock_new, "lock"},     {relock_fair_lock_new, "fair"},     {relock_write_lock_new, "write"},
+             {relock_fenced_lock_new, "fenced"}, {relock_spin_lock_new, "spin"}, {relock_read_lock_new, "read"}};
+
+static const char *java_kind(make_fn make) {
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (kinds[i].make == make)
+      return kinds[i].java;
+  return "?";
+}
+
+/* When a future completed, on the client's loop thread. */
+typedef struct done_at {
+  pthread_mutex_t mu;
+  uint64_t ns;
+} done_at_t;
+
+static void record(relock_future_t *f, void *arg) {
+  (void)f;
+  done_at_t *d = arg;
+  pthread_mutex_lock(&d->mu);
+  d->ns = relock__now_ns();
+  pthread_mutex_unlock(&d->mu);
+}
+
+static uint64_t done_ns(done_at_t *d) {
+  pthread_mutex_lock(&d->mu);
+  uint64_t ns = d->ns;
+  pthread_mutex_unlock(&d->mu);
+  return ns;
+}
+
+static int64_t must(relock_future_t *f) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  if (r != 0)
+    fail_msg("failed: %s (%s)", relock_future_message(f), relock_err_name(r));
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+static double ms_between(uint64_t later, uint64_t earlier) {
+  return later >= earlier ? (double)(later - earlier) / 1e6 : -(double)(earlier - later) / 1e6;
+}
+
+static void within_handoff(const char *what, double ms, double bound) {
+  printf("# %s: %.2f ms\n", what, ms);
+  if (ms >= (double)fx_slack_ms((int64_t)bound))
+    fail_msg("%s took %.2f ms (bound %.0f ms)", what, ms, bound);
+}
+
+/* Java holds (a 30 s lease: its TTL cannot explain a prompt wake-up), C
+ * waits; Java releases; C has it within the bound. */
+static void java_to_c(fx_t *fx, make_fn make, const char *name, const char *java_holder_kind, double bound) {
+  relock_lock_t *l = make(fx->c, name, NULL);
+  java_peer_send(fx->java, "j1 lock %s %s 30000", java_holder_kind, name);
+  java_peer_expect(fx->java, "j1", "lock", 10000, NULL);
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_lock_acquire_async(l, 1, 20000, RELOCK_INFINITE);
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  uint64_t released;
+  java_peer_send(fx->java, "j1 unlock %s %s", java_holder_kind, name);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "unlock", 10000, &released), "ok");
+  assert_true(must(relock_future_retain(wait)) >= 1);
+  relock_future_release(wait);
+  char what[128];
+  snprintf(what, sizeof what, "Java %s release -> C %s acquisition", java_holder_kind, java_kind(make));
+  within_handoff(what, ms_between(done_ns(&got), released), bound);
+  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  relock_lock_free(l);
+}
+
+/* C holds, Java waits; C releases; Java has it within the bound. */
+static void c_to_java(fx_t *fx, make_fn make, const char *name, const char *java_waiter_kind, double bound) {
+  relock_lock_t *l = make(fx->c, name, NULL);
+  assert_true(must(relock_lock_acquire_async(l, 1, 0, 30000)) >= 1);
+  java_peer_send(fx->java, "j2 lock %s %s -1", java_waiter_kind, name);
+  assert_false(java_peer_has(fx->java, "j2", "lock", 300)); /* waiting */
+  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  uint64_t released = relock__now_ns(), acquired;
+  java_peer_expect(fx->java, "j2", "lock", 10000, &acquired);
+  char what[128];
+  snprintf(what, sizeof what, "C %s release -> Java %s acquisition", java_kind(make), java_waiter_kind);
+  within_handoff(what, ms_between(acquired, released), bound);
+  java_peer_send(fx->java, "j2 unlock %s %s", java_waiter_kind, name);
+  assert_string_equal(java_peer_expect(fx->java, "j2", "unlock", 10000, NULL), "ok");
+  relock_lock_free(l);
+}
+
+/* -- each kind, both ways ---------------------------------------------------------*/
+
+static void test_lock_both_ways(void **state) {
+  java_to_c(*state, relock_lock_new, "i-lock", "lock", HANDOFF_MS);
+  c_to_java(*state, relock_lock_new, "i-lock", "lock", HANDOFF_MS);
+}
+
+static void test_fair_lock_both_ways(void **state) {
+  java_to_c(*state, relock_fair_lock_new, "i-fair", "fair", HANDOFF_MS);
+  c_to_java(*state, relock_fair_lock_new, "i-fair", "fair", HANDOFF_MS);
+}
+
+static void test_fenced_lock_both_ways(void **state) {
+  java_to_c(*state, relock_fenced_lock_new, "i-fenced", "fenced", HANDOFF_MS);
+  c_to_java(*state, relock_fenced_lock_new, "i-fenced", "fenced", HANDOFF_MS);
+}
+
+/* No pub/sub: the waiter's back-off (C: at most 128 ms jittered up by half;
+ * Redisson's spin lock: its own back-off) bounds the hand-off instead. */
+static void test_spin_lock_both_ways(void **state) {
+  java_to_c(*state, relock_spin_lock_new, "i-spin", "spin", 200);
+  c_to_java(*state, relock_spin_lock_new, "i-spin", "spin", 1000);
+}
+
+static void test_write_lock_both_ways(void **state) {
+  java_to_c(*state, relock_write_lock_new, "i-rw", "write", HANDOFF_MS);
+  c_to_java(*state, relock_write_lock_new, "i-rw", "write", HANDOFF_MS);
+}
+
+/* Java readers hold, a C writer waits; the last Java reader's release
+ * wakes it. A C writer holds, Java readers wait; its release wakes both. */
+static void test_java_readers_and_c_writer(void **state) {
+  fx_t *fx = *state;
+  relock_lock_t *w = relock_write_lock_new(fx->c, "i-rw2", NULL), *r = relock_read_lock_new(fx->c, "i-rw2", NULL);
+  java_peer_send(fx->java, "r1 lock read i-rw2 30000");
+  java_peer_send(fx->java, "r2 lock read i-rw2 30000");
+  java_peer_expect(fx->java, "r1", "lock", 10000, NULL);
+  java_peer_expect(fx->java, "r2", "lock", 10000, NULL);
+  assert_int_equal(must(relock_lock_acquire_async(r, 5, 0, RELOCK_INFINITE)), 1); /* C reads along */
+  assert_int_equal(must(relock_lock_release_async(r, 5)), 1);
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_lock_acquire_async(w, 1, 20000, RELOCK_INFINITE);
+  relock_future_on_done(wait, record, &got);
+  java_peer_send(fx->java, "r1 unlock read i-rw2");
+  java_peer_expect(fx->java, "r1", "unlock", 10000, NULL);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING); /* r2 still reads */
+  uint64_t released;
+  java_peer_send(fx->java, "r2 unlock read i-rw2");
+  java_peer_expect(fx->java, "r2", "unlock", 10000, &released);
+  assert_int_equal(must(relock_future_retain(wait)), 1);
+  relock_future_release(wait);
+  within_handoff("last Java read release -> C write acquisition", ms_between(done_ns(&got), released), HANDOFF_MS);
+
+  /* the C writer holds; two Java readers wait; its release lets both in */
+  java_peer_send(fx->java, "r1 lock read i-rw2 -1");
+  java_peer_send(fx->java, "r2 lock read i-rw2 -1");
+  assert_false(java_peer_has(fx->java, "r1", "lock", 300));
+  assert_int_equal(must(relock_lock_release_async(w, 1)), 1);
+  uint64_t freed = relock__now_ns(), a1, a2;
+  java_peer_expect(fx->java, "r1", "lock", 10000, &a1);
+  java_peer_expect(fx->java, "r2", "lock", 10000, &a2);
+  within_handoff("C write release -> both Java readers", ms_between(a1 > a2 ? a1 : a2, freed), HANDOFF_MS);
+  assert_int_equal(must(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE)), 0); /* they read now */
+  java_peer_send(fx->java, "r1 unlock read i-rw2");
+  java_peer_send(fx->java, "r2 unlock read i-rw2");
+  java_peer_expect(fx->java, "r1", "unlock", 10000, NULL);
+  java_peer_expect(fx->java, "r2", "unlock", 10000, NULL);
+  relock_lock_free(w);
+  relock_lock_free(r);
+}
+
+/* A Java writer holds, C readers wait; its release (message "1") wakes them. */
+static void test_java_writer_and_c_readers(void **state) {
+  java_to_c(*state, relock_read_lock_new, "i-rw3", "write", HANDOFF_MS);
+  c_to_java(*state, relock_read_lock_new, "i-rw3", "write", HANDOFF_MS);
+}
+
+/* -- the fair queue, mixed ----------------------------------------------------------*/
+
+static long long llen(fx_t *fx, const char *key) { return fx_raw_int(fx->redis, "LLEN", key, NULL); }
+
+static void await_llen(fx_t *fx, const char *key, long long n) {
+  for (int i = 0; i < 200 && llen(fx, key) != n; i++)
+    usleep(10000);
+  assert_int_equal(llen(fx, key), n);
+}
+
+static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
+  fx_t *fx = *state;
+  const char *q = "redisson_lock_queue:{i-fq}";
+  relock_lock_t *l = relock_fair_lock_new(fx->c, "i-fq", NULL);
+  assert_int_equal(must(relock_lock_acquire_async(l, 100, 0, 30000)), 1);
+  relock_future_t *c1 = relock_lock_acquire_async(l, 1, 30000, RELOCK_INFINITE);
+  await_llen(fx, q, 1);
+  java_peer_send(fx->java, "j1 lock fair i-fq -1");
+  await_llen(fx, q, 2);
+  relock_future_t *c2 = relock_lock_acquire_async(l, 2, 30000, RELOCK_INFINITE);
+  await_llen(fx, q, 3);
+  java_peer_send(fx->java, "j2 lock fair i-fq -1");
+  await_llen(fx, q, 4);
+  assert_int_equal(must(relock_lock_release_async(l, 100)), 1);
+  /* C1, then Java 1, then C2, then Java 2 - nobody else meanwhile */
+  assert_int_equal(must(relock_future_retain(c1)), 1);
+  relock_future_release(c1);
+  assert_false(java_peer_has(fx->java, "j1", "lock", 100));
+  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), "ok");
+  assert_int_equal(relock_future_wait(c2, 100), RELOCK_EPENDING);
+  java_peer_send(fx->java, "j1 unlock fair i-fq");
+  java_peer_expect(fx->java, "j1", "unlock", 10000, NULL);
+  assert_int_equal(must(relock_future_retain(c2)), 1);
+  relock_future_release(c2);
+  assert_false(java_peer_has(fx->java, "j2", "lock", 100));
+  assert_int_equal(must(relock_lock_release_async(l, 2)), 1);
+  assert_string_equal(java_peer_expect(fx->java, "j2", "lock", 10000, NULL), "ok");
+  java_peer_send(fx->java, "j2 unlock fair i-fq");
+  java_peer_expect(fx->java, "j2", "unlock", 10000, NULL);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", q, NULL), 0);
+  relock_lock_free(l);
+}
+
+/* -- fenced tokens, and Redisson's forceUnlock --------------------------------------------*/
+
+static void test_fenced_tokens_increase_across_c_and_java(void **state) {
+  fx_t *fx = *state;
+  relock_lock_t *l = relock_fenced_lock_new(fx->c, "i-tokens", NULL);
+  int64_t last = 0;
+  for (int i = 0; i < 4; i++) {
+    java_peer_send(fx->java, "j1 lock fenced i-tokens -1");
+    int64_t java = strtoll(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), NULL, 10);
+    java_peer_send(fx->java, "j1 unlock fenced i-tokens");
+    java_peer_expect(fx->java, "j1", "unlock", 10000, NULL);
+    int64_t c = must(relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE));
+    assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+    printf("# tokens: Java %lld, C %lld\n", (long long)java, (long long)c);
+    assert_true(java > last);
+    assert_true(c > java);
+    last = c;
+  }
+  java_peer_send(fx->java, "j1 token fenced i-tokens");
+  assert_int_equal(strtoll(java_peer_expect(fx->java, "j1", "token", 10000, NULL), NULL, 10), last);
+  relock_lock_free(l);
+}
+
+typedef struct lost {
+  pthread_mutex_t mu;
+  int calls, reason;
+  uint64_t at_ns;
+} lost_t;
+
+static void on_lost(relock_lock_t *l, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)l, (void)owner, (void)message;
+  lost_t *lost = arg;
+  pthread_mutex_lock(&lost->mu);
+  lost->calls++;
+  lost->reason = reason;
+  lost->at_ns = relock__now_ns();
+  pthread_mutex_unlock(&lost->mu);
+}
+
+static void test_redisson_force_unlock_is_a_loss_for_the_c_holder(void **state) {
+  fx_t *fx = *state;
+  relock_lock_t *l = relock_lock_new(fx->c, "i-force", NULL);
+  lost_t lost = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(must(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  java_peer_send(fx->java, "j1 held lock i-force");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "held", 10000, NULL), "false");
+  java_peer_send(fx->java, "j1 locked lock i-force");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "locked", 10000, NULL), "true");
+  java_peer_send(fx->java, "j1 forceunlock lock i-force");
+  uint64_t forced;
+  assert_string_equal(java_peer_expect(fx->java, "j1", "forceunlock", 10000, &forced), "true");
+  /* the next renewal (every 500 ms with a 1.5 s watchdog) finds it gone */
+  int calls = 0;
+  for (int i = 0; i < 300 && calls == 0; i++) {
+    usleep(10000);
+    pthread_mutex_lock(&lost.mu);
+    calls = lost.calls;
+    pthread_mutex_unlock(&lost.mu);
+  }
+  assert_int_equal(calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  printf("# Redisson forceUnlock -> C lost callback: %.1f ms\n", ms_between(lost.at_ns, forced));
+  assert_true(ms_between(lost.at_ns, forced) < (double)fx_slack_ms(500 + 200));
+  relock_future_t *f = relock_lock_release_async(l, 1);
+  assert_int_equal(relock_future_wait(f, 5000), RELOCK_ELOST); /* answered at once: known lost */
+  relock_future_release(f);
+  relock_lock_free(l);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_lock_both_ways),
+      T(test_fair_lock_both_ways),
+      T(test_fenced_lock_both_ways),
+      T(test_spin_lock_both_ways),
+      T(test_write_lock_both_ways),
+      T(test_java_readers_and_c_writer),
+      T(test_java_writer_and_c_readers),
+      T(test_fair_queue_of_c_and_java_keeps_its_order),
+      T(test_fenced_tokens_increase_across_c_and_java),
+      T(test_redisson_force_unlock_is_a_loss_for_the_c_holder),
+  };
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);
+}
