@@ -62,12 +62,13 @@ typedef struct relock__lock_kind {
    *            the holder's lease has left (-1: no expiry) - the most a
    *            waiter waits before trying again.
    *   undo:    gives back the hold the acquisition with call->latch took,
-   *            if it took one (and leaves the queue, if it joined one).
+   *            if it took one (a place in a queue goes by leave_queue).
    *   release: one hold, idempotent through call->latch: 1 freed, 0 holds
    *            remain, nil not the owner.
    *   force_release: deletes it whoever holds it: 1 if it was held.
-   *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter gives
-   *            up its place. */
+   *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter that
+   *            ends without the lock (deadline, cancel, error) gives up its
+   *            place - a fair lock's queue, a waiting writer's listing. */
   relock__lock_op_fn acquire;
   relock__lock_op_fn undo;
   relock__lock_op_fn release;
