@@ -88,16 +88,6 @@ static uint64_t done_ns(done_at_t *d) {
   return ns;
 }
 
-static int64_t must(relock_future_t *f) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  if (r != 0)
-    fail_msg("failed: %s (%s)", relock_future_message(f), relock_err_name(r));
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
 static double ms_between(uint64_t later, uint64_t earlier) {
   return later >= earlier ? (double)(later - earlier) / 1e6 : -(double)(earlier - later) / 1e6;
 }
@@ -121,22 +111,22 @@ static void java_to_c(fx_t *fx, make_fn make, const char *name, const char *java
   uint64_t released;
   java_peer_send(fx->java, "j1 unlock %s %s", java_holder_kind, name);
   assert_string_equal(java_peer_expect(fx->java, "j1", "unlock", 10000, &released), "ok");
-  assert_true(must(relock_future_retain(wait)) >= 1);
+  assert_true(fx_value(relock_future_retain(wait)) >= 1);
   relock_future_release(wait);
   char what[128];
   snprintf(what, sizeof what, "Java %s release -> C %s acquisition", java_holder_kind, java_kind(make));
   within_handoff(what, ms_between(done_ns(&got), released), bound);
-  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
   relock_lock_free(l);
 }
 
 /* C holds, Java waits; C releases; Java has it within the bound. */
 static void c_to_java(fx_t *fx, make_fn make, const char *name, const char *java_waiter_kind, double bound) {
   relock_lock_t *l = make(fx->c, name, NULL);
-  assert_true(must(relock_lock_acquire_async(l, 1, 0, 30000)) >= 1);
+  assert_true(fx_value(relock_lock_acquire_async(l, 1, 0, 30000)) >= 1);
   java_peer_send(fx->java, "j2 lock %s %s -1", java_waiter_kind, name);
   assert_false(java_peer_has(fx->java, "j2", "lock", 300)); /* waiting */
-  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
   uint64_t released = relock__now_ns(), acquired;
   java_peer_expect(fx->java, "j2", "lock", 10000, &acquired);
   char what[128];
@@ -185,8 +175,8 @@ static void test_java_readers_and_c_writer(void **state) {
   java_peer_send(fx->java, "r2 lock read i-rw2 30000");
   java_peer_expect(fx->java, "r1", "lock", 10000, NULL);
   java_peer_expect(fx->java, "r2", "lock", 10000, NULL);
-  assert_int_equal(must(relock_lock_acquire_async(r, 5, 0, RELOCK_INFINITE)), 1); /* C reads along */
-  assert_int_equal(must(relock_lock_release_async(r, 5)), 1);
+  assert_int_equal(fx_value(relock_lock_acquire_async(r, 5, 0, RELOCK_INFINITE)), 1); /* C reads along */
+  assert_int_equal(fx_value(relock_lock_release_async(r, 5)), 1);
   done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
   relock_future_t *wait = relock_lock_acquire_async(w, 1, 20000, RELOCK_INFINITE);
   relock_future_on_done(wait, record, &got);
@@ -196,7 +186,7 @@ static void test_java_readers_and_c_writer(void **state) {
   uint64_t released;
   java_peer_send(fx->java, "r2 unlock read i-rw2");
   java_peer_expect(fx->java, "r2", "unlock", 10000, &released);
-  assert_int_equal(must(relock_future_retain(wait)), 1);
+  assert_int_equal(fx_value(relock_future_retain(wait)), 1);
   relock_future_release(wait);
   within_handoff("last Java read release -> C write acquisition", ms_between(done_ns(&got), released), HANDOFF_MS);
 
@@ -204,12 +194,12 @@ static void test_java_readers_and_c_writer(void **state) {
   java_peer_send(fx->java, "r1 lock read i-rw2 -1");
   java_peer_send(fx->java, "r2 lock read i-rw2 -1");
   assert_false(java_peer_has(fx->java, "r1", "lock", 300));
-  assert_int_equal(must(relock_lock_release_async(w, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(w, 1)), 1);
   uint64_t freed = relock__now_ns(), a1, a2;
   java_peer_expect(fx->java, "r1", "lock", 10000, &a1);
   java_peer_expect(fx->java, "r2", "lock", 10000, &a2);
   within_handoff("C write release -> both Java readers", ms_between(a1 > a2 ? a1 : a2, freed), HANDOFF_MS);
-  assert_int_equal(must(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE)), 0); /* they read now */
+  assert_int_equal(fx_value(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE)), 0); /* they read now */
   java_peer_send(fx->java, "r1 unlock read i-rw2");
   java_peer_send(fx->java, "r2 unlock read i-rw2");
   java_peer_expect(fx->java, "r1", "unlock", 10000, NULL);
@@ -238,7 +228,7 @@ static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
   fx_t *fx = *state;
   const char *q = "redisson_lock_queue:{i-fq}";
   relock_lock_t *l = relock_fair_lock_new(fx->c, "i-fq", NULL);
-  assert_int_equal(must(relock_lock_acquire_async(l, 100, 0, 30000)), 1);
+  assert_int_equal(fx_value(relock_lock_acquire_async(l, 100, 0, 30000)), 1);
   relock_future_t *c1 = relock_lock_acquire_async(l, 1, 30000, RELOCK_INFINITE);
   await_llen(fx, q, 1);
   java_peer_send(fx->java, "j1 lock fair i-fq -1");
@@ -247,20 +237,20 @@ static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
   await_llen(fx, q, 3);
   java_peer_send(fx->java, "j2 lock fair i-fq -1");
   await_llen(fx, q, 4);
-  assert_int_equal(must(relock_lock_release_async(l, 100)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 100)), 1);
   /* C1, then Java 1, then C2, then Java 2 - nobody else meanwhile */
-  assert_int_equal(must(relock_future_retain(c1)), 1);
+  assert_int_equal(fx_value(relock_future_retain(c1)), 1);
   relock_future_release(c1);
   assert_false(java_peer_has(fx->java, "j1", "lock", 100));
-  assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
   assert_string_equal(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), "ok");
   assert_int_equal(relock_future_wait(c2, 100), RELOCK_EPENDING);
   java_peer_send(fx->java, "j1 unlock fair i-fq");
   java_peer_expect(fx->java, "j1", "unlock", 10000, NULL);
-  assert_int_equal(must(relock_future_retain(c2)), 1);
+  assert_int_equal(fx_value(relock_future_retain(c2)), 1);
   relock_future_release(c2);
   assert_false(java_peer_has(fx->java, "j2", "lock", 100));
-  assert_int_equal(must(relock_lock_release_async(l, 2)), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 2)), 1);
   assert_string_equal(java_peer_expect(fx->java, "j2", "lock", 10000, NULL), "ok");
   java_peer_send(fx->java, "j2 unlock fair i-fq");
   java_peer_expect(fx->java, "j2", "unlock", 10000, NULL);
@@ -279,8 +269,8 @@ static void test_fenced_tokens_increase_across_c_and_java(void **state) {
     int64_t java = strtoll(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), NULL, 10);
     java_peer_send(fx->java, "j1 unlock fenced i-tokens");
     java_peer_expect(fx->java, "j1", "unlock", 10000, NULL);
-    int64_t c = must(relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE));
-    assert_int_equal(must(relock_lock_release_async(l, 1)), 1);
+    int64_t c = fx_value(relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE));
+    assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
     printf("# tokens: Java %lld, C %lld\n", (long long)java, (long long)c);
     assert_true(java > last);
     assert_true(c > java);
@@ -312,7 +302,7 @@ static void test_redisson_force_unlock_is_a_loss_for_the_c_holder(void **state) 
   relock_lock_t *l = relock_lock_new(fx->c, "i-force", NULL);
   lost_t lost = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(must(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
   java_peer_send(fx->java, "j1 held lock i-force");
   assert_string_equal(java_peer_expect(fx->java, "j1", "held", 10000, NULL), "false");
   java_peer_send(fx->java, "j1 locked lock i-force");

@@ -54,18 +54,8 @@ static relock_lock_t *fair_of(relock_client_t *c) {
   return l;
 }
 
-static int64_t value_of(relock_future_t *f) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  if (r != 0)
-    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
 
 typedef struct probe {
   fx_t *fx;
@@ -128,10 +118,10 @@ static void test_queue_layout_is_redissons(void **state) {
   assert_int_equal(RELEASE(la, 1), 1);
   assert_true(fx_keyevents_wait(fx->a, &heard, 1));
   assert_string_equal(heard.keys[0], "0");
-  assert_int_equal(value_of(w2), 1);
+  assert_int_equal(fx_value(w2), 1);
   assert_int_equal(fx_raw_int(fx->redis, "LLEN", QUEUE, NULL), 1); /* the head left with the lock */
   assert_int_equal(RELEASE(lb, 2), 1);
-  assert_int_equal(value_of(w3), 1);
+  assert_int_equal(fx_value(w3), 1);
   assert_int_equal(RELEASE(lb, 3), 1);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", QUEUE, NULL), 0);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", TIMEOUTS, NULL), 0);
@@ -166,14 +156,14 @@ static void test_release_wakes_the_head_only(void **state) {
   int before = second.n;
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(la, 1), 1);
-  assert_int_equal(value_of(head), 1);
+  assert_int_equal(fx_value(head), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the head took %.1f ms to get the lock", took);
   assert_int_equal(relock_future_wait(next, 200), RELOCK_EPENDING);
   assert_int_equal(second.n, before); /* the waiter behind did not even try */
   assert_int_equal(RELEASE(lb, 2), 1);
-  assert_int_equal(value_of(next), 1);
+  assert_int_equal(fx_value(next), 1);
   assert_int_equal(RELEASE(lc, 3), 1);
   relock_lock_free(la);
   relock_lock_free(lb);
@@ -195,7 +185,7 @@ static void test_cancelled_and_timed_out_waiters_leave_at_once(void **state) {
   await_queue(fx, fx->b, 3);
   assert_int_equal(relock_future_cancel(first), 1);
   relock_future_release(first);
-  assert_int_equal(value_of(timed), 0); /* its deadline */
+  assert_int_equal(fx_value(timed), 0); /* its deadline */
   await_queue(fx, fx->b, 1);             /* both left */
   char field[RELOCK__FIELD_MAX], buf[256];
   relock__lock_field(lb, 4, field);
@@ -203,7 +193,7 @@ static void test_cancelled_and_timed_out_waiters_leave_at_once(void **state) {
   assert_int_equal(fx_raw_int(fx->redis, "ZCARD", TIMEOUTS, NULL), 1);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(la, 1), 1);
-  assert_int_equal(value_of(last), 1);
+  assert_int_equal(fx_value(last), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the waiter left at the head took %.1f ms to get the lock", took);
@@ -235,7 +225,7 @@ static void test_head_leaving_a_free_lock_wakes_the_next(void **state) {
   assert_int_equal(relock_future_reply(left)->integer, 1);
   relock_future_release(left);
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(value_of(w), 1);
+  assert_int_equal(fx_value(w), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the new head took %.1f ms to hear", took);
@@ -346,10 +336,10 @@ static void test_live_waiter_keeps_its_place(void **state) {
   relock__lock_field(lb, 2, field);
   assert_string_equal(queue_at(fx, 0, buf, sizeof buf), field);
   assert_int_equal(RELEASE(la, 1), 1);
-  assert_int_equal(value_of(first), 1);
+  assert_int_equal(fx_value(first), 1);
   assert_int_equal(relock_future_wait(second, 100), RELOCK_EPENDING);
   assert_int_equal(RELEASE(lb, 2), 1);
-  assert_int_equal(value_of(second), 1);
+  assert_int_equal(fx_value(second), 1);
   assert_int_equal(RELEASE(lb, 3), 1);
   relock_lock_free(la);
   relock_lock_free(lb);
@@ -364,8 +354,8 @@ static void test_force_release_wakes_the_head(void **state) {
   await_queue(fx, fx->b, 1);
   relock_future_wait(w, 100);
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(value_of(relock_lock_force_release_async(la)), 1);
-  assert_int_equal(value_of(w), 1);
+  assert_int_equal(fx_value(relock_lock_force_release_async(la)), 1);
+  assert_int_equal(fx_value(w), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the head took %.1f ms after the force release", took);

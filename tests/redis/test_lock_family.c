@@ -71,27 +71,8 @@ static relock_lock_t *lock_of(fx_t *fx, relock_client_t *c, const char *name) {
   return l;
 }
 
-/* Waits for a future that must succeed, returns its value, releases it. */
-static int64_t value_of(relock_future_t *f) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  if (r != 0)
-    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
-static int error_of(relock_future_t *f) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  assert_int_not_equal(r, RELOCK_EPENDING);
-  relock_future_release(f);
-  return r;
-}
-
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
 
 /* The hold count Redis has for owner's field. */
 static long long raw_count(fx_t *fx, relock_lock_t *l, uint64_t owner) {
@@ -125,7 +106,7 @@ static void test_reentrancy(void **state) {
   if (fx->kind->fenced)
     assert_true(second > first); /* every acquisition takes a token, re-entries too */
   assert_int_equal(raw_count(fx, l, 1), 2);
-  assert_int_equal(value_of(relock_lock_hold_count_async(l, 1)), 2);
+  assert_int_equal(fx_value(relock_lock_hold_count_async(l, 1)), 2);
   assert_int_equal(ACQUIRE(other, 2, 0, RELOCK_INFINITE), 0); /* another owner: busy */
   assert_int_equal(RELEASE(l, 1), 0);
   assert_int_equal(raw_count(fx, l, 1), 1);
@@ -133,7 +114,7 @@ static void test_reentrancy(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "res", NULL), 0);
   assert_true(ACQUIRE(other, 2, 0, RELOCK_INFINITE) >= 1);
-  assert_int_equal(error_of(relock_lock_release_async(l, 1)), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
   assert_int_equal(RELEASE(other, 2), 1);
   relock_lock_free(l);
   relock_lock_free(other);
@@ -166,7 +147,7 @@ static void test_handoff_on_release(void **state) {
   assert_int_equal(RELEASE(la, 1), 1);
   assert_int_equal(relock_future_wait(wait, 5000), 0);
   double latency = fx_ms_since(t0);
-  assert_true(value_of(relock_future_retain(wait)) >= 1);
+  assert_true(fx_value(relock_future_retain(wait)) >= 1);
   relock_future_release(wait);
   if (latency >= handoff_bound_ms(fx))
     fail_msg("hand-off took %.1f ms (bound %.0f)", latency, handoff_bound_ms(fx));
@@ -236,7 +217,7 @@ static void test_lost_when_deleted(void **state) {
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.owner, 7);
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(error_of(relock_lock_release_async(l, 7)), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_release_async(l, 7), NULL, 0), RELOCK_ELOST);
   assert_int_equal(fx->a->renewal.nrenewing, 0);
   relock_lock_free(l);
 }
@@ -293,7 +274,7 @@ static void test_fixed_lease(void **state) {
   fx_run_until(fx->a->loop, time_is_up, &u, 2000);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "res", NULL), 0);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ENOTOWNER);
-  assert_int_equal(error_of(relock_lock_release_async(l, 1)), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
   relock_lock_free(l);
 }
 
@@ -306,15 +287,15 @@ static void test_force_release(void **state) {
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
   relock_lock_t *third = lock_of(fx, fx->a, "res");
-  assert_int_equal(value_of(relock_lock_force_release_async(third)), 1);
+  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 1);
   assert_int_equal(relock_future_wait(wait, 5000), 0); /* the waiter is woken */
   double latency = fx_ms_since(t0);
-  assert_true(value_of(relock_future_retain(wait)) >= 1);
+  assert_true(fx_value(relock_future_retain(wait)) >= 1);
   relock_future_release(wait);
   if (latency >= handoff_bound_ms(fx))
     fail_msg("force release to acquisition took %.1f ms (bound %.0f)", latency, handoff_bound_ms(fx));
-  assert_int_equal(value_of(relock_lock_force_release_async(third)), 1); /* b's hold */
-  assert_int_equal(value_of(relock_lock_force_release_async(third)), 0); /* nothing left */
+  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 1); /* b's hold */
+  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 0); /* nothing left */
   relock_lock_free(la);
   relock_lock_free(lb);
   relock_lock_free(third);
@@ -376,13 +357,13 @@ static void test_fenced_tokens_increase_across_clients(void **state) {
   fx_t *fx = *state;
   clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
-  assert_int_equal(value_of(relock_fenced_lock_token_async(la)), 0); /* none taken yet */
+  assert_int_equal(fx_value(relock_fenced_lock_token_async(la)), 0); /* none taken yet */
   int64_t last = 0;
   for (int i = 0; i < 10; i++) {
     relock_lock_t *l = i % 2 ? la : lb;
     int64_t token = ACQUIRE(l, 1, 1000, RELOCK_INFINITE);
     assert_true(token > last);
-    assert_int_equal(value_of(relock_fenced_lock_token_async(la)), token);
+    assert_int_equal(fx_value(relock_fenced_lock_token_async(la)), token);
     assert_int_equal(raw_get(fx, "redisson_lock_token:{res}"), token);
     last = token;
     assert_int_equal(RELEASE(l, 1), 1);
@@ -410,7 +391,7 @@ static void test_fenced_blocking_calls(void **state) {
   relock_lock_t *plain = relock_lock_new(fx->a, "plain", NULL);
   assert_int_equal(relock_fenced_lock_lock(plain, RELOCK_INFINITE, &t1), RELOCK_EINVAL);
   assert_non_null(strstr(relock_last_error_message(), "not a fenced lock"));
-  assert_int_equal(error_of(relock_fenced_lock_token_async(plain)), RELOCK_EINVAL);
+  assert_int_equal(fx_error(relock_fenced_lock_token_async(plain), NULL, 0), RELOCK_EINVAL);
   relock_lock_free(plain);
   relock_lock_free(l);
 }
@@ -440,7 +421,7 @@ static void test_spin_uses_no_pubsub(void **state) {
   assert_int_equal(relock_future_wait(wait, 5000), 0);
   relock_future_release(wait);
   assert_int_equal(RELEASE(lb, 2), 1);
-  assert_int_equal(value_of(relock_lock_force_release_async(la)), 0);
+  assert_int_equal(fx_value(relock_lock_force_release_async(la)), 0);
   assert_int_equal(stat_calls(fx, "subscribe") + stat_calls(fx, "ssubscribe"), 0);
   /* no PUBLISH either: scripts count their inner calls */
   assert_int_equal(stat_calls(fx, "publish") + stat_calls(fx, "spublish"), 0);

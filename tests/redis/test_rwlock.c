@@ -54,28 +54,8 @@ static relock_lock_t *writer(relock_client_t *c) {
   return l;
 }
 
-static int64_t value_of(relock_future_t *f) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  if (r != 0)
-    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
-static int error_of(relock_future_t *f, char *msg, size_t size) {
-  assert_non_null(f);
-  int r = relock_future_wait(f, fx_slack_ms(10000));
-  assert_int_not_equal(r, RELOCK_EPENDING);
-  if (msg != NULL)
-    snprintf(msg, size, "%s", relock_future_message(f));
-  relock_future_release(f);
-  return r;
-}
-
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
 
 /* A raw reply's bulk string (the buffer), or "" for nil. */
 static const char *raw_str(fx_t *fx, char *buf, size_t size, const char *cmd, const char *key, const char *arg) {
@@ -154,7 +134,7 @@ static void test_writer_excludes_readers_and_wakes_them_all(void **state) {
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(w, 1), 1); /* "1": every waiter tries */
   for (int i = 0; i < 4; i++)
-    assert_int_equal(value_of(waits[i]), 1);
+    assert_int_equal(fx_value(waits[i]), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the write release woke the 4 readers in %.1f ms", took);
@@ -178,7 +158,7 @@ static void test_last_reader_wakes_a_writer(void **state) {
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING); /* one reader left */
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(r, 2), 1);
-  assert_int_equal(value_of(wait), 1);
+  assert_int_equal(fx_value(wait), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the last read release woke the writer in %.1f ms", took);
@@ -216,11 +196,11 @@ static void test_no_upgrade(void **state) {
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
   char msg[512];
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(error_of(relock_lock_acquire_async(w, 1, RELOCK_INFINITE, RELOCK_INFINITE), msg, sizeof msg),
+  assert_int_equal(fx_error(relock_lock_acquire_async(w, 1, RELOCK_INFINITE, RELOCK_INFINITE), msg, sizeof msg),
                    RELOCK_EUPGRADE);
   assert_true(fx_ms_since(t0) < fx_slack_ms(100)); /* at once, not after a wait */
   assert_non_null(strstr(msg, "no upgrade"));
-  assert_int_equal(error_of(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE), NULL, 0), RELOCK_EUPGRADE);
+  assert_int_equal(fx_error(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE), NULL, 0), RELOCK_EUPGRADE);
   /* nothing taken, the read hold intact */
   char field[RELOCK__FIELD_MAX], buf[64];
   assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", field_of(w, 1, field)), "");
@@ -320,7 +300,7 @@ static void test_writer_giving_up_lets_readers_in(void **state) {
   uint64_t t0 = relock__now_ns();
   assert_int_equal(relock_future_cancel(wait), 1);
   relock_future_release(wait);
-  assert_int_equal(value_of(late), 1); /* woken by the writer leaving */
+  assert_int_equal(fx_value(late), 1); /* woken by the writer leaving */
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))
     fail_msg("the reader got in %.1f ms after the writer gave up", took);
@@ -396,7 +376,7 @@ static void test_read_hold_lost_when_deleted(void **state) {
   relock_test_redis_cmd(fx->redis, NULL, 0, "DEL", "rw", NULL);
   assert_true(fx_run_until(fx->a->loop, was_lost, &lost, fx_slack_ms(2000)));
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(error_of(relock_lock_release_async(r, 1), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_release_async(r, 1), NULL, 0), RELOCK_ELOST);
   relock_lock_free(r);
 }
 
@@ -432,13 +412,13 @@ static void test_force_release_per_side_and_messages(void **state) {
   relock_future_release(f);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
   assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(value_of(relock_lock_force_release_async(r)), 0); /* not in read mode */
-  assert_int_equal(value_of(relock_lock_force_release_async(w)), 1);
+  assert_int_equal(fx_value(relock_lock_force_release_async(r)), 0); /* not in read mode */
+  assert_int_equal(fx_value(relock_lock_force_release_async(w)), 1);
   assert_true(fx_keyevents_wait(fx->b, &heard, 1));
   assert_string_equal(heard.keys[0], "1"); /* the write side: wake all */
   assert_int_equal(ACQUIRE(r, 2, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(value_of(relock_lock_force_release_async(w)), 0); /* not in write mode */
-  assert_int_equal(value_of(relock_lock_force_release_async(r)), 1);
+  assert_int_equal(fx_value(relock_lock_force_release_async(w)), 0); /* not in write mode */
+  assert_int_equal(fx_value(relock_lock_force_release_async(r)), 1);
   assert_true(fx_keyevents_wait(fx->b, &heard, 2));
   assert_string_equal(heard.keys[1], "0");
   assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 1);

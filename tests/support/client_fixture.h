@@ -21,6 +21,30 @@ static inline int64_t fx_slack_ms(int64_t ms) { return relock_test_under_valgrin
 
 static inline double fx_ms_since(uint64_t t0) { return (double)(relock__now_ns() - t0) / 1e6; }
 
+/* Waits for a future that must succeed; returns its value (a boolean or an
+ * integer) and releases it. */
+static inline int64_t fx_value(relock_future_t *f) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  if (r != 0)
+    fail_msg("operation failed: %s (%s)", relock_future_message(f), relock_err_name(r));
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+/* Waits for a future that must fail; returns its error, its message in msg
+ * (may be NULL), and releases it. */
+static inline int fx_error(relock_future_t *f, char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  if (msg != NULL)
+    snprintf(msg, size, "%s", relock_future_message(f));
+  relock_future_release(f);
+  return r;
+}
+
 /* Sets an option that must be accepted. */
 #define FX_SET_(type, opts, name, value)                                                   \
   do {                                                                                     \
