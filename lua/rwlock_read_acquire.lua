@@ -16,9 +16,10 @@
 -- Each read hold n (1..count) has its own timeout key
 -- "<base>:<field>:rwlock_timeout:<n>" with the lease (base: the name in
 -- braces, or the name when it has a hash tag - the key's slot), as Redisson
--- keeps them. A new reader waits while a C writer waits (KEYS[3]), so that
--- arriving readers cannot starve it; re-entrant holds and a writer's own
--- read holds go ahead.
+-- keeps them. A new reader waits while a C writer waits (KEYS[3]), whether
+-- the lock is read or free (the last reader's unlock woke that writer), so
+-- that arriving readers cannot starve it; re-entrant holds and a writer's
+-- own read holds go ahead.
 local lease = tonumber(ARGV[1])
 local base = KEYS[1]
 if not string.find(base, '{', 1, true) then
@@ -35,15 +36,29 @@ local function take()
   return nil
 end
 
+-- How long to wait before trying again when a C writer waits, else nil.
+local function writer_waits()
+  local now = redis.call('time')
+  now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+  local writer = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
+  if writer[2] == nil then
+    return nil
+  end
+  -- try again when it may have the lock, or has stopped waiting
+  local wait = tonumber(writer[2]) - now
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl >= 0 and ttl < wait then
+    wait = ttl
+  end
+  return wait
+end
+
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then
   return nil -- this request counted its hold already
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-  redis.call('hset', KEYS[1], 'mode', 'read')
-  return take()
-end
 if mode == 'write' then
   if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
     return take() -- the writer itself
@@ -53,17 +68,13 @@ end
 if mine then
   return take()
 end
-local now = redis.call('time')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('zremrangebyscore', KEYS[3], '-inf', now)
-local writer = redis.call('zrange', KEYS[3], -1, -1, 'withscores')
-if writer[2] == nil then
-  return take()
+-- a free lock too: the last reader's unlock woke the waiting writer, which
+-- goes first
+local wait = writer_waits()
+if wait ~= nil then
+  return wait
 end
--- a writer waits: try again when it may have the lock, or has stopped waiting
-local wait = tonumber(writer[2]) - now
-local ttl = redis.call('pttl', KEYS[1])
-if ttl >= 0 and ttl < wait then
-  wait = ttl
+if mode == false then
+  redis.call('hset', KEYS[1], 'mode', 'read')
 end
-return wait
+return take()

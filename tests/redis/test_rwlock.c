@@ -286,6 +286,34 @@ static void test_writer_not_starved_by_arriving_readers(void **state) {
   relock_lock_free(w);
 }
 
+/* The last reader's unlock frees the lock and wakes the waiting writer; a
+ * reader whose try reaches Redis first (here: sent right behind the unlock,
+ * on the same connection) must not take the free lock from under it - else
+ * a stream of readers keeps the woken writer out (found by the test above
+ * in CI, one run in five: a reader arriving just as the last one left). */
+static void test_free_lock_goes_to_the_waiting_writer(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
+  /* both scripts in Redis's cache first: a script's first EVALSHA fails
+   * with NOSCRIPT and its EVAL goes out behind what was sent meanwhile */
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
+  relock_future_t *wait = relock_lock_acquire_async(w, 2, fx_slack_ms(5000), RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
+  relock_future_t *release = relock_lock_release_async(r, 1);
+  relock_future_t *next = relock_lock_acquire_async(r, 3, 0, RELOCK_INFINITE);
+  assert_int_equal(fx_value(release), 1);
+  assert_int_equal(fx_value(next), 0); /* refused: the writer goes first */
+  assert_int_equal(fx_value(wait), 1);
+  assert_int_equal(RELEASE(w, 2), 1);
+  assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 1); /* and readers after it */
+  assert_int_equal(RELEASE(r, 3), 1);
+  relock_lock_free(r);
+  relock_lock_free(w);
+}
+
 static void test_writer_giving_up_lets_readers_in(void **state) {
   fx_t *fx = *state;
   clients(fx);
@@ -441,6 +469,7 @@ int main(void) {
       T(test_downgrade),
       T(test_no_upgrade),
       T(test_writer_not_starved_by_arriving_readers),
+      T(test_free_lock_goes_to_the_waiting_writer),
       T(test_writer_giving_up_lets_readers_in),
       T(test_watchdog_renews_read_holds_and_their_timeout_keys),
       T(test_read_hold_lost_when_deleted),
