@@ -40,6 +40,21 @@ char *relock__derived_name(const char *name, size_t len, const char *prefix, con
   return s;
 }
 
+char *relock__braced_name(const char *prefix, const char *name, size_t len, size_t *out_len) {
+  size_t plen = strlen(prefix), n = plen + len + 2;
+  char *s = malloc(n + 1);
+  if (s == NULL)
+    return NULL;
+  memcpy(s, prefix, plen);
+  s[plen] = '{';
+  memcpy(s + plen + 1, name, len);
+  s[n - 1] = '}';
+  s[n] = '\0';
+  if (out_len != NULL)
+    *out_len = n;
+  return s;
+}
+
 char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len) {
   return relock__derived_name(name, len, "redisson_lock__channel", NULL, out_len);
 }

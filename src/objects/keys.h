@@ -30,6 +30,10 @@ size_t relock__field(const char *client_id, uint64_t owner, char field[RELOCK__F
  * length in *out_len (may be NULL); NULL when out of memory. */
 char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len);
 
+/* "<prefix>{name}", whatever the name holds (Redisson's count-down latch
+ * channel). Malloc'ed, its length in *out_len; NULL when out of memory. */
+char *relock__braced_name(const char *prefix, const char *name, size_t len, size_t *out_len);
+
 /* The lock's unlock channel: "redisson_lock__channel:{name}". */
 char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len);
 

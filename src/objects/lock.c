@@ -16,6 +16,7 @@
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
+#include "objects/replies.h"
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/router.h"
@@ -76,7 +77,10 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
   lock->len = (uint32_t)len;
   memcpy(lock->name, name, len + 1);
   size_t channel_len;
-  lock->channel = relock__derived_name(lock->name, len, kind->channel_prefix, NULL, &channel_len);
+  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
+    lock->channel = relock__braced_name(kind->channel_prefix, lock->name, len, &channel_len);
+  else
+    lock->channel = relock__derived_name(lock->name, len, kind->channel_prefix, NULL, &channel_len);
   lock->channel_len = (uint32_t)channel_len;
   if (lock->channel == NULL) {
     free(lock);
@@ -115,6 +119,7 @@ void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint
                                 .owner = owner,
                                 .field = field,
                                 .field_len = relock__lock_field(lock, owner, field),
+                                .permits = 1,
                                 .latch_ttl_ms = relock__latch_ttl_ms(&c->settings),
                                 .publish = lock->kind->wait == RELOCK__WAIT_SPIN
                                                ? ""
@@ -195,53 +200,6 @@ int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int
                                   sent_ns);
 }
 
-/* -- reply conversions ------------------------------------------------------*/
-
-static int server_error(relock_future_t *f, const relock_reply_t *reply) {
-  if (reply->type != RELOCK_REPLY_ERROR)
-    return 0;
-  relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
-  return 1;
-}
-
-/* An integer reply (or nil: -1), for the release script. */
-static void reply_to_int(relock_future_t *f, const relock_reply_t *reply, void *arg) {
-  (void)arg;
-  if (server_error(f, reply))
-    return;
-  if (reply->type == RELOCK_REPLY_INTEGER)
-    relock__future_succeed_int(f, reply->integer);
-  else if (reply->type == RELOCK_REPLY_NIL)
-    relock__future_succeed_int(f, -1);
-  else if (reply->type == RELOCK_REPLY_STRING)
-    relock__future_succeed_int(f, strtoll(reply->str, NULL, 10));
-  else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
-}
-
-static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void *arg) {
-  (void)arg;
-  if (server_error(f, reply))
-    return;
-  if (reply->type == RELOCK_REPLY_INTEGER)
-    relock__future_succeed_bool(f, reply->integer != 0);
-  else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
-}
-
-/* HGET's answer: the count, 0 for nil. */
-static void reply_to_count(relock_future_t *f, const relock_reply_t *reply, void *arg) {
-  (void)arg;
-  if (server_error(f, reply))
-    return;
-  if (reply->type == RELOCK_REPLY_NIL)
-    relock__future_succeed_int(f, 0);
-  else if (reply->type == RELOCK_REPLY_STRING || reply->type == RELOCK_REPLY_INTEGER)
-    reply_to_int(f, reply, NULL);
-  else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d", (int)reply->type);
-}
-
 /* -- release ----------------------------------------------------------------*/
 
 typedef struct release {
@@ -293,7 +251,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
     return NULL;
   call.latch = latch;
   call.lease_ms = lease_ms;
-  call.spec.on_reply = reply_to_int; /* retry_safe: the latch makes a repeat harmless */
+  call.spec.on_reply = relock__reply_to_int; /* retry_safe: the latch makes a repeat harmless */
   /* No WAIT, even with min-replicas-acked: a release that a failover loses
    * brings the lock back on the new master held by nobody who uses it, and
    * it only delays others until its lease ends (the watchdog renews it no
@@ -351,16 +309,6 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
 
 /* -- force release and queries ----------------------------------------------*/
 
-static relock_future_t *query(relock_lock_t *lock, int argc, const char *const *argv, const size_t *lens,
-                              relock__reply_fn on_reply) {
-  relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = lens, .on_reply = on_reply, .retry_safe = 1};
-  relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
-    return f;
-  f = relock__call(&lock->client->redis, &spec);
-  relock__exec_leave(lock->client->exec);
-  return f;
-}
 
 relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   if (lock == NULL)
@@ -371,7 +319,7 @@ relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
   relock__lock_call_init(&call, lock, 0, field);
-  call.spec.on_reply = reply_to_bool;
+  call.spec.on_reply = relock__reply_to_bool;
   f = lock->kind->force_release(&call);
   relock__exec_leave(lock->client->exec);
   return f;
@@ -382,7 +330,7 @@ relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"EXISTS", lock->name};
   const size_t lens[] = {6, lock->len};
-  return query(lock, 2, argv, lens, reply_to_bool);
+  return relock__object_query(lock->client, 2, argv, lens, relock__reply_to_bool);
 }
 
 relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner) {
@@ -392,7 +340,7 @@ relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owne
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HEXISTS", lock->name, field};
   const size_t lens[] = {7, lock->len, n};
-  return query(lock, 3, argv, lens, reply_to_bool);
+  return relock__object_query(lock->client, 3, argv, lens, relock__reply_to_bool);
 }
 
 relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owner) {
@@ -402,7 +350,7 @@ relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owne
   size_t n = relock__lock_field(lock, owner, field);
   const char *argv[] = {"HGET", lock->name, field};
   const size_t lens[] = {4, lock->len, n};
-  return query(lock, 3, argv, lens, reply_to_count);
+  return relock__object_query(lock->client, 3, argv, lens, relock__reply_to_count);
 }
 
 relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
@@ -410,7 +358,7 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   const char *argv[] = {"PTTL", lock->name};
   const size_t lens[] = {4, lock->len};
-  return query(lock, 2, argv, lens, reply_to_int);
+  return relock__object_query(lock->client, 2, argv, lens, relock__reply_to_int);
 }
 
 /* -- is it still mine? ------------------------------------------------------*/

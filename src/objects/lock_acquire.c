@@ -80,6 +80,7 @@ typedef struct acquire {
   relock__timer_t deadline; /* the end of a bounded wait */
   uint64_t owner;
   int64_t lease_ms;
+  int64_t permits;          /* how many it takes at once (a semaphore's; 1 for a lock) */
   uint64_t deadline_ns;     /* UINT64_MAX: wait forever (or try once) */
   uint64_t sent_ns;         /* when the try in flight was first sent */
   acquire_state_t state;
@@ -104,6 +105,7 @@ struct waitq {
   relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
   relock__link_t trying;    /* waiters with a try in flight */
   size_t nwaiters;
+  relock__wait_mode_t mode; /* what the channel's messages mean */
   int guards;               /* walks in progress: don't free yet */
   int dying;
   int heard;                /* the channel is confirmed: unlocks are heard */
@@ -164,25 +166,28 @@ static void try_now(acquire_t *op) {
   try_acquire(op);
 }
 
-/* Wakes the waiter idle longest (O(1)), or all of them. A waiter whose try
+/* Wakes the waiters idle longest whose permits add up to permits (at least
+ * one waiter; INT64_MAX: all; a lock's waiter wants 1). A waiter whose try
  * is in flight may have been answered before the unlock: it tries again at
- * once when its answer comes (for "one", only when no idle waiter took the
- * wake-up). Trying moves a waiter out of the batch; a callback finishing
- * one meanwhile unlinks it from there, so the walk never meets a freed one. */
-static void wake(waitq_t *q, int all) {
-  if (!all) {
-    if (!relock__list_empty(&q->idle))
-      try_now(relock__container_of(q->idle.next, acquire_t, qlink));
-    else if (!relock__list_empty(&q->trying))
-      relock__container_of(q->trying.next, acquire_t, qlink)->woken = 1;
+ * once when its answer comes (all of them for "all"; else the first, and
+ * only when no idle waiter took the wake-up). Trying moves a waiter out of
+ * the batch; a callback finishing one meanwhile unlinks it from there, so
+ * the walk never meets a freed one. */
+static void wake_permits(waitq_t *q, int64_t permits) {
+  if (permits <= 0)
     return;
-  }
-  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
-    relock__container_of(l, acquire_t, qlink)->woken = 1;
+  int all = permits == INT64_MAX;
+  if (all)
+    for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
+      relock__container_of(l, acquire_t, qlink)->woken = 1;
+  else if (relock__list_empty(&q->idle) && !relock__list_empty(&q->trying))
+    relock__container_of(q->trying.next, acquire_t, qlink)->woken = 1;
   relock__link_t batch;
   relock__list_init(&batch);
-  while (!relock__list_empty(&q->idle)) {
+  while (permits > 0 && !relock__list_empty(&q->idle)) {
     relock__link_t *l = q->idle.next;
+    if (!all)
+      permits -= relock__container_of(l, acquire_t, qlink)->permits;
     relock__list_remove(l);
     relock__list_push_back(&batch, l);
   }
@@ -193,15 +198,35 @@ static void wake(waitq_t *q, int all) {
   queue_maybe_free(q);
 }
 
+/* A message's integer (a semaphore's free permits), 0 when it is none. */
+static int64_t message_number(const char *payload, size_t len) {
+  int64_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (payload[i] < '0' || payload[i] > '9' || n > INT64_MAX / 10 - 1)
+      return 0;
+    n = n * 10 + (payload[i] - '0');
+  }
+  return n;
+}
+static void wake(waitq_t *q, int all) {
+  wake_permits(q, all ? INT64_MAX : 1);
+}
+
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
   (void)l;
   waitq_t *q = arg;
+  int zero = len == 1 && payload[0] == '0';
   if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
     q->heard = 1;
     wake(q, 1);
+  } else if (q->mode == RELOCK__WAIT_PERMITS) {
+    wake_permits(q, message_number(payload, len)); /* that many are free now */
+  } else if (q->mode == RELOCK__WAIT_ZERO) {
+    if (zero)
+      wake(q, 1); /* the count reached zero: every awaiter is through */
   } else if (len == 1 && payload[0] == '1') {
     wake(q, 1); /* a read-unlock: everyone re-checks */
-  } else if (len == 1 && payload[0] == '0') {
+  } else if (zero) {
     wake(q, 0);
   }
 }
@@ -290,6 +315,7 @@ static int join_queue(acquire_t *op) {
       return -1;
     }
     q->client = c;
+    q->mode = op->lock->kind->wait;
     q->channel_len = len;
     memcpy(q->channel, channel, len + 1);
     relock__list_init(&q->idle);
@@ -338,6 +364,7 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
   relock__lock_call_init(call, op->lock, op->owner, field);
   call->latch = latch_name(op, &call->latch_len);
   call->lease_ms = op->lease_ms;
+  call->permits = op->permits;
   return call->latch != NULL ? 0 : -1;
 }
 
@@ -346,6 +373,8 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
  * a close of the client waits for it, so that cancelling and closing at
  * once (the relock tool on a signal) leaves nothing held. */
 static void undo(acquire_t *op) {
+  if (op->lock->kind->undo == NULL)
+    return; /* it takes nothing: a latch's await */
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
   if (try_call(op, &call, field) != 0)
@@ -375,6 +404,8 @@ static void leave_redis_queue(acquire_t *op) {
 /* The answer came back in time: the latch is not needed any more (it would
  * otherwise stay in Redis for the whole retry window). */
 static void drop_latch(acquire_t *op) {
+  if (op->lock->kind->undo == NULL)
+    return; /* no latch kept: nothing to give back */
   size_t len;
   char *latch = latch_name(op, &len);
   if (latch == NULL)
@@ -487,6 +518,11 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
 static void on_acquired(acquire_t *op, int64_t token) {
   relock_client_t *c = op->lock->client;
   op->queued = 0; /* the script took it out of the queue it was in */
+  if (op->lock->kind->no_hold) { /* permits, a latch passed: no lease ends them */
+    drop_latch(op);
+    end(op, 0, 1, NULL);
+    return;
+  }
   int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
   uint64_t now = relock__now_ns();
   int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
@@ -642,7 +678,8 @@ static void on_cancel(relock_future_t *out, void *arg) {
   abandon(arg);
 }
 
-static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
+static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
+                                      int64_t lease_ms);
 
 relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
   if (lock == NULL)
@@ -656,15 +693,21 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
                                  (long long)RELOCK_MAX_LEASE_MS, (long long)lease_ms);
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
+  return relock__lock_acquire_async(lock, owner, 1, wait_ms, lease_ms);
+}
+
+relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
+                                            int64_t lease_ms) {
   relock_future_t *f;
   if (relock__future_enter(lock->client->exec, &f) != 0)
     return f;
-  f = acquire_async(lock, owner, wait_ms, lease_ms);
+  f = acquire_async(lock, owner, permits, wait_ms, lease_ms);
   relock__exec_leave(lock->client->exec);
   return f;
 }
 
-static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
+static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
+                                      int64_t lease_ms) {
   relock_client_t *c = lock->client;
   acquire_t *op = calloc(1, sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
@@ -676,6 +719,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
+  op->permits = permits;
   op->watchdog = lease_ms == RELOCK_INFINITE;
   op->lease_ms = op->watchdog ? c->settings.opt.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;

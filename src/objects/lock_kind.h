@@ -5,6 +5,11 @@
  * (lock.c, lock_acquire.c, sync.c), so a new kind is one small C file with
  * a relock__lock_kind_t and its scripts in ../../lua/.
  *
+ * The synchronizers that are waited for the same way - a semaphore's
+ * permits, a count-down latch reaching zero - are kinds too, whose
+ * acquisitions take no hold (no_hold): nothing for the watchdog to renew
+ * or for a lost callback to report.
+ *
  * Each operation of a kind gets a relock__lock_call_t with everything the
  * shared code knows (the holder's field, the latch, the lease, the publish
  * command, the call's options) and sends its script with
@@ -35,6 +40,7 @@ typedef struct relock__lock_call {
   int64_t lease_ms;       /* acquire: the lease; release: the one holds that remain keep */
   int64_t latch_ttl_ms;   /* how long a latch remembers its answer */
   int queue;              /* acquire: a wait, not a single try (a fair lock queues the waiter) */
+  int64_t permits;        /* acquire: how many (a semaphore's; 1 for the locks) */
   const char *publish;    /* PUBLISH or SPUBLISH; "" when the kind publishes nothing (spin) */
   relock__call_spec_t spec; /* on_reply, retries, deadline, WAIT... set by the caller */
 } relock__lock_call_t;
@@ -45,7 +51,9 @@ typedef relock_future_t *(*relock__lock_op_fn)(relock__lock_call_t *call);
 typedef enum relock__wait_mode {
   RELOCK__WAIT_CHANNEL,     /* the lock's channel: "0" wakes one waiter per process, "1" all */
   RELOCK__WAIT_OWN_CHANNEL, /* a channel of its own, "<lock channel>:<field>" (the fair lock's queue) */
-  RELOCK__WAIT_SPIN         /* none: tries again after a back-off (1 ms doubling to 128 ms, jittered) */
+  RELOCK__WAIT_SPIN,        /* none: tries again after a back-off (1 ms doubling to 128 ms, jittered) */
+  RELOCK__WAIT_PERMITS,     /* the channel carries how many permits are free: enough waiters for them try */
+  RELOCK__WAIT_ZERO         /* the channel's "0" (a latch reached zero) wakes all; other messages none */
 } relock__wait_mode_t;
 
 typedef struct relock__lock_kind {
@@ -56,16 +64,21 @@ typedef struct relock__lock_kind {
   relock__wait_mode_t wait;
   unsigned shared : 1;        /* holds are shared (read): one acquired wakes the other waiters */
   unsigned fenced : 1;        /* acquire answers {token}: the acquisition's future is that integer */
+  unsigned no_hold : 1;       /* an acquisition takes no hold: no watchdog, no lease to check it against */
+  unsigned braced_channel : 1; /* the channel is "<prefix>{name}" always, a hash tag in the name or not */
   /* Each sends one script; the future completes with its answer (a reply).
    *   acquire: nil or {token} acquired (call->latch made: a repeat of the
    *            same request answers the same), else an integer: how long
    *            the holder's lease has left (-1: no expiry) - the most a
    *            waiter waits before trying again.
    *   undo:    gives back the hold the acquisition with call->latch took,
-   *            if it took one (a place in a queue goes by leave_queue).
+   *            if it took one (a place in a queue goes by leave_queue);
+   *            NULL when an acquisition takes nothing to give back (no
+   *            latch is kept for it either).
    *   release: one hold, idempotent through call->latch: 1 freed, 0 holds
-   *            remain, nil not the owner.
-   *   force_release: deletes it whoever holds it: 1 if it was held.
+   *            remain, nil not the owner (NULL for a no_hold kind).
+   *   force_release: deletes it whoever holds it: 1 if it was held (NULL
+   *            for a no_hold kind).
    *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter that
    *            ends without the lock (deadline, cancel, error) gives up its
    *            place - a fair lock's queue, a waiting writer's listing. */
@@ -94,5 +107,10 @@ relock_future_t *relock__rlock_force_release(relock__lock_call_t *call);
 /* A new lock object of kind (the public constructors). */
 relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const relock__lock_kind_t *kind,
                                 relock_error_t *err);
+
+/* relock_lock_acquire_async for permits at once (a semaphore's; the locks
+ * take 1); the arguments checked by the caller. */
+relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
+                                            int64_t lease_ms);
 
 #endif /* RELOCK__OBJECTS_LOCK_KIND_H */
