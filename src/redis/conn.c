@@ -314,8 +314,22 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     relocate(c, RELOCK__RELOCATE_READONLY); /* a demoted master: where is the new one? */
 }
 
+_Static_assert(RELOCK__SCRIPT_COUNT <= 64, "conn.scripts_sent has a bit per script");
+
+/* Sends req's script whole (EVAL) the first time this context sends it. */
+static int send_request(relock__conn_t *c, relock__request_t *req) {
+  if (req->script != NULL && req->eval_cmd == NULL) {
+    uint64_t bit = UINT64_C(1) << (req->script - relock__scripts);
+    if ((c->scripts_sent & bit) == 0) {
+      c->scripts_sent |= bit;
+      return resend_as_eval(c, req);
+    }
+  }
+  return hand_to_hiredis(c, req, req->eval_cmd != NULL ? req->eval_cmd : req->cmd, req->len);
+}
+
 static void submit(relock__conn_t *c, relock__request_t *req) {
-  if (hand_to_hiredis(c, req, req->cmd, req->len) != 0) {
+  if (send_request(c, req) != 0) {
     request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->address);
     return;
   }
@@ -569,6 +583,7 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
 static void start_handshake(relock__conn_t *c) {
   const relock__conn_auth_t *a = &c->auth;
   c->state = RELOCK__CONN_HANDSHAKE;
+  c->scripts_sent = 0; /* a new context: perhaps a new server, or one restarted */
   c->hs_next = c->hs_count = 0;
   if (a->password != NULL) {
     if (a->username != NULL)
