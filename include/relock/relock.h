@@ -8,8 +8,10 @@
 #include <relock/config.h>
 #include <relock/error.h>
 #include <relock/future.h>
+#include <relock/latch.h>
 #include <relock/lock.h>
 #include <relock/reply.h>
+#include <relock/semaphore.h>
 #include <relock/version.h>
 
 #endif /* RELOCK_RELOCK_H */

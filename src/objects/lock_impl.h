@@ -59,4 +59,13 @@ static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uin
  * is lost). */
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns);
 
+/* The blocking calls' pieces (sync.c), for every object built on a lock
+ * object. Each sets the thread's last error (relock_last_error_message).
+ * would_block: RELOCK_EINVAL for a NULL object, RELOCK_EWOULDBLOCK from
+ * inside a loop callback, else 0. wait_value / wait_flag: wait for f (NULL:
+ * RELOCK_ENOMEM), release it, and store its value (may be NULL). */
+int relock__sync_would_block(relock_lock_t *lock);
+int relock__sync_wait_value(relock_future_t *f, int64_t *value);
+int relock__sync_wait_flag(relock_future_t *f, int *flag);
+
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

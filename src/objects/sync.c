@@ -24,7 +24,7 @@ uint64_t relock_thread_owner(void) { return (uint64_t)syscall(SYS_gettid); }
 
 /* Refuses before starting anything: an operation started and then not
  * waited for would go on behind the caller's back. */
-static int would_block(relock_lock_t *lock) {
+int relock__sync_would_block(relock_lock_t *lock) {
   if (lock == NULL)
     return relock__last_error_set(RELOCK_EINVAL, "lock is NULL");
   if (relock__future_would_block(lock->exec))
@@ -49,7 +49,7 @@ static int64_t value_of(const relock_future_t *f) {
   return relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
 }
 
-static int wait_value(relock_future_t *f, int64_t *value) {
+int relock__sync_wait_value(relock_future_t *f, int64_t *value) {
   int r = wait_for(f);
   if (r == 0 && value != NULL)
     *value = value_of(f);
@@ -57,9 +57,9 @@ static int wait_value(relock_future_t *f, int64_t *value) {
   return r;
 }
 
-static int wait_flag(relock_future_t *f, int *flag) {
+int relock__sync_wait_flag(relock_future_t *f, int *flag) {
   int64_t v = 0;
-  int r = wait_value(f, &v);
+  int r = relock__sync_wait_value(f, &v);
   if (r == 0 && flag != NULL)
     *flag = v != 0;
   return r;
@@ -141,7 +141,7 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
 /* Checks a blocking acquisition's arguments; 0 or the error (set as the
  * thread's last). */
 static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int fenced) {
-  int r = would_block(lock);
+  int r = relock__sync_would_block(lock);
   if (r != 0)
     return r;
   if (wait_ms < RELOCK_INFINITE)
@@ -183,31 +183,31 @@ int relock_fenced_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t le
 }
 
 int relock_lock_unlock(relock_lock_t *lock) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_flag(relock_lock_release_async(lock, relock_thread_owner()), NULL);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_release_async(lock, relock_thread_owner()), NULL);
 }
 
 int relock_lock_force_unlock(relock_lock_t *lock, int *was_locked) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_flag(relock_lock_force_release_async(lock), was_locked);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_force_release_async(lock), was_locked);
 }
 
 int relock_lock_is_locked(relock_lock_t *lock, int *locked) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_flag(relock_lock_is_locked_async(lock), locked);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_is_locked_async(lock), locked);
 }
 
 int relock_lock_is_held_by_thread(relock_lock_t *lock, int *held) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_flag(relock_lock_is_held_by_async(lock, relock_thread_owner()), held);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_is_held_by_async(lock, relock_thread_owner()), held);
 }
 
 int relock_lock_hold_count(relock_lock_t *lock, int64_t *count) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_value(relock_lock_hold_count_async(lock, relock_thread_owner()), count);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_value(relock_lock_hold_count_async(lock, relock_thread_owner()), count);
 }
 
 int relock_lock_validate(relock_lock_t *lock, int *held) {
-  int r = would_block(lock);
-  return r != 0 ? r : wait_flag(relock_lock_validate_async(lock, relock_thread_owner()), held);
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_validate_async(lock, relock_thread_owner()), held);
 }

@@ -184,6 +184,16 @@ static inline long long fx_raw_int(relock_test_redis_t *r, const char *arg0, ...
   return atoll(buf + 1);
 }
 
+/* A number stored as a string (GET's bulk reply); -1 for nil. */
+static inline long long fx_raw_get(relock_test_redis_t *r, const char *key) {
+  char buf[128];
+  if (relock_test_redis_cmd(r, buf, sizeof buf, "GET", key, NULL) != 0)
+    fail_msg("raw GET %s failed", key);
+  if (buf[0] != '$')
+    fail_msg("raw GET %s: reply %.60s", key, buf);
+  return buf[1] == '-' ? -1 : atoll(strchr(buf, '\n') + 1);
+}
+
 /* Keys named by Redis's keyspace notifications of one event ("set", "del",
  * ...), heard through a subscription: what a script wrote and removed, even
  * when nothing of it is left to look at afterwards. */

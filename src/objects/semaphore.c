@@ -1,0 +1,127 @@
+/* The semaphore (Redisson's RSemaphore, include/relock/semaphore.h): a lock
+ * object of a kind whose acquisitions take permits and no hold, waiting on
+ * "redisson_sc:{name}", whose messages carry the free count
+ * (RELOCK__WAIT_PERMITS). The handle a caller gets is that lock object's
+ * address; struct relock_semaphore is never defined. */
+#include <config.h>
+
+#include <string.h>
+
+#include <relock/semaphore.h>
+
+#include "future/promise.h"
+#include "objects/counter.h"
+#include "objects/lock_impl.h"
+#include "redis/scripts.h"
+
+static relock_future_t *acquire(relock__lock_call_t *call) {
+  char permits[24], ttl[24];
+  const char *argv[] = {call->lock->name, call->latch, permits, ttl};
+  const size_t lens[] = {call->lock->len, call->latch_len, relock__lock_number(permits, call->permits),
+                         relock__lock_number(ttl, call->latch_ttl_ms)};
+  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_ACQUIRE, 2, 4, argv, lens);
+}
+
+static relock_future_t *undo(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  const char *argv[] = {lock->name, lock->channel, call->latch, call->publish};
+  const size_t lens[] = {lock->len, lock->channel_len, call->latch_len, strlen(call->publish)};
+  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_UNDO, 3, 4, argv, lens);
+}
+
+static const relock__lock_kind_t semaphore = {
+    .what = "semaphore",
+    .field_suffix = "",
+    .channel_prefix = "redisson_sc",
+    .role = RELOCK__ROLE_PLAIN,
+    .wait = RELOCK__WAIT_PERMITS,
+    .no_hold = 1,
+    .acquire = acquire,
+    .undo = undo,
+};
+
+static relock_lock_t *obj(relock_semaphore_t *s) { return (relock_lock_t *)(void *)s; }
+
+relock_semaphore_t *relock_semaphore_new(relock_client_t *client, const char *name, relock_error_t *err) {
+  return (relock_semaphore_t *)(void *)relock__lock_new(client, name, &semaphore, err);
+}
+
+void relock_semaphore_free(relock_semaphore_t *s) { relock_lock_free(obj(s)); }
+
+const char *relock_semaphore_name(const relock_semaphore_t *s) {
+  return relock_lock_name((const relock_lock_t *)(const void *)s);
+}
+
+/* -- asynchronous ------------------------------------------------------------*/
+
+#define CHECK(s) \
+  if ((s) == NULL) \
+  return relock__counter_null("semaphore")
+
+static relock_future_t *bad_permits(relock_semaphore_t *s, int64_t permits, int64_t min) {
+  return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "permits must be >= %lld (got %lld)",
+                               (long long)min, (long long)permits);
+}
+
+relock_future_t *relock_semaphore_acquire_async(relock_semaphore_t *s, int64_t permits, int64_t wait_ms) {
+  CHECK(s);
+  if (permits < 1)
+    return bad_permits(s, permits, 1);
+  if (wait_ms < RELOCK_INFINITE)
+    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL,
+                                 "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
+  if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever */
+    wait_ms = RELOCK_INFINITE;
+  return relock__lock_acquire_async(obj(s), 0, permits, wait_ms, RELOCK_INFINITE);
+}
+
+relock_future_t *relock_semaphore_release_async(relock_semaphore_t *s, int64_t permits) {
+  CHECK(s);
+  if (permits < 1)
+    return bad_permits(s, permits, 1);
+  return relock__counter_update(obj(s), RELOCK__SCRIPT_SEMAPHORE_UPDATE, "release", permits, 0);
+}
+
+relock_future_t *relock_semaphore_try_set_permits_async(relock_semaphore_t *s, int64_t permits) {
+  CHECK(s);
+  if (permits < 0)
+    return bad_permits(s, permits, 0);
+  return relock__counter_update(obj(s), RELOCK__SCRIPT_SEMAPHORE_UPDATE, "set", permits, 1);
+}
+
+relock_future_t *relock_semaphore_add_permits_async(relock_semaphore_t *s, int64_t permits) {
+  CHECK(s);
+  return relock__counter_update(obj(s), RELOCK__SCRIPT_SEMAPHORE_UPDATE, "add", permits, 0);
+}
+
+relock_future_t *relock_semaphore_drain_permits_async(relock_semaphore_t *s) {
+  CHECK(s);
+  return relock__counter_update(obj(s), RELOCK__SCRIPT_SEMAPHORE_UPDATE, "drain", 0, 0);
+}
+
+relock_future_t *relock_semaphore_available_async(relock_semaphore_t *s) {
+  CHECK(s);
+  return relock__counter_get(obj(s));
+}
+
+/* -- blocking ----------------------------------------------------------------*/
+
+int relock_semaphore_acquire(relock_semaphore_t *s, int64_t permits, int64_t wait_ms, int *acquired) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_flag(relock_semaphore_acquire_async(s, permits, wait_ms), acquired);
+}
+
+int relock_semaphore_release(relock_semaphore_t *s, int64_t permits) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_semaphore_release_async(s, permits), NULL);
+}
+
+int relock_semaphore_try_set_permits(relock_semaphore_t *s, int64_t permits, int *set) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_flag(relock_semaphore_try_set_permits_async(s, permits), set);
+}
+
+int relock_semaphore_available(relock_semaphore_t *s, int64_t *available) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_semaphore_available_async(s), available);
+}
