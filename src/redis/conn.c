@@ -122,6 +122,8 @@ static void request_done(relock__request_t *req) {
     c->ninflight--;
     c->nflush -= req->flush_on_close;
   }
+  if (c->probe == req)
+    c->probe = NULL; /* what waits behind it goes at the caller's next release_waiting */
   relock__list_remove(&req->link);
   relock__timer_stop(&req->timer);
   req->state = REQ_DONE;
@@ -154,11 +156,14 @@ static void drain_check(relock__conn_t *c) {
   }
 }
 
+static void release_waiting(relock__conn_t *c);
+
 static void on_request_cancel(relock_future_t *f, void *arg) {
   (void)f;
   relock__request_t *req = arg;
   relock__conn_t *c = req->conn;
   request_done(req);
+  release_waiting(c);
   drain_check(c);
 }
 
@@ -179,8 +184,10 @@ static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
   } else {
     request_fail(req, RELOCK_ETIMEDOUT, "not sent: still connecting to %s", c->address);
   }
-  if (status == 0)
+  if (status == 0) {
+    release_waiting(c);
     drain_check(c);
+  }
 }
 
 static int is_noscript(const redisReply *reply) {
@@ -188,6 +195,29 @@ static int is_noscript(const redisReply *reply) {
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+_Static_assert(RELOCK__SCRIPT_COUNT <= 64, "conn.scripts_known has a bit per script");
+
+static uint64_t script_bit(const relock__request_t *req) { return UINT64_C(1) << (req->script - relock__scripts); }
+
+/* Whether req must go alone: the first EVALSHA of its script here. */
+static int is_probe(const relock__conn_t *c, const relock__request_t *req) {
+  return req->script != NULL && (c->scripts_known & script_bit(req)) == 0;
+}
+
+static void submit(relock__conn_t *c, relock__request_t *req);
+
+/* Sends what waits, in order, while the connection is ready and no probe
+ * is in flight. */
+static void release_waiting(relock__conn_t *c) {
+  while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY && !c->moving && c->probe == NULL) {
+    relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
+    relock__list_remove(&req->link);
+    c->nwaiting--;
+    submit(c, req);
+  }
+}
+
 
 static int hand_to_hiredis(relock__conn_t *c, relock__request_t *req, const char *cmd, size_t len) {
   /* ASK: the importing node runs the next command only right after
@@ -303,10 +333,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     request_fail(req, RELOCK_ENOMEM, "cannot re-send script %s after NOSCRIPT", req->script->name);
     return;
   }
+  if (req->script != NULL && reply->type != REDIS_REPLY_ERROR)
+    c->scripts_known |= script_bit(req); /* it ran: cached there now */
   relock_future_t *f = relock_future_retain(req->future);
   relock__reply_fn fn = req->on_reply;
   void *arg = req->arg;
   request_done(req); /* frees req: hiredis is done with it */
+  release_waiting(c); /* behind a probe, in order, before anyone hears of its answer */
   deliver(f, reply, fn, arg);
   relock_future_release(f);
   drain_check(c);
@@ -314,22 +347,12 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     relocate(c, RELOCK__RELOCATE_READONLY); /* a demoted master: where is the new one? */
 }
 
-_Static_assert(RELOCK__SCRIPT_COUNT <= 64, "conn.scripts_sent has a bit per script");
-
-/* Sends req's script whole (EVAL) the first time this context sends it. */
-static int send_request(relock__conn_t *c, relock__request_t *req) {
-  if (req->script != NULL && req->eval_cmd == NULL) {
-    uint64_t bit = UINT64_C(1) << (req->script - relock__scripts);
-    if ((c->scripts_sent & bit) == 0) {
-      c->scripts_sent |= bit;
-      return resend_as_eval(c, req);
-    }
-  }
-  return hand_to_hiredis(c, req, req->eval_cmd != NULL ? req->eval_cmd : req->cmd, req->len);
-}
-
 static void submit(relock__conn_t *c, relock__request_t *req) {
-  if (send_request(c, req) != 0) {
+  if (is_probe(c, req))
+    c->probe = req;
+  if (hand_to_hiredis(c, req, req->cmd, req->len) != 0) {
+    if (c->probe == req)
+      c->probe = NULL;
     request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->address);
     return;
   }
@@ -351,7 +374,7 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   }
   relock__timer_start(c->wheel, &req->timer, timeout_ms);
   relock__future_set_cancel(req->future, on_request_cancel, req);
-  if (c->state == RELOCK__CONN_READY && !c->moving && c->nwaiting == 1) { /* not to a context being dropped */
+  if (c->state == RELOCK__CONN_READY && !c->moving && c->nwaiting == 1 && c->probe == NULL) { /* not to a context being dropped */
     relock__list_remove(&req->link);
     c->nwaiting--;
     submit(c, req);
@@ -511,12 +534,7 @@ static void ready(relock__conn_t *c) {
     raw_start(c);
   if (c->state == RELOCK__CONN_READY)
     health_start(c);
-  while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY) {
-    relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
-    relock__list_remove(&req->link);
-    c->nwaiting--;
-    submit(c, req);
-  }
+  release_waiting(c);
   if (c->state == RELOCK__CONN_READY && c->hooks.on_ready)
     c->hooks.on_ready(c, c->hooks.arg);
 }
@@ -583,7 +601,8 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
 static void start_handshake(relock__conn_t *c) {
   const relock__conn_auth_t *a = &c->auth;
   c->state = RELOCK__CONN_HANDSHAKE;
-  c->scripts_sent = 0; /* a new context: perhaps a new server, or one restarted */
+  c->scripts_known = 0; /* a new context: perhaps a new server, or one restarted */
+  c->probe = NULL;
   c->hs_next = c->hs_count = 0;
   if (a->password != NULL) {
     if (a->username != NULL)

@@ -163,11 +163,12 @@ struct relock__conn {
   struct ssl_st *ssl;      /* this context's TLS session (hiredis owns it) */
 
   int hs_steps[8];         /* handshake replies still expected, in order */
-  /* The scripts (relock__scripts indexes, bit i) sent on this context: the
-   * first use of each goes as EVAL, which caches it, so that no EVALSHA
-   * behind it meets NOSCRIPT and comes back after the requests sent since
-   * (re-sent as EVAL, out of order). */
-  uint64_t scripts_sent;
+  /* The scripts (relock__scripts indexes, bit i) this context's server
+   * has answered for: cached there. The first EVALSHA of any other is a
+   * probe: what follows waits until it is answered, so that a NOSCRIPT and
+   * the script's EVAL re-send are not overtaken by requests sent after it. */
+  uint64_t scripts_known;
+  struct relock__request *probe;
   int hs_next;
   int hs_count;
 
