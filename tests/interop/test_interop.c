@@ -4,12 +4,16 @@
  * waiter within 50 ms (pub/sub, not polling: the holders' leases are long);
  * a fair queue of C and Java waiters keeps its order; Java readers and a C
  * writer exclude each other both ways; fenced tokens increase across both;
- * Redisson's forceUnlock is noticed by a C holder as a loss. */
+ * Redisson's forceUnlock is noticed by a C holder as a loss; semaphore
+ * permits and a count-down latch's opening go both ways within 50 ms. */
 #include <config.h>
 
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <relock/latch.h>
+#include <relock/semaphore.h>
 
 #include "support/client_fixture.h"
 #include "support/java_peer.h"
@@ -328,6 +332,78 @@ static void test_redisson_force_unlock_is_a_loss_for_the_c_holder(void **state) 
   relock_lock_free(l);
 }
 
+/* -- the semaphore and the count-down latch ----------------------------------------*/
+
+/* Both sides wait for permits the other releases; each wake-up is pub/sub:
+ * Redisson's waiters hear only messages, ours re-check without one after a
+ * second. */
+static void test_semaphore_both_ways(void **state) {
+  fx_t *fx = *state;
+  relock_semaphore_t *s = relock_semaphore_new(fx->c, "sem", NULL);
+  java_peer_send(fx->java, "j1 semset sem 0");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semset", 10000, NULL), "true");
+  assert_int_equal(fx_value(relock_semaphore_try_set_permits_async(s, 5)), 0); /* Java's count stands */
+  /* C releases, Java was waiting for 2 */
+  java_peer_send(fx->java, "j1 semacquire sem 2");
+  assert_false(java_peer_has(fx->java, "j1", "semacquire", 300));
+  assert_int_equal(fx_value(relock_semaphore_release_async(s, 2)), 2);
+  uint64_t released = relock__now_ns(), acquired;
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semacquire", 10000, &acquired), "ok");
+  within_handoff("C semaphore release(2) -> Java acquire(2)", ms_between(acquired, released), HANDOFF_MS);
+  assert_int_equal(fx_value(relock_semaphore_available_async(s)), 0);
+  /* Java releases, C was waiting for 2 */
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_semaphore_acquire_async(s, 2, 20000);
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  java_peer_send(fx->java, "j1 semrelease sem 2");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semrelease", 10000, &released), "ok");
+  assert_int_equal(fx_value(relock_future_retain(wait)), 1);
+  relock_future_release(wait);
+  within_handoff("Java semaphore release(2) -> C acquire(2)", ms_between(done_ns(&got), released), HANDOFF_MS);
+  java_peer_send(fx->java, "j1 semavail sem");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semavail", 10000, NULL), "0");
+  assert_int_equal(fx_value(relock_semaphore_release_async(s, 3)), 3);
+  java_peer_send(fx->java, "j1 semtry sem 4 0");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semtry", 10000, NULL), "false");
+  java_peer_send(fx->java, "j1 semtry sem 3 0");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "semtry", 10000, NULL), "true");
+  relock_semaphore_free(s);
+}
+
+/* Each side's last count-down opens the latch for the other's awaiter. */
+static void test_latch_both_ways(void **state) {
+  fx_t *fx = *state;
+  relock_latch_t *l = relock_latch_new(fx->c, "done", NULL);
+  assert_int_equal(fx_value(relock_latch_try_set_count_async(l, 2)), 1);
+  java_peer_send(fx->java, "j1 latchset done 7");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "latchset", 10000, NULL), "false");
+  java_peer_send(fx->java, "j1 latchcount done");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "latchcount", 10000, NULL), "2");
+  java_peer_send(fx->java, "j2 latchawait done 20000");
+  assert_false(java_peer_has(fx->java, "j2", "latchawait", 300));
+  assert_int_equal(fx_value(relock_latch_count_down_async(l)), 1);
+  assert_false(java_peer_has(fx->java, "j2", "latchawait", 100));
+  assert_int_equal(fx_value(relock_latch_count_down_async(l)), 0);
+  uint64_t opened = relock__now_ns(), through;
+  assert_string_equal(java_peer_expect(fx->java, "j2", "latchawait", 10000, &through), "true");
+  within_handoff("C last count-down -> Java awaiter through", ms_between(through, opened), HANDOFF_MS);
+  /* and the other way */
+  java_peer_send(fx->java, "j1 latchset done 1");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "latchset", 10000, NULL), "true");
+  assert_int_equal(fx_value(relock_latch_count_async(l)), 1);
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_latch_await_async(l, 20000);
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  java_peer_send(fx->java, "j1 latchdown done");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "latchdown", 10000, &opened), "ok");
+  assert_int_equal(fx_value(relock_future_retain(wait)), 1);
+  relock_future_release(wait);
+  within_handoff("Java last count-down -> C awaiter through", ms_between(done_ns(&got), opened), HANDOFF_MS);
+  relock_latch_free(l);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -342,6 +418,8 @@ int main(void) {
       T(test_fair_queue_of_c_and_java_keeps_its_order),
       T(test_fenced_tokens_increase_across_c_and_java),
       T(test_redisson_force_unlock_is_a_loss_for_the_c_holder),
+      T(test_semaphore_both_ways),
+      T(test_latch_both_ways),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

@@ -11,8 +11,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -35,7 +37,11 @@ import org.redisson.config.Config;
  * OPs: lock KIND NAME LEASE_MS (-1: the watchdog), trylock KIND NAME WAIT_MS
  * LEASE_MS, unlock KIND NAME, forceunlock KIND NAME, held KIND NAME, locked
  * KIND NAME, token KIND NAME (a fenced lock's latest token), sleep MS, quit.
- * KIND: lock, fair, read, write, fenced, spin. A tag's commands run in
+ * KIND: lock, fair, read, write, fenced, spin. The semaphore: semacquire
+ * NAME N, semtry NAME N WAIT_MS, semrelease NAME N, semset NAME N
+ * (trySetPermits), semavail NAME. The count-down latch: latchset NAME N
+ * (trySetCount), latchdown NAME, latchawait NAME WAIT_MS, latchcount NAME.
+ * A tag's commands run in
  * order on its own thread (Redisson's locks belong to threads); tags run
  * concurrently.
  */
@@ -128,6 +134,12 @@ public final class Peer {
       Thread.sleep(Long.parseLong(arg(w, 2)));
       return "ok";
     }
+    if (op.startsWith("sem")) {
+      return semaphore(op, redisson.getSemaphore(arg(w, 2)), w);
+    }
+    if (op.startsWith("latch")) {
+      return latch(op, redisson.getCountDownLatch(arg(w, 2)), w);
+    }
     String kind = arg(w, 2);
     String name = arg(w, 3);
     RLock lock = lockOf(kind, name);
@@ -167,6 +179,42 @@ public final class Peer {
         return String.valueOf(lock.isLocked());
       case "token":
         return String.valueOf(((RFencedLock) lock).getToken());
+      default:
+        return "error parse unknown OP " + op;
+    }
+  }
+
+  private static String semaphore(String op, RSemaphore s, String[] w) throws Exception {
+    switch (op) {
+      case "semacquire":
+        s.acquire(Integer.parseInt(arg(w, 3)));
+        return "ok";
+      case "semtry":
+        return String.valueOf(s.tryAcquire(Integer.parseInt(arg(w, 3)), Long.parseLong(arg(w, 4)),
+                                           TimeUnit.MILLISECONDS));
+      case "semrelease":
+        s.release(Integer.parseInt(arg(w, 3)));
+        return "ok";
+      case "semset":
+        return String.valueOf(s.trySetPermits(Integer.parseInt(arg(w, 3))));
+      case "semavail":
+        return String.valueOf(s.availablePermits());
+      default:
+        return "error parse unknown OP " + op;
+    }
+  }
+
+  private static String latch(String op, RCountDownLatch l, String[] w) throws Exception {
+    switch (op) {
+      case "latchset":
+        return String.valueOf(l.trySetCount(Long.parseLong(arg(w, 3))));
+      case "latchdown":
+        l.countDown();
+        return "ok";
+      case "latchawait":
+        return String.valueOf(l.await(Long.parseLong(arg(w, 3)), TimeUnit.MILLISECONDS));
+      case "latchcount":
+        return String.valueOf(l.getCount());
       default:
         return "error parse unknown OP " + op;
     }
