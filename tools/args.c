@@ -60,10 +60,25 @@ enum {
   OPT_TLS_KEY,
   OPT_TLS_SERVER_NAME,
   OPT_TLS_INSECURE,
+  OPT_SEMAPHORE,
   OPT_KIND /* --fair ... --spin: OPT_KIND + the kind */
 };
 
 static const char *const kind_options[] = {"", "--fair", "--read", "--write", "--fenced", "--spin"};
+
+/* A count: a whole number from 1 to 2^31 - 1, digits only. */
+static int count_opt(args_t *a, const char *what, const char *text, int64_t *out) {
+  int64_t n = 0;
+  for (const char *p = text; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9' || n > INT32_MAX / 10)
+      return usage(a, "%s needs a whole number from 1 to %d (got '%.40s')", what, INT32_MAX, text);
+    n = n * 10 + (*p - '0');
+  }
+  if (n < 1 || n > INT32_MAX)
+    return usage(a, "%s needs a whole number from 1 to %d (got '%.40s')", what, INT32_MAX, text);
+  *out = n;
+  return ARGS_OK;
+}
 
 /* One kind only: "--read --write" is a mistake, not a choice. */
 static int kind_opt(args_t *a, int kind) {
@@ -94,6 +109,7 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"write", no_argument, NULL, OPT_KIND + KIND_WRITE},
       {"fenced", no_argument, NULL, OPT_KIND + KIND_FENCED},
       {"spin", no_argument, NULL, OPT_KIND + KIND_SPIN},
+      {"semaphore", required_argument, NULL, OPT_SEMAPHORE},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -135,6 +151,10 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       if ((r = kind_opt(a, c - OPT_KIND)) != ARGS_OK)
         return r;
       break;
+    case OPT_SEMAPHORE:
+      if ((r = count_opt(a, "--semaphore", optarg, &o->semaphore)) != ARGS_OK)
+        return r;
+      break;
     case 'h': return ARGS_HELP;
     case 'V': return ARGS_VERSION;
     default:
@@ -153,6 +173,14 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
  * runs the command --json holding the lock "status", as it always did). */
 static int is_json_operand(int nargs, char **args) {
   return nargs == 3 && (strcmp(args[1], "--json") == 0 || (strcmp(args[2], "--json") == 0 && strcmp(args[1], "--") != 0));
+}
+
+/* "latch NAME count|down|await" or "latch NAME set N" (anything else runs
+ * a command holding the lock "latch", as it always did). */
+static int is_latch_op(int nargs, char **args) {
+  if (nargs == 3)
+    return strcmp(args[2], "count") == 0 || strcmp(args[2], "down") == 0 || strcmp(args[2], "await") == 0;
+  return nargs == 4 && strcmp(args[2], "set") == 0;
 }
 
 int args_parse(int argc, char **argv, args_t *a) {
@@ -176,6 +204,12 @@ int args_parse(int argc, char **argv, args_t *a) {
       return usage(a, a->mode == ARGS_STATUS ? "status needs a lock NAME" : "list needs a PATTERN");
     a->opt.json |= nargs == 3;
     a->name = args[nargs == 3 && strcmp(args[1], "--json") == 0 ? 2 : 1];
+  } else if (nargs >= 3 && strcmp(args[0], "latch") == 0 && is_latch_op(nargs, args)) {
+    a->mode = ARGS_LATCH;
+    a->name = args[1];
+    a->latch_op = args[2];
+    if (strcmp(args[2], "set") == 0 && (code = count_opt(a, "latch set", args[3], &a->latch_count)) != ARGS_OK)
+      return code;
   } else if (nargs >= 1 && strcmp(args[0], "release") == 0 && (nargs == 2 || nargs == 3)) {
     a->mode = ARGS_RELEASE;
     if (nargs == 3 && strcmp(args[1], "--force") == 0)
@@ -198,6 +232,14 @@ int args_parse(int argc, char **argv, args_t *a) {
     return usage(a, a->mode == ARGS_LIST ? "the PATTERN is empty" : "the lock NAME is empty");
   if (a->opt.json && a->mode != ARGS_STATUS && a->mode != ARGS_LIST)
     return usage(a, "--json is for status and list");
+  if (a->opt.semaphore > 0 && a->mode != ARGS_RUN)
+    return usage(a, "--semaphore is for running a command");
+  if (a->opt.semaphore > 0 && a->opt.kind != KIND_LOCK)
+    return usage(a, "--semaphore and %s: NAME is a semaphore or a lock", kind_options[a->opt.kind]);
+  if (a->opt.semaphore > 0 && a->opt.lease_ms != RELOCK_INFINITE)
+    return usage(a, "--semaphore and --lease: a semaphore's permits have no lease");
+  if (a->mode == ARGS_LATCH && a->opt.kind != KIND_LOCK)
+    return usage(a, "latch and %s: a latch is no lock", kind_options[a->opt.kind]);
   return ARGS_OK;
 }
 

@@ -1,5 +1,5 @@
 /* The relock command line: options, then what to do (run a command, status,
- * release, list) and its operands. Parsed without printing or exiting, so that the
+ * release, list, latch) and its operands. Parsed without printing or exiting, so that the
  * fuzz target (tests/fuzz/fuzz_cli.c) can run it as often as it likes. */
 #ifndef RELOCK_TOOLS_ARGS_H
 #define RELOCK_TOOLS_ARGS_H
@@ -31,6 +31,7 @@ typedef struct options {
   const char *set[16];  /* -o NAME=VALUE: library options, in order (point into argv) */
   int nset;
   lock_kind_t kind;
+  int64_t semaphore;    /* --semaphore N: run holding one of N permits; 0 unless given */
 } options_t;
 
 typedef enum args_mode {
@@ -38,6 +39,7 @@ typedef enum args_mode {
   ARGS_STATUS,  /* status NAME */
   ARGS_RELEASE, /* release --force NAME */
   ARGS_LIST,    /* list PATTERN */
+  ARGS_LATCH,   /* latch NAME count|down|await|set N */
 } args_mode_t;
 
 typedef struct args {
@@ -47,6 +49,8 @@ typedef struct args {
                        ARGS_LIST: the pattern */
   char **command;   /* ARGS_RUN: the command and its arguments, a tail of
                        argv, so NULL-terminated as argv is */
+  const char *latch_op; /* ARGS_LATCH: count, down, await or set */
+  int64_t latch_count;  /* ARGS_LATCH set: the count (>= 1) */
   char *message;    /* ARGS_USAGE: what is wrong, without "relock: ";
                        NULL if there was no memory for it */
 } args_t;

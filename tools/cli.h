@@ -27,10 +27,14 @@ enum {
 typedef struct cli {
   options_t opt;
   const char *name;   /* the lock's name */
+  const char *what;   /* "lock" or "semaphore": what NAME is, in messages */
   char **argv;        /* run: the command and its arguments */
   struct ev_loop *loop;
   relock_client_t *client;
-  relock_lock_t *lock;
+  relock_lock_t *lock;           /* NULL for --semaphore and latch */
+  relock_semaphore_t *semaphore; /* --semaphore: NAME is one, run holds a permit */
+  const char *latch_op;          /* latch: count, down, await, set */
+  int64_t latch_count;           /* latch set N */
   uint64_t owner;     /* the process id: the holder field is "<client-id>:<pid>" */
 } cli_t;
 
@@ -45,5 +49,6 @@ int run_command(cli_t *c);   /* run.c */
 int show_status(cli_t *c);   /* inspect.c */
 int force_release(cli_t *c); /* inspect.c */
 int list_locks(cli_t *c);    /* inspect.c */
+int latch_command(cli_t *c); /* latch.c */
 
 #endif /* RELOCK_TOOLS_CLI_H */

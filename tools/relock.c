@@ -20,9 +20,9 @@
 
 static const char usage_text[] =
     "usage: relock [options] NAME -- COMMAND [ARG...]   run COMMAND holding lock NAME\n"
-    "       relock [options] status NAME                show who holds NAME\n"
+    "       relock [options] status NAME | list PATTERN  who holds NAME | the locks matching\n"
     "       relock [options] release --force NAME       delete NAME whoever holds it\n"
-    "       relock [options] list PATTERN               the locks whose names match PATTERN\n"
+    "       relock [options] latch NAME count|down|await|set N   a count-down latch\n"
     "\n"
     "  -u, --url URL          Redis URL (default: $RELOCK_URL, else redis://127.0.0.1:6379)\n"
     "      --url-file FILE    read the URL from FILE (keeps a password out of ps)\n"
@@ -32,22 +32,22 @@ static const char usage_text[] =
     "      --orphan-signal SIG  the command's signal if relock dies (default TERM)\n"
     "      --timeout DURATION  Redis command timeout (default 3s)\n"
     "      --watchdog DURATION watchdog lease (default 30s, renewed every third)\n"
-    "      --tls-ca FILE      TLS: trust the CAs in FILE (default: the system's store);\n"
+    "      --tls-ca FILE | --tls-ca-dir DIR  TLS: trust these CAs (default: the system's);\n"
     "                         any --tls-* option turns TLS on, as rediss:// does\n"
-    "      --tls-ca-dir DIR   TLS: trust the (hashed) CA certificates in DIR\n"
     "      --tls-cert FILE, --tls-key FILE  TLS: client certificate and key (mutual TLS)\n"
     "      --tls-server-name NAME  TLS: the name the certificate must have (default: the host)\n"
     "      --tls-insecure     TLS without verifying the server at all: for tests only\n"
     "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
     "      --fair | --read | --write | --fenced | --spin  the kind of lock (man relock)\n"
+    "      --semaphore N      NAME is a semaphore of N permits: run holding one\n"
     "  -q, --quiet | -v, --verbose  print nothing but errors | say what happens\n"
-    "      --json             status, list: one JSON object per lock and line\n"
-    "  -h, --help             this text;  -V, --version\n"
+    "      --json             status, list: JSON lines;  -h, --help;  -V, --version\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
     "Exit: the command's status (128+N if killed by signal N); 64 usage, 69 Redis\n"
     "unreachable or failing, 75 lock busy / not acquired in time, 76 lock lost while\n"
     "running (the command was terminated), 126/127 command not runnable / not found.\n"
-    "status, list: 0 held / some listed, 1 free / none, 65 not a lock, 64, 69.\n";
+    "status, list: 0 held / some listed, 1 free / none, 65 not a lock; latch: count and\n"
+    "down print the count, await 75 if not open in time, set 1 if set already.\n";
 
 int verbosity = 1;
 
@@ -174,6 +174,15 @@ static int connect_client(cli_t *r) {
       [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
       [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
       [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
+  if (r->latch_op != NULL)
+    return 0; /* latch.c makes its object */
+  if (o->semaphore > 0) {
+    if ((r->semaphore = relock_semaphore_new(r->client, r->name, &err)) == NULL) {
+      say(0, "invalid semaphore name: %s", relock_strerror(err.code));
+      return EXIT_USAGE;
+    }
+    return 0;
+  }
   if ((r->lock = make[o->kind](r->client, r->name, &err)) == NULL) {
     say(0, "invalid lock name: %s", relock_strerror(err.code));
     return EXIT_USAGE;
@@ -198,6 +207,9 @@ int main(int argc, char **argv) {
   r.opt = a.opt;
   r.name = a.name;
   r.argv = a.command;
+  r.what = r.opt.semaphore > 0 ? "semaphore" : "lock";
+  r.latch_op = a.latch_op;
+  r.latch_count = a.latch_count;
   verbosity = r.opt.verbosity;
 
   r.loop = ev_default_loop(EVFLAG_AUTO); /* ev_child needs the default loop */
@@ -213,9 +225,12 @@ int main(int argc, char **argv) {
     code = force_release(&r);
   else if (a.mode == ARGS_LIST)
     code = list_locks(&r);
+  else if (a.mode == ARGS_LATCH)
+    code = latch_command(&r);
   else
     code = run_command(&r);
   relock_lock_free(r.lock);
+  relock_semaphore_free(r.semaphore);
   relock_client_free(r.client);
   return code;
 }

@@ -1,6 +1,7 @@
 /* relock NAME -- COMMAND: acquire, run the command in a process group of its
  * own, renew while it runs, stop it if the lock is lost, release when it
- * ends. One libev loop drives all of it: the lock's futures, the renewals,
+ * ends. With --semaphore N, what is held is one of N permits of the
+ * semaphore NAME instead (no lease: nothing to renew or lose). One libev loop drives all of it: the lock's futures, the renewals,
  * the child watcher and the signal watchers. */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
@@ -51,6 +52,21 @@ typedef struct run {
 /* How long relock waits quietly before saying who holds the lock. */
 #define PATIENCE_S 1.0
 
+/* What the command runs holding: a hold of the lock, or a permit. */
+static relock_future_t *acquire_hold(run_t *r, int64_t wait_ms) {
+  cli_t *c = r->c;
+  if (c->semaphore != NULL)
+    return relock_semaphore_acquire_async(c->semaphore, 1, wait_ms);
+  return relock_lock_acquire_async(c->lock, c->owner, wait_ms, c->opt.lease_ms);
+}
+
+static relock_future_t *release_hold(run_t *r) {
+  cli_t *c = r->c;
+  if (c->semaphore != NULL)
+    return relock_semaphore_release_async(c->semaphore, 1);
+  return relock_lock_release_async(c->lock, c->owner);
+}
+
 /* -- ending -----------------------------------------------------------------*/
 
 static void on_closed(relock_client_t *client, void *arg) {
@@ -94,7 +110,9 @@ static void on_released(relock_future_t *f, void *arg) {
     say(0, "lock %s was lost while the command ran: %s", r->c->name, relock_future_message(f));
     code = EXIT_LOST;
   } else if (err != 0) {
-    say(0, "could not release lock %s: %s (it expires with its lease)", r->c->name, relock_future_message(f));
+    say(0, "could not release %s %s: %s (%s)", r->c->what, r->c->name, relock_future_message(f),
+        r->c->semaphore != NULL ? "its permit is not given back: a semaphore's permits never expire"
+                                : "it expires with its lease");
   } else {
     say(2, "released %s", r->c->name);
   }
@@ -195,7 +213,7 @@ static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
   if (r->child <= 0 || r->child_done)
     return;
   give_terminal(r);
-  if (!r->lost && relock_lock_validity_ms(r->c->lock, r->c->owner) <= 0) {
+  if (!r->lost && r->c->lock != NULL && relock_lock_validity_ms(r->c->lock, r->c->owner) <= 0) {
     char message[512];
     snprintf(message, sizeof message, "the lease of lock %s ran out while relock was stopped", r->c->name);
     lose(r, message); /* SIGTERM, SIGCONT */
@@ -250,9 +268,9 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
     end_when_gone(r);
     return;
   }
-  relock_future_t *f = relock_lock_release_async(r->c->lock, r->c->owner);
+  relock_future_t *f = release_hold(r);
   if (f == NULL) {
-    say(0, "out of memory releasing lock %s", r->c->name);
+    say(0, "out of memory releasing %s %s", r->c->what, r->c->name);
     finish(r, status_code(r->child_status));
     return;
   }
@@ -400,10 +418,9 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents) {
   double left = r->wait_end - mono_s();
   /* The last moments: one try, so that the answer is Redis's, not the end
    * of a wait too short for it. */
-  r->acquire = relock_lock_acquire_async(r->c->lock, r->c->owner, left > 0.2 ? (int64_t)(left * 1000) : 0,
-                                         r->c->opt.lease_ms);
+  r->acquire = acquire_hold(r, left > 0.2 ? (int64_t)(left * 1000) : 0);
   if (r->acquire == NULL) {
-    say(0, "cannot acquire lock %s: out of memory", r->c->name);
+    say(0, "cannot acquire %s %s: out of memory", r->c->what, r->c->name);
     finish(r, EXIT_REDIS);
     return;
   }
@@ -420,7 +437,7 @@ static int retry_refused(run_t *r, relock_future_t *f) {
       left <= 0)
     return 0;
   if (now >= r->next_progress) {
-    say(1, "cannot acquire lock %s: %s; retrying until the wait ends (%.1f s left)", r->c->name,
+    say(1, "cannot acquire %s %s: %s; retrying until the wait ends (%.1f s left)", r->c->what, r->c->name,
         relock_future_message(f), left);
     r->next_progress = now + 1.0;
   }
@@ -482,7 +499,9 @@ static void on_patience(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   run_t *r = w->data;
   const char *argv[] = {"HGETALL", r->c->name};
-  relock_future_t *f = r->acquire != NULL ? relock_client_command_async(r->c->client, 2, argv, NULL) : NULL;
+  relock_future_t *f = r->acquire != NULL && r->c->lock != NULL
+                           ? relock_client_command_async(r->c->client, 2, argv, NULL)
+                           : NULL; /* a semaphore has no holders to name */
   if (f != NULL)
     relock_future_on_done(f, on_holders, r);
 }
@@ -503,7 +522,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
   }
   ev_timer_stop(r->c->loop, &r->patience); /* the wait is over */
   if (err != 0) {
-    say(0, "cannot acquire lock %s: %s", r->c->name, relock_future_message(f));
+    say(0, "cannot acquire %s %s: %s", r->c->what, r->c->name, relock_future_message(f));
     relock_future_release(f);
     finish(r, EXIT_REDIS);
     return;
@@ -514,14 +533,14 @@ static void on_acquired(relock_future_t *f, void *arg) {
   r->token = value;
   relock_future_release(f);
   if (!acquired) {
-    say(1, "lock %s is busy%s", r->c->name, r->c->opt.wait_ms > 0 ? ": not acquired in time" : "");
+    say(1, "%s %s is busy%s", r->c->what, r->c->name, r->c->opt.wait_ms > 0 ? ": not acquired in time" : "");
     finish(r, EXIT_BUSY);
     return;
   }
   say(2, "acquired %s", r->c->name);
   if (spawn(r) != 0) {
     say(0, "cannot start %s: %s", r->c->argv[0], strerror(errno));
-    relock_future_t *rf = relock_lock_release_async(r->c->lock, r->c->owner);
+    relock_future_t *rf = release_hold(r);
     r->child_status = EXIT_CANNOT_RUN << 8;
     if (rf != NULL)
       relock_future_on_done(rf, on_released, r);
@@ -543,7 +562,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
     return;
   }
   if (r->acquire != NULL || ev_is_active(&r->retry)) {
-    say(1, "interrupted while waiting for lock %s", r->c->name);
+    say(1, "interrupted while waiting for %s %s", r->c->what, r->c->name);
     ev_timer_stop(loop, &r->retry);
     /* A try in flight may take the lock yet: the cancel sends its give-back,
      * and the close in finish() waits for that before on_closed ends us. */
@@ -553,11 +572,25 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   }
 }
 
+/* --semaphore N: the semaphore gets N permits unless it has a count
+ * already (Redisson's trySetPermits: the first to come sets it). */
+static int set_permits(cli_t *c) {
+  int set = 0;
+  if (relock_semaphore_try_set_permits(c->semaphore, c->opt.semaphore, &set) != 0) {
+    say(0, "cannot set up semaphore %s: %s", c->name, relock_last_error_message());
+    return -1;
+  }
+  say(2, set ? "semaphore %s set to %lld permits" : "semaphore %s has a count already", c->name,
+      (long long)c->opt.semaphore);
+  return 0;
+}
+
 int run_command(cli_t *c) {
   run_t run, *r = &run;
   memset(r, 0, sizeof *r);
   r->c = c;
-  relock_lock_on_lost(c->lock, on_lost, r);
+  if (c->lock != NULL)
+    relock_lock_on_lost(c->lock, on_lost, r);
   static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
   for (int i = 0; i < 3; i++) {
     ev_signal_init(&r->signals[i], on_signal, signums[i]);
@@ -571,7 +604,7 @@ int run_command(cli_t *c) {
   r->wait_end = mono_s() + (double)c->opt.wait_ms / 1000.0;
   ev_timer_init(&r->patience, on_patience, PATIENCE_S, 0.0);
   r->patience.data = r;
-  if (verbosity >= 2)
+  if (verbosity >= 2 && c->lock != NULL)
     relock_lock_on_wait(c->lock, on_wait, r); /* only a progress report: ENOMEM leaves it out */
   ev_timer_init(&r->lease, on_lease, 0.0, 0.0);
   r->lease.data = r;
@@ -583,9 +616,11 @@ int run_command(cli_t *c) {
     r->jobctl[i].data = r;
     ev_signal_start(c->loop, &r->jobctl[i]);
   }
-  r->acquire = relock_lock_acquire_async(c->lock, c->owner, c->opt.wait_ms, c->opt.lease_ms);
+  if (c->semaphore != NULL && set_permits(c) != 0)
+    return EXIT_REDIS;
+  r->acquire = acquire_hold(r, c->opt.wait_ms);
   if (r->acquire == NULL) {
-    say(0, "cannot acquire lock %s: out of memory", c->name);
+    say(0, "cannot acquire %s %s: out of memory", c->what, c->name);
     return EXIT_REDIS;
   }
   relock_future_on_done(r->acquire, on_acquired, r);
@@ -593,7 +628,9 @@ int run_command(cli_t *c) {
     ev_timer_start(c->loop, &r->patience);
   r->exit_code = -1;
   ev_run(c->loop, 0);
-  relock_lock_on_lost(c->lock, NULL, NULL);
-  relock_lock_on_wait(c->lock, NULL, NULL);
+  if (c->lock != NULL) {
+    relock_lock_on_lost(c->lock, NULL, NULL);
+    relock_lock_on_wait(c->lock, NULL, NULL);
+  }
   return r->exit_code >= 0 ? r->exit_code : EXIT_REDIS;
 }

@@ -433,6 +433,54 @@ expect "--spin: busy while held, then acquired by back-off (no pub/sub)" "75 0 i
 relock -q --read --write t-both -- true 2>"$work/err"
 expect "two kinds at once: a usage error" "64 yes" "$? $(grep -q 'a lock is of one kind' "$work/err" && echo yes)"
 
+# -- the semaphore and the count-down latch -------------------------------------
+
+# Two of two permits held until told (a file): a third run is busy, then
+# runs once one is given back; the permits all come back.
+rm -f "$work/sem-go"
+relock_bg -q --semaphore 2 t-sem -- sh -c "while [ ! -e '$work/sem-go' ]; do sleep 0.05; done"
+s1=$!
+relock_bg -q --semaphore 2 t-sem -- sh -c "while [ ! -e '$work/sem-go' ]; do sleep 0.05; done"
+s2=$!
+for _ in $(seq 100); do [ "$(redis GET t-sem)" = 0 ] && break; sleep 0.05; done
+relock -q --semaphore 2 -w 0 t-sem -- true
+r1=$?
+relock_bg -q --semaphore 2 -w 10s t-sem -- sh -c "echo ran >'$work/sem-third'"
+s3=$!
+sleep 0.2
+r2=$([ -e "$work/sem-third" ] && echo early || echo waiting)
+: >"$work/sem-go"
+wait "$s1"; c1=$?; wait "$s2"; c2=$?; wait "$s3"; c3=$?
+expect "--semaphore 2: a third run is busy, then runs when a permit comes back; all come back" \
+  "75 waiting 0 0 0 ran 2" "$r1 $r2 $c1 $c2 $c3 $(cat "$work/sem-third" 2>/dev/null) $(redis GET t-sem)"
+relock -q --semaphore 5 t-sem -- true
+expect "--semaphore: the first to come sets the count; later ones use it" "0 2" "$? $(redis GET t-sem)"
+
+relock -q --semaphore 0 t-sem -- true 2>"$work/err"
+expect "--semaphore 0: a usage error" "64 yes" "$? $(grep -q 'whole number' "$work/err" && echo yes)"
+relock -q --semaphore 2 --fair t-sem -- true 2>"$work/err"
+expect "--semaphore with a lock kind: a usage error" 64 $?
+relock -q --semaphore 2 --lease 1s t-sem -- true 2>"$work/err"
+expect "--semaphore with --lease: a usage error" "64 yes" "$? $(grep -q 'no lease' "$work/err" && echo yes)"
+
+relock latch t-latch set 2
+r1=$?
+relock -q latch t-latch set 5
+r2=$?
+relock -q -w 0 latch t-latch await
+r3=$?
+relock_bg -q -w 10s latch t-latch await
+waiter=$!
+out1=$(relock latch t-latch down)
+out2=$(relock latch t-latch count)
+out3=$(relock latch t-latch down)
+wait "$waiter"
+r4=$?
+expect "latch: set, set again, await closed, down, count, down, await opened" "0 1 75 1 1 0 0 0" \
+  "$r1 $r2 $r3 $out1 $out2 $out3 $r4 $(redis EXISTS t-latch)"
+relock latch t-latch set zero 2>"$work/err"
+expect "latch set needs a number" "64 yes" "$? $(grep -q 'whole number' "$work/err" && echo yes)"
+
 # -- errors --------------------------------------------------------------------
 
 t0=$(now_ms)
