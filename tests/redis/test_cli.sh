@@ -390,13 +390,15 @@ relock --fenced t-fenced -- sh -c 'echo "$RELOCK_TOKEN"' >"$work/t2"
 expect "--fenced: the command gets the lock's token in RELOCK_TOKEN, increasing" "1 2 2" \
   "$(cat "$work/t1") $(cat "$work/t2") $(redis GET "redisson_lock_token:{t-fenced}")"
 
-relock_bg -q --read t-rw -- sleep 1
+rm -f "$work/rw-go" # the reader holds until told: under valgrind each run below takes seconds
+relock_bg -q --read t-rw -- sh -c "while [ ! -e '$work/rw-go' ]; do sleep 0.05; done"
 pid=$!
 wait_held t-rw
 relock -q --read -w 0 t-rw -- true
 r1=$?
 relock -q --write -w 0 t-rw -- true
 r2=$?
+: >"$work/rw-go"
 wait "$pid"
 expect "--read: readers share the lock, a writer is refused meanwhile" "0 75" "$r1 $r2"
 relock --write t-rw -- sh -c 'echo "$RELOCK_OWNER $(redis-cli -p '"$port"' HGET t-rw mode)"' >"$work/owner"
@@ -404,24 +406,28 @@ case $(cat "$work/owner") in *:[0-9]*:write" write") ok=0 ;; *) ok=1 ;; esac
 expect "--write: the writer's field ends in :write, the hash is in write mode" 0 "$ok" "$(cat "$work/owner")"
 
 : >"$work/fair"
-relock_bg -q --fair t-fair -- sleep 0.5
+rm -f "$work/fair-go"
+relock_bg -q --fair t-fair -- sh -c "while [ ! -e '$work/fair-go' ]; do sleep 0.05; done"
 holder=$!
 wait_held t-fair
 pids=
 for i in 1 2 3; do
   relock_bg -q --fair t-fair -- sh -c "echo $i >>'$work/fair'"
   pids="$pids $!"
-  for _ in $(seq 100); do [ "$(redis LLEN "redisson_lock_queue:{t-fair}")" = "$i" ] && break; sleep 0.05; done
+  for _ in $(seq $((100 * slack))); do [ "$(redis LLEN "redisson_lock_queue:{t-fair}")" = "$i" ] && break; sleep 0.05; done
 done
+: >"$work/fair-go"
 wait "$holder"
 for p in $pids; do wait "$p"; done
 expect "--fair: waiters get the lock in the order they came" "1 2 3" "$(tr '\n' ' ' <"$work/fair" | sed 's/ $//')"
 
-relock_bg -q --spin t-spin -- sleep 0.5
+rm -f "$work/spin-go"
+relock_bg -q --spin t-spin -- sh -c "while [ ! -e '$work/spin-go' ]; do sleep 0.05; done; sleep 0.3"
 pid=$!
 wait_held t-spin
 relock -q --spin -w 0 t-spin -- true
 r1=$?
+: >"$work/spin-go" # released about 0.3 s from now: the waiter below backs off meanwhile
 t0=$(now_ms)
 relock -q --spin -w 5s t-spin -- true
 r2=$?
