@@ -1,0 +1,137 @@
+/* The semaphore and the count-down latch, timed (bench/run part 13):
+ *   sync HOST PORT semaphore N       N uncontended acquire(1)+release(1)
+ *                                    pairs, one after the other
+ *   sync HOST PORT latch ROUNDS K    K awaiting processes; each round the
+ *                                    last count-down is sent and the time
+ *                                    until the last awaiter is through taken
+ * Prints one JSON object: p50/p99 in microseconds. */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "bench.h"
+
+static void pair_p(relock_semaphore_t *s) {
+  int ok = 0, rc = relock_semaphore_acquire(s, 1, 0, &ok);
+  if (rc != 0 || !ok)
+    bench_die("semaphore acquire", rc != 0 ? rc : RELOCK_EPROTO);
+  if ((rc = relock_semaphore_release(s, 1)) != 0)
+    bench_die("semaphore release", rc);
+}
+
+static int semaphore(relock_client_t *c, int n) {
+  relock_semaphore_t *s = relock_semaphore_new(c, "bench-sem", NULL);
+  int set = 0, rc = s != NULL ? relock_semaphore_try_set_permits(s, 1000, &set) : RELOCK_ENOMEM;
+  if (rc != 0)
+    bench_die("semaphore", rc);
+  for (int i = 0; i < 200; i++) /* warm: scripts cached, connection up */
+    pair_p(s);
+  uint64_t *v = malloc(sizeof(*v) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    uint64_t t0 = bench_now_ns();
+    pair_p(s);
+    v[i] = bench_now_ns() - t0;
+  }
+  qsort(v, (size_t)n, sizeof(*v), bench_cmp_u64);
+  printf("{\"pairs\":%d,\"p50_us\":%.1f,\"p99_us\":%.1f}\n", n, bench_pct_us(v, (size_t)n, 0.5),
+         bench_pct_us(v, (size_t)n, 0.99));
+  free(v);
+  relock_semaphore_free(s);
+  return 0;
+}
+
+/* An awaiting process: each round's latch in turn, writing when it got
+ * through (CLOCK_MONOTONIC ns) to fd. */
+static void awaiter(const char *host, int port, int rounds, int fd) {
+  relock_client_t *c = bench_client(NULL, host, port, 0);
+  for (int r = 0; r < rounds; r++) {
+    char name[64];
+    snprintf(name, sizeof name, "bench-latch-%d", r);
+    relock_latch_t *l = relock_latch_new(c, name, NULL);
+    int open = 0;
+    if (l == NULL || relock_latch_await(l, 60000, &open) != 0 || !open)
+      _exit(2);
+    uint64_t through = bench_now_ns();
+    if (write(fd, &through, sizeof through) != (ssize_t)sizeof through)
+      _exit(3);
+    relock_latch_free(l);
+  }
+  relock_client_free(c);
+  _exit(0);
+}
+
+static long long listeners(relock_client_t *c, const char *channel) {
+  relock_future_t *f = relock_client_commandf_async(c, "PUBSUB NUMSUB %s", channel);
+  if (f == NULL || relock_future_wait(f, 30000) != 0)
+    bench_die("PUBSUB NUMSUB", f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
+  const relock_reply_t *r = relock_future_reply(f);
+  long long n = r->elements == 2 ? r->element[1]->integer : -1;
+  relock_future_release(f);
+  return n;
+}
+
+static int latch(const char *host, int port, relock_client_t *c, int rounds, int k) {
+  for (int r = 0; r < rounds; r++) { /* every round's count first: a latch never set is open */
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "SET bench-latch-%d 1", r);
+    bench_command(c, cmd);
+  }
+  int fds[2];
+  if (pipe(fds) != 0)
+    return 1;
+  pid_t *pids = calloc((size_t)k, sizeof(*pids));
+  for (int i = 0; i < k; i++)
+    if ((pids[i] = fork()) == 0) {
+      close(fds[0]);
+      awaiter(host, port, rounds, fds[1]);
+    }
+  close(fds[1]);
+  uint64_t *v = malloc(sizeof(*v) * (size_t)rounds);
+  for (int r = 0; r < rounds; r++) {
+    char name[64], channel[128];
+    snprintf(name, sizeof name, "bench-latch-%d", r);
+    snprintf(channel, sizeof channel, "redisson_countdownlatch__channel__{%s}", name);
+    while (listeners(c, channel) < k)
+      usleep(200);
+    relock_latch_t *l = relock_latch_new(c, name, NULL);
+    uint64_t t0 = bench_now_ns(), last = 0;
+    int rc = relock_latch_count_down(l, NULL);
+    if (rc != 0)
+      bench_die("count down", rc);
+    for (int i = 0; i < k; i++) {
+      uint64_t through;
+      if (read(fds[0], &through, sizeof through) != (ssize_t)sizeof through)
+        bench_die("an awaiter died", RELOCK_EPROTO);
+      if (through > last)
+        last = through;
+    }
+    v[r] = last > t0 ? last - t0 : 0;
+    relock_latch_free(l);
+  }
+  for (int i = 0; i < k; i++)
+    waitpid(pids[i], NULL, 0);
+  qsort(v, (size_t)rounds, sizeof(*v), bench_cmp_u64);
+  printf("{\"rounds\":%d,\"awaiters\":%d,\"wake_p50_us\":%.1f,\"wake_p99_us\":%.1f}\n", rounds, k,
+         bench_pct_us(v, (size_t)rounds, 0.5), bench_pct_us(v, (size_t)rounds, 0.99));
+  free(v);
+  free(pids);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: sync HOST PORT semaphore N | latch ROUNDS AWAITERS\n");
+    return 2;
+  }
+  const char *host = argv[1];
+  int port = atoi(argv[2]);
+  if (strcmp(argv[3], "latch") == 0 && argc >= 6) {
+    relock_client_t *c = bench_client(NULL, host, port, 0);
+    int rc = latch(host, port, c, atoi(argv[4]), atoi(argv[5]));
+    relock_client_free(c);
+    return rc;
+  }
+  relock_client_t *c = bench_client(bench_loop(), host, port, 0); /* embedded, as bench/lock's pairs */
+  int rc = semaphore(c, atoi(argv[4]));
+  relock_client_free(c);
+  return rc;
+}
