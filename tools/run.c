@@ -1,7 +1,8 @@
 /* relock NAME -- COMMAND: acquire, run the command in a process group of its
  * own, renew while it runs, stop it if the lock is lost, release when it
  * ends. With --semaphore N, what is held is one of N permits of the
- * semaphore NAME instead (no lease: nothing to renew or lose). One libev loop drives all of it: the lock's futures, the renewals,
+ * semaphore NAME instead (no lease: nothing to renew or lose). One libev
+ * loop drives all of it: the lock's futures, the renewals,
  * the child watcher and the signal watchers. */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>

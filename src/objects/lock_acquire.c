@@ -208,6 +208,7 @@ static int64_t message_number(const char *payload, size_t len) {
   }
   return n;
 }
+
 static void wake(waitq_t *q, int all) {
   wake_permits(q, all ? INT64_MAX : 1);
 }
@@ -215,7 +216,7 @@ static void wake(waitq_t *q, int all) {
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
   (void)l;
   waitq_t *q = arg;
-  int zero = len == 1 && payload[0] == '0';
+  int zero = payload != NULL && len == 1 && payload[0] == '0';
   if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
     q->heard = 1;
     wake(q, 1);

@@ -218,7 +218,6 @@ static void release_waiting(relock__conn_t *c) {
   }
 }
 
-
 static int hand_to_hiredis(relock__conn_t *c, relock__request_t *req, const char *cmd, size_t len) {
   /* ASK: the importing node runs the next command only right after
    * ASKING. Nothing can come between the two: both go out now, in order,
