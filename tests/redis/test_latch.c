@@ -17,34 +17,7 @@
 
 #define CHANNEL "redisson_countdownlatch__channel__{done}"
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a;
-  relock_client_t *b;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
+typedef fx_pair_t fx_t;
 
 static relock_latch_t *latch_of(relock_client_t *c, const char *name) {
   relock_latch_t *l = relock_latch_new(c, name, NULL);
@@ -222,7 +195,7 @@ static void test_last_count_down_releases_8_processes_together(void **state) {
   relock_latch_free(l);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_setup, fx_pair_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {

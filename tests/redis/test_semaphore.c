@@ -14,34 +14,7 @@
 #include "support/client_fixture.h"
 #include "redis/scripts.h"
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a;
-  relock_client_t *b;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
+typedef fx_pair_t fx_t;
 
 static relock_semaphore_t *sem_of(relock_client_t *c, const char *name) {
   relock_semaphore_t *s = relock_semaphore_new(c, name, NULL);
@@ -301,7 +274,7 @@ static void test_never_more_inside_than_permits_across_8_processes(void **state)
   relock_semaphore_free(s);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_setup, fx_pair_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {

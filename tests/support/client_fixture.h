@@ -184,6 +184,38 @@ static inline long long fx_raw_int(relock_test_redis_t *r, const char *arg0, ...
   return atoll(buf + 1);
 }
 
+/* The fixture of most object tests: a private redis-server, the options
+ * for it (fx_options, embedded) and two clients on the fixture's loop. */
+typedef struct fx_pair {
+  relock_test_redis_t *redis;
+  relock_options_t *cfg;
+  relock_client_t *a;
+  relock_client_t *b;
+} fx_pair_t;
+
+static inline int fx_pair_setup(void **state) {
+  fx_pair_t *fx = calloc(1, sizeof(*fx));
+  if (fx == NULL || (fx->redis = relock_test_redis_start(NULL)) == NULL) {
+    free(fx);
+    return -1;
+  }
+  fx->cfg = fx_options(fx->redis, 1);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  *state = fx;
+  return 0;
+}
+
+static inline int fx_pair_teardown(void **state) {
+  fx_pair_t *fx = *state;
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->cfg);
+  free(fx);
+  return 0;
+}
+
 /* A number stored as a string (GET's bulk reply); -1 for nil. */
 static inline long long fx_raw_get(relock_test_redis_t *r, const char *key) {
   char buf[128];
