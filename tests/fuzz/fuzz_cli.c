@@ -15,8 +15,9 @@
  * message; a parse that succeeds has a non-empty lock name taken from argv,
  * durations in their ranges, and for a command run a command that is a
  * non-empty tail of argv after NAME or NAME --; for status and list the
- * name last after the mode's word, or with --json before or after it; and
- * --json for no other mode. */
+ * name last after the mode's word, or with --json before or after it;
+ * --json for no other mode; latch NAME and its operation (set with a count
+ * in range) last; --semaphore N in range, only to run a command. */
 #include <ctype.h>
 #include <signal.h>
 #include <stddef.h>
@@ -163,6 +164,9 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(o->url == NULL || in_argv(argc, argv, o->url));
   FUZZ_CHECK(o->url_file == NULL || in_argv(argc, argv, o->url_file));
   FUZZ_CHECK(o->orphan_signal > 0 && o->orphan_signal < NSIG);
+  /* --semaphore N: 1 to 2^31 - 1, for running a command on the plain kind without a lease */
+  FUZZ_CHECK(o->semaphore >= 0 && o->semaphore <= INT32_MAX);
+  FUZZ_CHECK(o->semaphore == 0 || (a->mode == ARGS_RUN && o->kind == KIND_LOCK && o->lease_ms == RELOCK_INFINITE));
 
   FUZZ_CHECK(a->name != NULL && a->name[0] != '\0');
   int name_at = 0;
@@ -192,6 +196,17 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   case ARGS_RELEASE:
     FUZZ_CHECK(a->command == NULL && name_at == argc - 1 && o->force == 1);
     break;
+  case ARGS_LATCH: {
+    /* latch NAME count|down|await, or latch NAME set N (N: 1 to 2^31 - 1) */
+    int set = strcmp(a->latch_op, "set") == 0;
+    FUZZ_CHECK(a->command == NULL && name_at >= 2 && strcmp(argv[name_at - 1], "latch") == 0);
+    FUZZ_CHECK(name_at == argc - (set ? 3 : 2) && a->latch_op == argv[name_at + 1]);
+    FUZZ_CHECK(set ? a->latch_count >= 1 && a->latch_count <= INT32_MAX
+                   : strcmp(a->latch_op, "count") == 0 || strcmp(a->latch_op, "down") == 0 ||
+                         strcmp(a->latch_op, "await") == 0);
+    FUZZ_CHECK(o->kind == KIND_LOCK);
+    break;
+  }
   default: FUZZ_CHECK(!"a mode args.h does not have");
   }
 }
@@ -201,7 +216,8 @@ static int same_args(const args_t *a, const args_t *b) {
   return x->url == y->url && x->url_file == y->url_file && x->wait_ms == y->wait_ms && x->lease_ms == y->lease_ms &&
          x->grace_ms == y->grace_ms && x->timeout_ms == y->timeout_ms && x->watchdog_ms == y->watchdog_ms &&
          x->verbosity == y->verbosity && x->force == y->force && x->json == y->json && a->mode == b->mode && a->name == b->name &&
-         a->command == b->command &&
+         a->command == b->command && x->semaphore == y->semaphore && a->latch_op == b->latch_op &&
+         a->latch_count == b->latch_count &&
          (a->message == NULL ? b->message == NULL : b->message != NULL && strcmp(a->message, b->message) == 0);
 }
 
