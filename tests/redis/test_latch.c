@@ -48,7 +48,8 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(fx_value(relock_latch_try_set_count_async(l, 3)), 1);
   assert_int_equal(fx_value(relock_latch_try_set_count_async(l, 5)), 0);
   assert_int_equal(fx_raw_get(fx->redis, "done"), 3);
-  relock_future_t *w = relock_latch_await_async(latch_of(fx->b, "done"), fx_slack_ms(5000));
+  relock_latch_t *lb = latch_of(fx->b, "done");
+  relock_future_t *w = relock_latch_await_async(lb, fx_slack_ms(5000));
   assert_int_equal(relock_future_wait(w, 100), RELOCK_EPENDING);
   await_listeners(fx, CHANNEL, 1);
   assert_int_equal(fx_value(relock_latch_count_down_async(l)), 2);
@@ -59,6 +60,7 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(fx_value(w), 1);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "done", NULL), 0); /* deleted at zero */
   assert_int_equal(fx_value(relock_latch_count_down_async(l)), 0);   /* and stays open */
+  relock_latch_free(lb);
   /* the name is braced whatever it holds */
   relock_latch_t *tagged = latch_of(fx->b, "a{b}");
   assert_int_equal(fx_value(relock_latch_try_set_count_async(tagged, 1)), 1);
@@ -88,7 +90,8 @@ static void test_deadline_delete_and_blocking_calls(void **state) {
   assert_int_equal(relock_future_wait(cancelled, 50), RELOCK_EPENDING);
   assert_int_equal(relock_future_cancel(cancelled), 1);
   relock_future_release(cancelled);
-  relock_future_t *w = relock_latch_await_async(latch_of(fx->b, "done"), RELOCK_INFINITE);
+  relock_latch_t *lb = latch_of(fx->b, "done");
+  relock_future_t *w = relock_latch_await_async(lb, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(w, 100), RELOCK_EPENDING);
   assert_int_equal(relock_latch_count_down(l, &n), 0);
   assert_int_equal(n, 1);
@@ -97,6 +100,7 @@ static void test_deadline_delete_and_blocking_calls(void **state) {
   assert_int_equal(fx_value(relock_latch_delete_async(l)), 1); /* opens it */
   assert_int_equal(fx_value(w), 1);
   assert_int_equal(fx_value(relock_latch_delete_async(l)), 0);
+  relock_latch_free(lb);
   assert_string_equal(relock_latch_name(l), "done");
   /* bad input */
   FX_REFUSED(relock_latch_try_set_count_async(l, 0), "count must be >= 1");

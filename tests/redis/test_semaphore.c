@@ -36,8 +36,8 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(ACQUIRE(s, 2, 0), 1);
   assert_int_equal(fx_raw_get(fx->redis, "sem"), 1);
   /* a waiter listens on Redisson's channel; a name with a hash tag keeps it */
-  relock_semaphore_t *tagged = sem_of(fx->b, "x{t}y");
-  relock_future_t *w1 = relock_semaphore_acquire_async(sem_of(fx->b, "sem"), 2, fx_slack_ms(5000));
+  relock_semaphore_t *tagged = sem_of(fx->b, "x{t}y"), *sb = sem_of(fx->b, "sem");
+  relock_future_t *w1 = relock_semaphore_acquire_async(sb, 2, fx_slack_ms(5000));
   relock_future_t *w2 = relock_semaphore_acquire_async(tagged, 1, fx_slack_ms(5000));
   assert_int_equal(relock_future_wait(w1, 200), RELOCK_EPENDING);
   assert_int_equal(relock_future_wait(w2, 50), RELOCK_EPENDING);
@@ -57,6 +57,7 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(fx_value(relock_semaphore_add_permits_async(tagged, 0)), 1); /* publishes 1 */
   assert_int_equal(fx_value(w2), 1);
   relock_semaphore_free(tagged);
+  relock_semaphore_free(sb);
   relock_semaphore_free(s);
 }
 
