@@ -70,11 +70,6 @@ relock_future_t *relock_latch_count_async(relock_latch_t *l) {
 
 relock_future_t *relock_latch_await_async(relock_latch_t *l, int64_t wait_ms) {
   CHECK(l);
-  if (wait_ms < RELOCK_INFINITE)
-    return relock__future_failed(obj(l)->client->exec, RELOCK_EINVAL,
-                                 "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
-  if (wait_ms > RELOCK_MAX_LEASE_MS)
-    wait_ms = RELOCK_INFINITE;
   return relock__lock_acquire_async(obj(l), 0, 1, wait_ms, RELOCK_INFINITE);
 }
 

@@ -685,6 +685,11 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
 relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
+  return relock__lock_acquire_async(lock, owner, 1, wait_ms, lease_ms);
+}
+
+relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
+                                            int64_t lease_ms) {
   if (wait_ms < RELOCK_INFINITE)
     return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
                                  "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
@@ -694,11 +699,6 @@ relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, 
                                  (long long)RELOCK_MAX_LEASE_MS, (long long)lease_ms);
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
-  return relock__lock_acquire_async(lock, owner, 1, wait_ms, lease_ms);
-}
-
-relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
-                                            int64_t lease_ms) {
   relock_future_t *f;
   if (relock__future_enter(lock->client->exec, &f) != 0)
     return f;

@@ -109,7 +109,8 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
                                 relock_error_t *err);
 
 /* relock_lock_acquire_async for permits at once (a semaphore's; the locks
- * take 1); the arguments checked by the caller. */
+ * take 1): checks wait_ms and lease_ms (a failed future naming the one out
+ * of range), the caller the rest. */
 relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
                                             int64_t lease_ms);
 

@@ -67,11 +67,6 @@ relock_future_t *relock_semaphore_acquire_async(relock_semaphore_t *s, int64_t p
   CHECK(s);
   if (permits < 1)
     return bad_permits(s, permits, 1);
-  if (wait_ms < RELOCK_INFINITE)
-    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL,
-                                 "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
-  if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever */
-    wait_ms = RELOCK_INFINITE;
   return relock__lock_acquire_async(obj(s), 0, permits, wait_ms, RELOCK_INFINITE);
 }
 

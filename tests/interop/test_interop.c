@@ -102,24 +102,34 @@ static void within_handoff(const char *what, double ms, double bound) {
     fail_msg("%s took %.2f ms (bound %.0f ms)", what, ms, bound);
 }
 
+/* C waits on wait (still pending after 300 ms); the peer's tag runs line,
+ * whose op answers "ok"; wait completes within bound of that answer
+ * (reported as what). Returns wait's value; releases wait. */
+static int64_t c_woken_by_java(fx_t *fx, relock_future_t *wait, const char *tag, const char *op, const char *line,
+                               const char *what, double bound) {
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  uint64_t java_ns;
+  java_peer_send(fx->java, "%s", line);
+  assert_string_equal(java_peer_expect(fx->java, tag, op, 10000, &java_ns), "ok");
+  int64_t value = fx_value(relock_future_retain(wait));
+  relock_future_release(wait);
+  within_handoff(what, ms_between(done_ns(&got), java_ns), bound);
+  return value;
+}
+
 /* Java holds (a 30 s lease: its TTL cannot explain a prompt wake-up), C
  * waits; Java releases; C has it within the bound. */
 static void java_to_c(fx_t *fx, make_fn make, const char *name, const char *java_holder_kind, double bound) {
   relock_lock_t *l = make(fx->c, name, NULL);
   java_peer_send(fx->java, "j1 lock %s %s 30000", java_holder_kind, name);
   java_peer_expect(fx->java, "j1", "lock", 10000, NULL);
-  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
   relock_future_t *wait = relock_lock_acquire_async(l, 1, 20000, RELOCK_INFINITE);
-  relock_future_on_done(wait, record, &got);
-  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
-  uint64_t released;
-  java_peer_send(fx->java, "j1 unlock %s %s", java_holder_kind, name);
-  assert_string_equal(java_peer_expect(fx->java, "j1", "unlock", 10000, &released), "ok");
-  assert_true(fx_value(relock_future_retain(wait)) >= 1);
-  relock_future_release(wait);
-  char what[128];
+  char line[256], what[128];
+  snprintf(line, sizeof line, "j1 unlock %s %s", java_holder_kind, name);
   snprintf(what, sizeof what, "Java %s release -> C %s acquisition", java_holder_kind, java_kind(make));
-  within_handoff(what, ms_between(done_ns(&got), released), bound);
+  assert_true(c_woken_by_java(fx, wait, "j1", "unlock", line, what, bound) >= 1);
   assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
   relock_lock_free(l);
 }
@@ -352,15 +362,9 @@ static void test_semaphore_both_ways(void **state) {
   within_handoff("C semaphore release(2) -> Java acquire(2)", ms_between(acquired, released), HANDOFF_MS);
   assert_int_equal(fx_value(relock_semaphore_available_async(s)), 0);
   /* Java releases, C was waiting for 2 */
-  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
-  relock_future_t *wait = relock_semaphore_acquire_async(s, 2, 20000);
-  relock_future_on_done(wait, record, &got);
-  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
-  java_peer_send(fx->java, "j1 semrelease sem 2");
-  assert_string_equal(java_peer_expect(fx->java, "j1", "semrelease", 10000, &released), "ok");
-  assert_int_equal(fx_value(relock_future_retain(wait)), 1);
-  relock_future_release(wait);
-  within_handoff("Java semaphore release(2) -> C acquire(2)", ms_between(done_ns(&got), released), HANDOFF_MS);
+  assert_int_equal(c_woken_by_java(fx, relock_semaphore_acquire_async(s, 2, 20000), "j1", "semrelease",
+                                   "j1 semrelease sem 2", "Java semaphore release(2) -> C acquire(2)", HANDOFF_MS),
+                   1);
   java_peer_send(fx->java, "j1 semavail sem");
   assert_string_equal(java_peer_expect(fx->java, "j1", "semavail", 10000, NULL), "0");
   assert_int_equal(fx_value(relock_semaphore_release_async(s, 3)), 3);
@@ -392,15 +396,9 @@ static void test_latch_both_ways(void **state) {
   java_peer_send(fx->java, "j1 latchset done 1");
   assert_string_equal(java_peer_expect(fx->java, "j1", "latchset", 10000, NULL), "true");
   assert_int_equal(fx_value(relock_latch_count_async(l)), 1);
-  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
-  relock_future_t *wait = relock_latch_await_async(l, 20000);
-  relock_future_on_done(wait, record, &got);
-  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
-  java_peer_send(fx->java, "j1 latchdown done");
-  assert_string_equal(java_peer_expect(fx->java, "j1", "latchdown", 10000, &opened), "ok");
-  assert_int_equal(fx_value(relock_future_retain(wait)), 1);
-  relock_future_release(wait);
-  within_handoff("Java last count-down -> C awaiter through", ms_between(done_ns(&got), opened), HANDOFF_MS);
+  assert_int_equal(c_woken_by_java(fx, relock_latch_await_async(l, 20000), "j1", "latchdown", "j1 latchdown done",
+                                   "Java last count-down -> C awaiter through", HANDOFF_MS),
+                   1);
   relock_latch_free(l);
 }
 
