@@ -10,6 +10,7 @@
 #include <relock/future.h>
 #include <relock/latch.h>
 #include <relock/lock.h>
+#include <relock/multi_lock.h>
 #include <relock/reply.h>
 #include <relock/semaphore.h>
 #include <relock/version.h>

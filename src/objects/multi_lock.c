@@ -1,0 +1,363 @@
+/* A group of locks held as one (include/relock/multi_lock.h): the object,
+ * the holds of its acquisitions, release, loss and validity, the blocking
+ * calls. Acquisition is multi_lock_acquire.c's.
+ *
+ * The group sets itself as each lock's lost callback: a member found lost
+ * is marked so in every hold of that owner, and a hold left with fewer than
+ * quorum members is reported lost, once. A lost member is still released
+ * with its hold, so that the member's own bookkeeping of the loss ends. */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "future/promise.h"
+#include "objects/multi_lock_impl.h"
+
+relock_multi_lock_t *relock__multi_ref(relock_multi_lock_t *m) {
+  m->refs++;
+  return m;
+}
+
+void relock__multi_unref(relock_multi_lock_t *m) {
+  if (--m->refs > 0)
+    return;
+  while (!relock__list_empty(&m->holds)) {
+    relock__multi_hold_t *hold = relock__container_of(m->holds.next, relock__multi_hold_t, link);
+    relock__list_remove(&hold->link);
+    relock__multi_hold_free(hold);
+  }
+  for (size_t i = 0; i < m->n; i++)
+    relock_lock_free(m->locks[i]);
+  relock__exec_unref(m->exec);
+  free(m->results);
+  free(m->order);
+  free(m);
+}
+
+relock__multi_hold_t *relock__multi_hold_new(const relock_multi_lock_t *m, uint64_t owner) {
+  relock__multi_hold_t *hold = calloc(1, sizeof(*hold) + m->n);
+  if (hold == NULL)
+    return NULL;
+  relock__list_init(&hold->link);
+  hold->owner = owner;
+  return hold;
+}
+
+void relock__multi_hold_free(relock__multi_hold_t *hold) {
+  if (hold->round != NULL)
+    relock__multi_round_forget(hold->round);
+  free(hold);
+}
+
+void relock__multi_give_back(relock_multi_lock_t *m, relock__multi_hold_t *hold, size_t i) {
+  if (hold->member[i] == RELOCK__MEMBER_HELD)
+    hold->held--;
+  hold->member[i] = RELOCK__MEMBER_NONE;
+  relock_future_release(relock_lock_release_async(m->locks[i], hold->owner));
+}
+
+static int by_value_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+int64_t relock__multi_validity(relock_multi_lock_t *m, const relock__multi_hold_t *hold) {
+  if (hold->held < m->quorum)
+    return 0;
+  int64_t *valid = malloc(m->n * sizeof(*valid));
+  if (valid == NULL)
+    return RELOCK_ENOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (hold->member[i] == RELOCK__MEMBER_HELD)
+      valid[k++] = relock_lock_validity_ms(m->locks[i], hold->owner);
+  qsort(valid, k, sizeof(*valid), by_value_desc);
+  int64_t ms = valid[m->quorum - 1] > 0 ? valid[m->quorum - 1] : 0;
+  free(valid);
+  return ms;
+}
+
+/* -- loss -------------------------------------------------------------------*/
+
+static void member_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  relock_multi_lock_t *m = arg;
+  size_t i = 0;
+  while (i < m->n && m->locks[i] != lock)
+    i++;
+  if (i == m->n)
+    return;
+  relock__multi_ref(m); /* the callback may free the group */
+  for (relock__link_t *l = m->holds.next; l != &m->holds;) {
+    relock__multi_hold_t *hold = relock__container_of(l, relock__multi_hold_t, link);
+    l = l->next;
+    if (hold->owner != owner || hold->member[i] != RELOCK__MEMBER_HELD)
+      continue;
+    hold->member[i] = RELOCK__MEMBER_LOST;
+    hold->held--;
+    if (hold->lost || hold->held >= m->quorum)
+      continue;
+    hold->lost = 1;
+    if (m->lost_cb != NULL) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s of %zu locks lost: %zu held, %zu needed; lock %zu (%s): %s", m->what, m->n,
+               hold->held, m->quorum, i, lock->name, message);
+      m->lost_cb(m, owner, reason, msg, m->lost_arg);
+    }
+  }
+  relock__multi_unref(m);
+}
+
+void relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg) {
+  if (m == NULL || relock__exec_enter(m->exec, NULL) != 0)
+    return;
+  m->lost_cb = cb;
+  m->lost_arg = arg;
+  relock__exec_leave(m->exec);
+}
+
+/* -- the object -------------------------------------------------------------*/
+
+/* The order in which a multi-lock waits for its locks: by name, then by
+ * index (n is small: an insertion sort). */
+static void sort_order(relock_multi_lock_t *m) {
+  for (size_t i = 0; i < m->n; i++) {
+    size_t j = i;
+    for (; j > 0 && strcmp(m->locks[m->order[j - 1]]->name, m->locks[i]->name) > 0; j--)
+      m->order[j] = m->order[j - 1];
+    m->order[j] = i;
+  }
+}
+
+static int check_locks(relock_lock_t *const *locks, size_t n, relock_error_t *err) {
+  if (locks == NULL || n == 0)
+    return relock__error_set(err, RELOCK_EINVAL, "locks: an array of at least one lock is needed");
+  for (size_t i = 0; i < n; i++) {
+    relock_lock_t *lock = locks[i];
+    if (lock == NULL)
+      return relock__error_set(err, RELOCK_EINVAL, "lock %zu is NULL", i);
+    if (lock->kind->no_hold)
+      return relock__error_set(err, RELOCK_EINVAL, "lock %zu (%s) is a %s: its acquisitions hold nothing to group",
+                               i, lock->name, lock->kind->what);
+    if (lock->lost_cb == member_lost)
+      return relock__error_set(err, RELOCK_EINVAL, "lock %zu (%s) is in another group already", i, lock->name);
+    if (lock->exec->loop != locks[0]->exec->loop)
+      return relock__error_set(err, RELOCK_EINVAL,
+                               "lock %zu (%s) runs on another loop than lock 0: a group's locks must share one (one "
+                               "client, or embedded clients made on the same loop)",
+                               i, lock->name);
+    for (size_t j = 0; j < i; j++)
+      if (locks[j] == lock)
+        return relock__error_set(err, RELOCK_EINVAL, "lock %zu is lock %zu again", i, j);
+  }
+  return 0;
+}
+
+static relock_multi_lock_t *group_new(relock_lock_t *const *locks, size_t n, int redlock, relock_error_t *err) {
+  if (locks == NULL || n == 0 || locks[0] == NULL) /* the rest is read on the loop's terms */
+    return check_locks(locks, n, err), NULL;
+  relock__exec_t *x = locks[0]->exec;
+  if (relock__exec_enter(x, err) != 0)
+    return NULL;
+  relock_multi_lock_t *m = NULL;
+  if (check_locks(locks, n, err) != 0)
+    goto out;
+  m = calloc(1, sizeof(*m) + n * sizeof(m->locks[0]));
+  if (m == NULL || (m->results = calloc(n, sizeof(*m->results))) == NULL ||
+      (m->order = malloc(n * sizeof(*m->order))) == NULL) {
+    if (m != NULL)
+      free(m->results);
+    free(m);
+    m = NULL;
+    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a group of %zu locks", n);
+    goto out;
+  }
+  m->exec = relock__exec_ref(x);
+  m->client = locks[0]->client;
+  m->what = redlock ? "RedLock" : "multi-lock";
+  m->n = n;
+  m->quorum = redlock ? n / 2 + 1 : n;
+  m->refs = 1;
+  relock__list_init(&m->holds);
+  memcpy(m->locks, locks, n * sizeof(m->locks[0]));
+  sort_order(m);
+  for (size_t i = 0; i < n; i++)
+    relock_lock_on_lost(m->locks[i], member_lost, m);
+out:
+  relock__exec_leave(x);
+  return m;
+}
+
+relock_multi_lock_t *relock_multi_lock_new(relock_lock_t *const *locks, size_t n, relock_error_t *err) {
+  return group_new(locks, n, 0, err);
+}
+
+relock_multi_lock_t *relock_redlock_new(relock_lock_t *const *locks, size_t n, relock_error_t *err) {
+  return group_new(locks, n, 1, err);
+}
+
+void relock_multi_lock_free(relock_multi_lock_t *m) {
+  if (m == NULL)
+    return;
+  relock__exec_t *x = relock__exec_ref(m->exec);
+  if (relock__exec_enter(x, NULL) == 0) {
+    m->lost_cb = NULL;
+    relock__multi_unref(m);
+    relock__exec_leave(x);
+  }
+  relock__exec_unref(x);
+}
+
+size_t relock_multi_lock_size(const relock_multi_lock_t *m) { return m != NULL ? m->n : 0; }
+size_t relock_multi_lock_quorum(const relock_multi_lock_t *m) { return m != NULL ? m->quorum : 0; }
+
+int relock_multi_lock_results(relock_multi_lock_t *m, int *results, size_t size) {
+  if (m == NULL || (results == NULL && size > 0))
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(m->exec, NULL);
+  if (r != 0)
+    return r;
+  for (size_t i = 0; i < size && i < m->n; i++)
+    results[i] = m->results[i];
+  relock__exec_leave(m->exec);
+  return (int)m->n;
+}
+
+/* owner's latest acquisition, NULL if none. */
+static relock__multi_hold_t *latest_hold(relock_multi_lock_t *m, uint64_t owner) {
+  for (relock__link_t *l = m->holds.prev; l != &m->holds; l = l->prev) {
+    relock__multi_hold_t *hold = relock__container_of(l, relock__multi_hold_t, link);
+    if (hold->owner == owner)
+      return hold;
+  }
+  return NULL;
+}
+
+int64_t relock_multi_lock_validity_ms(relock_multi_lock_t *m, uint64_t owner) {
+  if (m == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(m->exec, NULL);
+  if (r != 0)
+    return r;
+  relock__multi_hold_t *hold = latest_hold(m, owner);
+  int64_t ms = hold == NULL ? RELOCK_ENOTOWNER : hold->lost ? RELOCK_ELOST : relock__multi_validity(m, hold);
+  relock__exec_leave(m->exec);
+  return ms;
+}
+
+/* -- release ----------------------------------------------------------------*/
+
+typedef struct release {
+  relock_multi_lock_t *m;
+  relock_future_t *out;
+  relock__multi_hold_t *hold;
+  size_t pending;
+  size_t released;
+  int err;                        /* the first member's error (not its loss) */
+  char msg[256];
+} release_t;
+
+static void release_end(release_t *op) {
+  relock_multi_lock_t *m = op->m;
+  if (op->hold->lost)
+    relock__future_fail(op->out, RELOCK_ELOST, "%s of %zu locks was lost before this release (%zu members released)",
+                        m->what, m->n, op->released);
+  else if (op->released < m->quorum && op->err != 0)
+    relock__future_fail(op->out, op->err, "%s of %zu locks: %zu members released, %zu needed: %s", m->what, m->n,
+                        op->released, m->quorum, op->msg);
+  else
+    relock__future_succeed_int(op->out, (int64_t)op->released);
+  relock_future_release(op->out);
+  relock__multi_hold_free(op->hold);
+  relock__multi_unref(m);
+  free(op);
+}
+
+static void on_member_released(relock_future_t *f, void *arg) {
+  release_t *op = arg;
+  int err = relock_future_error(f);
+  if (err == 0)
+    op->released++;
+  else if (err != RELOCK_ELOST && op->err == 0) {
+    op->err = err;
+    snprintf(op->msg, sizeof op->msg, "%s", relock_future_message(f));
+  }
+  relock_future_release(f);
+  if (--op->pending == 0)
+    release_end(op);
+}
+
+relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_t owner) {
+  if (m == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "the group is NULL");
+  relock_future_t *out;
+  if (relock__future_enter(m->exec, &out) != 0)
+    return out;
+  relock__multi_hold_t *hold = latest_hold(m, owner);
+  release_t *op = hold != NULL ? calloc(1, sizeof(*op)) : NULL;
+  out = relock__future_new(m->exec);
+  if (out == NULL || (hold != NULL && op == NULL)) {
+    relock_future_release(out);
+    free(op);
+    relock__exec_leave(m->exec);
+    return NULL;
+  }
+  if (hold == NULL) {
+    relock__future_fail(out, RELOCK_ENOTOWNER, "%s of %zu locks (lock 0: %s) is not held by owner %llu", m->what,
+                        m->n, m->locks[0]->name, (unsigned long long)owner);
+    relock__exec_leave(m->exec);
+    return out;
+  }
+  relock__list_remove(&hold->link);
+  if (hold->round != NULL) { /* answers still out are given back as they come */
+    relock__multi_round_forget(hold->round);
+    hold->round = NULL;
+  }
+  *op = (release_t){.m = relock__multi_ref(m), .out = relock_future_retain(out), .hold = hold, .pending = 1};
+  for (size_t i = 0; i < m->n; i++) {
+    if (hold->member[i] == RELOCK__MEMBER_NONE)
+      continue;
+    relock_future_t *f = relock_lock_release_async(m->locks[i], owner);
+    op->pending++;
+    if (f == NULL || relock_future_on_done(f, on_member_released, op) != 0) {
+      if (f != NULL)
+        relock_future_release(f);
+      op->pending--;
+      if (op->err == 0)
+        op->err = RELOCK_ENOMEM, snprintf(op->msg, sizeof op->msg, "out of memory releasing lock %zu", i);
+    }
+  }
+  if (--op->pending == 0) /* every member answered at once, or none was held */
+    release_end(op);
+  relock__exec_leave(m->exec);
+  return out;
+}
+
+/* -- blocking ----------------------------------------------------------------*/
+
+static int would_block(relock_multi_lock_t *m) {
+  if (m == NULL)
+    return relock__last_error_set(RELOCK_EINVAL, "the group is NULL");
+  if (relock__future_would_block(m->exec))
+    return relock__last_error_set(RELOCK_EWOULDBLOCK,
+                                  "a blocking call from inside a callback of the group's loop would never return");
+  return 0;
+}
+
+int relock_multi_lock_try_lock(relock_multi_lock_t *m, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+  int r = would_block(m);
+  return r != 0 ? r
+                : relock__sync_wait_flag(relock_multi_lock_acquire_async(m, relock_thread_owner(), wait_ms, lease_ms),
+                                         acquired);
+}
+
+int relock_multi_lock_lock(relock_multi_lock_t *m, int64_t lease_ms) {
+  return relock_multi_lock_try_lock(m, RELOCK_INFINITE, lease_ms, NULL);
+}
+
+int relock_multi_lock_unlock(relock_multi_lock_t *m) {
+  int r = would_block(m);
+  return r != 0 ? r : relock__sync_wait_value(relock_multi_lock_release_async(m, relock_thread_owner()), NULL);
+}
