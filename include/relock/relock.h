@@ -11,6 +11,7 @@
 #include <relock/latch.h>
 #include <relock/lock.h>
 #include <relock/multi_lock.h>
+#include <relock/permit_semaphore.h>
 #include <relock/reply.h>
 #include <relock/semaphore.h>
 #include <relock/version.h>

@@ -13,7 +13,8 @@
 #include "objects/replies.h"
 #include "redis/call.h"
 
-static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean) {
+static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
+                               const char *key4, size_t key4_len, const char *arg5) {
   relock_client_t *c = obj->client;
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], number[24], ttl[24];
   relock__request_id(&c->rng, id);
@@ -24,26 +25,40 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
   relock__lock_call_t call;
   relock__lock_call_init(&call, obj, 0, field);
   call.spec.on_reply = boolean ? relock__reply_to_bool : relock__reply_to_int; /* retry_safe: the latch */
-  const char *argv[] = {obj->name, obj->channel, latch, what, number, ttl, call.publish};
-  const size_t lens[] = {obj->len,
-                         obj->channel_len,
-                         latch_len,
-                         strlen(what),
-                         relock__lock_number(number, n),
-                         relock__lock_number(ttl, call.latch_ttl_ms),
-                         strlen(call.publish)};
-  relock_future_t *f = relock__lock_send(&call, script, 3, 7, argv, lens);
+  const char *argv[9];
+  size_t lens[9];
+  int argc = 0;
+#define ARG(s, len) (argv[argc] = (s), lens[argc++] = (len))
+  ARG(obj->name, obj->len);
+  ARG(obj->channel, obj->channel_len);
+  ARG(latch, latch_len);
+  if (key4 != NULL)
+    ARG(key4, key4_len);
+  int nkeys = argc;
+  ARG(what, strlen(what));
+  ARG(number, relock__lock_number(number, n));
+  ARG(ttl, relock__lock_number(ttl, call.latch_ttl_ms));
+  ARG(call.publish, strlen(call.publish));
+  if (arg5 != NULL)
+    ARG(arg5, strlen(arg5));
+#undef ARG
+  relock_future_t *f = relock__lock_send(&call, script, nkeys, argc, argv, lens);
   free(latch);
   return f;
 }
 
-relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean) {
+relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
+                                            const char *key4, size_t key4_len, const char *arg5) {
   relock_future_t *f;
   if (relock__future_enter(obj->client->exec, &f) != 0)
     return f;
-  f = update(obj, script, what, n, boolean);
+  f = update(obj, script, what, n, boolean, key4, key4_len, arg5);
   relock__exec_leave(obj->client->exec);
   return f;
+}
+
+relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean) {
+  return relock__counter_update_with(obj, script, what, n, boolean, NULL, 0, NULL);
 }
 
 relock_future_t *relock__counter_get(relock_lock_t *obj) {

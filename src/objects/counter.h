@@ -19,6 +19,12 @@
  * boolean if boolean); NULL when out of memory. */
 relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean);
 
+/* The same with a fourth key after the latch, and (if not NULL) a fifth
+ * argument after the publish command (the permit-expirable semaphore's
+ * permits and a permit id). */
+relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
+                                            const char *key4, size_t key4_len, const char *arg5);
+
 /* The count: GET, 0 when there is none. */
 relock_future_t *relock__counter_get(relock_lock_t *obj);
 

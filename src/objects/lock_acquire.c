@@ -364,7 +364,8 @@ static char *latch_name(const acquire_t *op, size_t *len) {
 static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK__FIELD_MAX]) {
   relock__lock_call_init(call, op->lock, op->owner, field);
   call->latch = latch_name(op, &call->latch_len);
-  call->lease_ms = op->lease_ms;
+  /* a no_hold kind's lease is the caller's: -1 for none */
+  call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
   call->permits = op->permits;
   return call->latch != NULL ? 0 : -1;
 }
@@ -446,9 +447,10 @@ static void abandon(acquire_t *op) {
   relock_future_cancel(op->attempt);
 }
 
-/* Ends op, then completes its future: with value when err is 0 (a boolean,
- * or a fenced lock's token: an integer, 0 when not acquired), else with err
- * and the message. Completing comes last because the caller's callback may
+/* Ends op, then completes its future: with value when err is 0 (a boolean;
+ * a fenced lock's token: an integer, 0 when not acquired; for a kind that
+ * answers_id, the id, or no value when not acquired), else with err and
+ * the message. Completing comes last because the caller's callback may
  * do anything, close the client included; op is gone by then. */
 __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) {
   char msg[512] = "";
@@ -459,9 +461,15 @@ __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, in
     va_end(ap);
   }
   relock_future_t *out = relock_future_retain(op->out);
-  int fenced = op->lock->kind->fenced;
+  int fenced = op->lock->kind->fenced, answers_id = op->lock->kind->answers_id;
+  char id[RELOCK__REQUEST_ID_SIZE];
+  memcpy(id, op->latch_id, sizeof id);
   abandon(op);
-  if (err == 0 && fenced)
+  if (err == 0 && answers_id && value != 0)
+    relock__future_succeed_string(out, id, strlen(id));
+  else if (err == 0 && answers_id)
+    relock__future_succeed(out); /* no value: none within the wait */
+  else if (err == 0 && fenced)
     relock__future_succeed_int(out, value);
   else if (err == 0)
     relock__future_succeed_bool(out, value != 0);
@@ -518,26 +526,32 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
  * a single try, reported as a timeout). */
 static void on_acquired(acquire_t *op, int64_t token) {
   relock_client_t *c = op->lock->client;
+  const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
-  if (op->lock->kind->no_hold) { /* permits, a latch passed: no lease ends them */
-    drop_latch(op);
-    end(op, 0, 1, NULL);
-    return;
-  }
-  int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
-  uint64_t now = relock__now_ns();
-  int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
-  if (took_ms >= valid_ms) {
-    undo(op);
-    if (op->try_once) {
-      end(op, RELOCK_ETIMEDOUT, 0,
-          "%s %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
-          "was given back",
-          op->lock->kind->what, op->lock->name, (long long)took_ms, (long long)op->lease_ms);
-    } else {
-      relock__request_id(&c->rng, op->latch_id);
-      try_acquire(op);
+  /* A no_hold kind's acquisition ends with no lease, unless it has one of
+   * its own (a permit-expirable semaphore's permit). */
+  if (!kind->no_hold || !op->watchdog) {
+    int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
+    uint64_t now = relock__now_ns();
+    int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
+    if (took_ms >= valid_ms) {
+      undo(op);
+      if (op->try_once) {
+        end(op, RELOCK_ETIMEDOUT, 0,
+            "%s %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
+            "was given back",
+            kind->what, op->lock->name, (long long)took_ms, (long long)op->lease_ms);
+      } else {
+        relock__request_id(&c->rng, op->latch_id);
+        try_acquire(op);
+      }
+      return;
     }
+  }
+  if (kind->no_hold) { /* permits, a latch passed: nothing for the watchdog */
+    if (!kind->answers_id)
+      drop_latch(op); /* (a permit's id is its own latch) */
+    end(op, 0, 1, NULL);
     return;
   }
   int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);

@@ -67,5 +67,8 @@ int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int
 int relock__sync_would_block(relock_lock_t *lock);
 int relock__sync_wait_value(relock_future_t *f, int64_t *value);
 int relock__sync_wait_flag(relock_future_t *f, int *flag);
+/* wait_string: a string value into buf (size bytes, NUL included; "" for
+ * none). */
+int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size);
 
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

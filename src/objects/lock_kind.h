@@ -37,7 +37,7 @@ typedef struct relock__lock_call {
   size_t field_len;
   const char *latch;      /* this operation's latch (acquire, undo, release) */
   size_t latch_len;
-  int64_t lease_ms;       /* acquire: the lease; release: the one holds that remain keep */
+  int64_t lease_ms;       /* acquire: the lease (a no_hold kind's: -1 for none); release: the one holds that remain keep */
   int64_t latch_ttl_ms;   /* how long a latch remembers its answer */
   int queue;              /* acquire: a wait, not a single try (a fair lock queues the waiter) */
   int64_t permits;        /* acquire: how many (a semaphore's; 1 for the locks) */
@@ -66,6 +66,8 @@ typedef struct relock__lock_kind {
   unsigned fenced : 1;        /* acquire answers {token}: the acquisition's future is that integer */
   unsigned no_hold : 1;       /* an acquisition takes no hold: no watchdog, no lease to check it against */
   unsigned braced_channel : 1; /* the channel is "<prefix>{name}" always, a hash tag in the name or not */
+  unsigned answers_id : 1;    /* no_hold: an acquisition is known by its request id, which the scripts keep
+                                 (a permit's id) and its future succeeds with (a string) */
   /* Each sends one script; the future completes with its answer (a reply).
    *   acquire: nil or {token} acquired (call->latch made: a repeat of the
    *            same request answers the same), else an integer: how long

@@ -65,6 +65,14 @@ int relock__sync_wait_flag(relock_future_t *f, int *flag) {
   return r;
 }
 
+int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size) {
+  int r = wait_for(f);
+  if (size > 0)
+    snprintf(buf, size, "%s", r == 0 && relock_future_string(f, NULL) != NULL ? relock_future_string(f, NULL) : "");
+  relock_future_release(f);
+  return r;
+}
+
 static int valid_lease(int64_t lease_ms) {
   return lease_ms == RELOCK_INFINITE || (lease_ms > 0 && lease_ms <= RELOCK_MAX_LEASE_MS);
 }

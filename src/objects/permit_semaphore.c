@@ -1,0 +1,179 @@
+/* The permit-expirable semaphore (Redisson's RPermitExpirableSemaphore,
+ * include/relock/permit_semaphore.h): a lock object of a kind whose
+ * acquisitions take one permit and no hold, known by the acquisition's
+ * request id (answers_id): the id the permit is kept under in
+ * "{name}:timeout", which also makes a repeated try take nothing more and
+ * tells the undo which permit to give back. It waits as the semaphore does,
+ * on "redisson_sc:{name}" (RELOCK__WAIT_PERMITS), or until the next permit
+ * expires (the try's answer). The handle a caller gets is that lock
+ * object's address; struct relock_permit_semaphore is never defined. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <relock/permit_semaphore.h>
+
+#include "future/promise.h"
+#include "objects/counter.h"
+#include "objects/lock_impl.h"
+#include "redis/scripts.h"
+
+/* Redisson's suffixName: "{name}:timeout", or "name:timeout" when the
+ * name has a hash tag already. Malloc'ed; NULL when out of memory. */
+static char *timeout_name(const relock_lock_t *lock, size_t *len) {
+  int tagged = memchr(lock->name, '{', lock->len) != NULL;
+  *len = lock->len + strlen(":timeout") + (tagged ? 0 : 2);
+  char *s = malloc(*len + 1);
+  if (s == NULL)
+    return NULL;
+  char *p = s;
+  if (!tagged)
+    *p++ = '{';
+  memcpy(p, lock->name, lock->len);
+  p += lock->len;
+  if (!tagged)
+    *p++ = '}';
+  memcpy(p, ":timeout", sizeof(":timeout"));
+  return s;
+}
+
+/* The permit id: the request id ending the acquisition's latch name. */
+static const char *permit_id(const relock__lock_call_t *call) {
+  return call->latch + call->latch_len - (RELOCK_PERMIT_ID_SIZE - 1);
+}
+
+static relock_future_t *acquire(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  size_t timeout_len;
+  char *timeout = timeout_name(lock, &timeout_len);
+  if (timeout == NULL)
+    return NULL;
+  char lease[24];
+  const char *argv[] = {lock->name, timeout, lock->channel, lease, permit_id(call), call->publish};
+  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, relock__lock_number(lease, call->lease_ms),
+                         RELOCK_PERMIT_ID_SIZE - 1, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_ACQUIRE, 3, 6, argv, lens);
+  free(timeout);
+  return f;
+}
+
+static relock_future_t *undo(relock__lock_call_t *call) {
+  relock_lock_t *lock = call->lock;
+  size_t timeout_len;
+  char *timeout = timeout_name(lock, &timeout_len);
+  if (timeout == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, timeout, lock->channel, permit_id(call), call->publish};
+  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, RELOCK_PERMIT_ID_SIZE - 1, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UNDO, 3, 5, argv, lens);
+  free(timeout);
+  return f;
+}
+
+_Static_assert(RELOCK_PERMIT_ID_SIZE == RELOCK__REQUEST_ID_SIZE, "a permit id is a request id");
+
+static const relock__lock_kind_t permit_semaphore = {
+    .what = "permit-expirable semaphore",
+    .field_suffix = "",
+    .channel_prefix = "redisson_sc",
+    .role = RELOCK__ROLE_PLAIN,
+    .wait = RELOCK__WAIT_PERMITS,
+    .no_hold = 1,
+    .answers_id = 1,
+    .acquire = acquire,
+    .undo = undo,
+};
+
+static relock_lock_t *obj(relock_permit_semaphore_t *s) { return (relock_lock_t *)(void *)s; }
+
+relock_permit_semaphore_t *relock_permit_semaphore_new(relock_client_t *client, const char *name,
+                                                       relock_error_t *err) {
+  return (relock_permit_semaphore_t *)(void *)relock__lock_new(client, name, &permit_semaphore, err);
+}
+
+void relock_permit_semaphore_free(relock_permit_semaphore_t *s) { relock_lock_free(obj(s)); }
+
+const char *relock_permit_semaphore_name(const relock_permit_semaphore_t *s) {
+  return relock_lock_name((const relock_lock_t *)(const void *)s);
+}
+
+/* -- asynchronous ------------------------------------------------------------*/
+
+#define CHECK(s) \
+  if ((s) == NULL) \
+  return relock__counter_null("permit-expirable semaphore")
+
+/* An update (lua/permit_semaphore_update.lua); id for a release. */
+static relock_future_t *update(relock_permit_semaphore_t *s, const char *what, int64_t n, int boolean,
+                               const char *id) {
+  size_t timeout_len;
+  char *timeout = timeout_name(obj(s), &timeout_len);
+  if (timeout == NULL)
+    return NULL;
+  relock_future_t *f = relock__counter_update_with(obj(s), RELOCK__SCRIPT_PERMIT_SEMAPHORE_UPDATE, what, n, boolean,
+                                                   timeout, timeout_len, id);
+  free(timeout);
+  return f;
+}
+
+relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t *s, int64_t wait_ms,
+                                                       int64_t lease_ms) {
+  CHECK(s);
+  return relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
+}
+
+relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id) {
+  CHECK(s);
+  if (id == NULL || id[0] == '\0')
+    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "id must be a permit id (got %s)",
+                                 id == NULL ? "NULL" : "\"\"");
+  return update(s, "release", 0, 1, id);
+}
+
+relock_future_t *relock_permit_semaphore_try_set_permits_async(relock_permit_semaphore_t *s, int64_t permits) {
+  CHECK(s);
+  if (permits < 0)
+    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "permits must be >= 0 (got %lld)",
+                                 (long long)permits);
+  return update(s, "set", permits, 1, NULL);
+}
+
+relock_future_t *relock_permit_semaphore_add_permits_async(relock_permit_semaphore_t *s, int64_t permits) {
+  CHECK(s);
+  return update(s, "add", permits, 0, NULL);
+}
+
+relock_future_t *relock_permit_semaphore_available_async(relock_permit_semaphore_t *s) {
+  CHECK(s);
+  return update(s, "available", 0, 0, NULL);
+}
+
+/* -- blocking ----------------------------------------------------------------*/
+
+int relock_permit_semaphore_acquire(relock_permit_semaphore_t *s, int64_t wait_ms, int64_t lease_ms,
+                                    char id[RELOCK_PERMIT_ID_SIZE]) {
+  int r = relock__sync_would_block(obj(s));
+  if (r != 0) {
+    if (id != NULL)
+      id[0] = '\0';
+    return r;
+  }
+  return relock__sync_wait_string(relock_permit_semaphore_acquire_async(s, wait_ms, lease_ms), id,
+                                  id != NULL ? RELOCK_PERMIT_ID_SIZE : 0);
+}
+
+int relock_permit_semaphore_release(relock_permit_semaphore_t *s, const char *id, int *released) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_flag(relock_permit_semaphore_release_async(s, id), released);
+}
+
+int relock_permit_semaphore_try_set_permits(relock_permit_semaphore_t *s, int64_t permits, int *set) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_flag(relock_permit_semaphore_try_set_permits_async(s, permits), set);
+}
+
+int relock_permit_semaphore_available(relock_permit_semaphore_t *s, int64_t *available) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_permit_semaphore_available_async(s), available);
+}
