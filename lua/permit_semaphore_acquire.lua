@@ -1,12 +1,13 @@
 -- Takes one permit of a permit-expirable semaphore, in Redisson's
 -- RPermitExpirableSemaphore layout, under a permit id.
 -- KEYS[1]  the semaphore: a string, how many permits are free
--- KEYS[2]  its permits taken: a zset "{name}:timeout", id -> expiry (ms
+-- KEYS[2]  its permits taken: a zset "{name}:timeout", permit -> expiry (ms
 --          since the epoch; 922337203685477: never)
 -- KEYS[3]  its channel, redisson_sc:{name}: the free count after a change
 --          that frees permits
 -- ARGV[1]  the lease in milliseconds (-1: the permit never expires)
--- ARGV[2]  the permit id (this acquisition's request id: a repeat of the
+-- ARGV[2]  the permit: the 16 bytes its id (this acquisition's request id,
+--          32 hex digits) spells, as Redisson keeps it (a repeat of the
 --          same request finds it taken, and takes nothing more)
 -- ARGV[3]  the publish command (PUBLISH, or SPUBLISH on a sharded cluster)
 -- Returns nil when taken, else how long until the next permit expires

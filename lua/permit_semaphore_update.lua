@@ -16,7 +16,7 @@
 -- ARGV[2]  a number of permits
 -- ARGV[3]  how long the latch remembers the answer, in milliseconds
 -- ARGV[4]  the publish command (PUBLISH, or SPUBLISH on a sharded cluster)
--- ARGV[5]  release: the permit id
+-- ARGV[5]  release: the permit
 local answered = redis.call('get', KEYS[3])
 if answered then
   return tonumber(answered)

@@ -5,8 +5,9 @@
  *
  * In Redis: a string named like the semaphore holding how many permits are
  * free, and a zset "{name}:timeout" (or "name:timeout" when the name has a
- * hash tag) of the permits taken, id -> expiry in milliseconds since the
- * epoch (922337203685477: never). Every change that frees permits
+ * hash tag) of the permits taken - each as the 16 bytes its id's hex digits
+ * spell - to their expiry in milliseconds since the epoch
+ * (922337203685477: never). Every change that frees permits
  * publishes the new free count on "redisson_sc:{name}"; waiters wake on it
  * (or when the next permit expires), never by polling.
  *
@@ -59,8 +60,9 @@ RELOCK_EXTERN const char *relock_permit_semaphore_name(const relock_permit_semap
  * whose answer was lost, is given back. */
 RELOCK_EXTERN relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t *s, int64_t wait_ms,
                                                                      int64_t lease_ms);
-/* Gives permit id back. Succeeds with a boolean: 1 released, 0 it was not
- * taken (expired, released already, never taken) - Redisson's tryRelease. */
+/* Gives permit id back (32 hex digits, else RELOCK_EINVAL). Succeeds with
+ * a boolean: 1 released, 0 it was not taken (expired, released already,
+ * never taken) - Redisson's tryRelease. */
 RELOCK_EXTERN relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id);
 /* Sets the count to permits (>= 0) if none is set: a boolean. */
 RELOCK_EXTERN relock_future_t *relock_permit_semaphore_try_set_permits_async(relock_permit_semaphore_t *s,

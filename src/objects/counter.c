@@ -14,7 +14,7 @@
 #include "redis/call.h"
 
 static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
-                               const char *key4, size_t key4_len, const char *arg5) {
+                               const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
   relock_client_t *c = obj->client;
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], number[24], ttl[24];
   relock__request_id(&c->rng, id);
@@ -40,7 +40,7 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
   ARG(ttl, relock__lock_number(ttl, call.latch_ttl_ms));
   ARG(call.publish, strlen(call.publish));
   if (arg5 != NULL)
-    ARG(arg5, strlen(arg5));
+    ARG(arg5, arg5_len);
 #undef ARG
   relock_future_t *f = relock__lock_send(&call, script, nkeys, argc, argv, lens);
   free(latch);
@@ -48,17 +48,17 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
 }
 
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
-                                            const char *key4, size_t key4_len, const char *arg5) {
+                                            const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
   relock_future_t *f;
   if (relock__future_enter(obj->client->exec, &f) != 0)
     return f;
-  f = update(obj, script, what, n, boolean, key4, key4_len, arg5);
+  f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len);
   relock__exec_leave(obj->client->exec);
   return f;
 }
 
 relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean) {
-  return relock__counter_update_with(obj, script, what, n, boolean, NULL, 0, NULL);
+  return relock__counter_update_with(obj, script, what, n, boolean, NULL, 0, NULL, 0);
 }
 
 relock_future_t *relock__counter_get(relock_lock_t *obj) {

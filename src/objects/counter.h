@@ -23,7 +23,7 @@ relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const ch
  * argument after the publish command (the permit-expirable semaphore's
  * permits and a permit id). */
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
-                                            const char *key4, size_t key4_len, const char *arg5);
+                                            const char *key4, size_t key4_len, const char *arg5, size_t arg5_len);
 
 /* The count: GET, 0 when there is none. */
 relock_future_t *relock__counter_get(relock_lock_t *obj);

@@ -1,8 +1,8 @@
 /* The permit-expirable semaphore (Redisson's RPermitExpirableSemaphore,
  * include/relock/permit_semaphore.h): a lock object of a kind whose
  * acquisitions take one permit and no hold, known by the acquisition's
- * request id (answers_id): the id the permit is kept under in
- * "{name}:timeout", which also makes a repeated try take nothing more and
+ * request id (answers_id): the permit id, kept in "{name}:timeout" as the
+ * 16 bytes its hex digits spell (as Redisson keeps its ids), which also makes a repeated try take nothing more and
  * tells the undo which permit to give back. It waits as the semaphore does,
  * on "redisson_sc:{name}" (RELOCK__WAIT_PERMITS), or until the next permit
  * expires (the try's answer). The handle a caller gets is that lock
@@ -38,9 +38,27 @@ static char *timeout_name(const relock_lock_t *lock, size_t *len) {
   return s;
 }
 
-/* The permit id: the request id ending the acquisition's latch name. */
-static const char *permit_id(const relock__lock_call_t *call) {
-  return call->latch + call->latch_len - (RELOCK_PERMIT_ID_SIZE - 1);
+/* Redisson keeps a permit in the zset as the 16 bytes its id's hex digits
+ * spell. Returns 0, or -1 if hex is not 32 hex digits. */
+#define PERMIT_BYTES ((RELOCK_PERMIT_ID_SIZE - 1) / 2)
+
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static int permit_bytes(const char *hex, char bytes[PERMIT_BYTES]) {
+  for (size_t i = 0; i < PERMIT_BYTES; i++) {
+    int hi = hex[2 * i] != '\0' ? hex_digit(hex[2 * i]) : -1, lo = hi >= 0 ? hex_digit(hex[2 * i + 1]) : -1;
+    if (hi < 0 || lo < 0)
+      return -1;
+    bytes[i] = (char)(hi << 4 | lo);
+  }
+  return hex[2 * PERMIT_BYTES] == '\0' ? 0 : -1;
+}
+
+/* The acquisition's permit: its request id (ending its latch name). */
+static void permit_of(const relock__lock_call_t *call, char bytes[PERMIT_BYTES]) {
+  permit_bytes(call->latch + call->latch_len - (RELOCK_PERMIT_ID_SIZE - 1), bytes); /* hex digits: cannot fail */
 }
 
 static relock_future_t *acquire(relock__lock_call_t *call) {
@@ -49,10 +67,11 @@ static relock_future_t *acquire(relock__lock_call_t *call) {
   char *timeout = timeout_name(lock, &timeout_len);
   if (timeout == NULL)
     return NULL;
-  char lease[24];
-  const char *argv[] = {lock->name, timeout, lock->channel, lease, permit_id(call), call->publish};
+  char lease[24], permit[PERMIT_BYTES];
+  permit_of(call, permit);
+  const char *argv[] = {lock->name, timeout, lock->channel, lease, permit, call->publish};
   const size_t lens[] = {lock->len, timeout_len, lock->channel_len, relock__lock_number(lease, call->lease_ms),
-                         RELOCK_PERMIT_ID_SIZE - 1, strlen(call->publish)};
+                         PERMIT_BYTES, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_ACQUIRE, 3, 6, argv, lens);
   free(timeout);
   return f;
@@ -64,8 +83,10 @@ static relock_future_t *undo(relock__lock_call_t *call) {
   char *timeout = timeout_name(lock, &timeout_len);
   if (timeout == NULL)
     return NULL;
-  const char *argv[] = {lock->name, timeout, lock->channel, permit_id(call), call->publish};
-  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, RELOCK_PERMIT_ID_SIZE - 1, strlen(call->publish)};
+  char permit[PERMIT_BYTES];
+  permit_of(call, permit);
+  const char *argv[] = {lock->name, timeout, lock->channel, permit, call->publish};
+  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, PERMIT_BYTES, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UNDO, 3, 5, argv, lens);
   free(timeout);
   return f;
@@ -104,15 +125,16 @@ const char *relock_permit_semaphore_name(const relock_permit_semaphore_t *s) {
   if ((s) == NULL) \
   return relock__counter_null("permit-expirable semaphore")
 
-/* An update (lua/permit_semaphore_update.lua); id for a release. */
+/* An update (lua/permit_semaphore_update.lua); a release's permit (its
+ * PERMIT_BYTES bytes), else NULL. */
 static relock_future_t *update(relock_permit_semaphore_t *s, const char *what, int64_t n, int boolean,
-                               const char *id) {
+                               const char *permit) {
   size_t timeout_len;
   char *timeout = timeout_name(obj(s), &timeout_len);
   if (timeout == NULL)
     return NULL;
   relock_future_t *f = relock__counter_update_with(obj(s), RELOCK__SCRIPT_PERMIT_SEMAPHORE_UPDATE, what, n, boolean,
-                                                   timeout, timeout_len, id);
+                                                   timeout, timeout_len, permit, permit != NULL ? PERMIT_BYTES : 0);
   free(timeout);
   return f;
 }
@@ -125,10 +147,11 @@ relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t
 
 relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id) {
   CHECK(s);
-  if (id == NULL || id[0] == '\0')
-    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "id must be a permit id (got %s)",
-                                 id == NULL ? "NULL" : "\"\"");
-  return update(s, "release", 0, 1, id);
+  char permit[PERMIT_BYTES];
+  if (id == NULL || permit_bytes(id, permit) != 0)
+    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "id must be a permit id, 32 hex digits (got %s%.40s%s)",
+                                 id == NULL ? "NULL" : "\"", id == NULL ? "" : id, id == NULL ? "" : "\"");
+  return update(s, "release", 0, 1, permit);
 }
 
 relock_future_t *relock_permit_semaphore_try_set_permits_async(relock_permit_semaphore_t *s, int64_t permits) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <relock/latch.h>
+#include <relock/permit_semaphore.h>
 #include <relock/semaphore.h>
 
 #include "support/client_fixture.h"
@@ -375,6 +376,75 @@ static void test_semaphore_both_ways(void **state) {
   relock_semaphore_free(s);
 }
 
+/* A C permit id taken from C's acquisition (the future's string). */
+static void c_permit(relock_future_t *f, char id[RELOCK_PERMIT_ID_SIZE]) {
+  assert_non_null(f);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(20000)), 0);
+  if (relock_future_value_type(f) != RELOCK_VALUE_STRING)
+    fail_msg("no permit");
+  snprintf(id, RELOCK_PERMIT_ID_SIZE, "%s", relock_future_string(f, NULL));
+  relock_future_release(f);
+}
+
+/* Permits taken on one side are released, and expire, for the other: a
+ * release wakes the other side's waiter by pub/sub, an expiry by the time
+ * the try answered (Java's expiry scores come from its clock, ours from
+ * the server's: the same machine's here). */
+static void test_permit_semaphore_both_ways(void **state) {
+  fx_t *fx = *state;
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->c, "ps", NULL);
+  java_peer_send(fx->java, "j1 pesset ps 1");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesset", 10000, NULL), "true");
+  assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(s, 5)), 0); /* Java's count stands */
+  char c_id[RELOCK_PERMIT_ID_SIZE], java_id[64];
+  c_permit(relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE), c_id);
+  java_peer_send(fx->java, "j1 pestry ps 0 -1");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pestry", 10000, NULL), "null");
+  /* C releases, Java was waiting */
+  java_peer_send(fx->java, "j1 pesacquire ps -1");
+  assert_false(java_peer_has(fx->java, "j1", "pesacquire", 300));
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, c_id)), 1);
+  uint64_t released = relock__now_ns(), acquired;
+  snprintf(java_id, sizeof java_id, "%s", java_peer_expect(fx->java, "j1", "pesacquire", 10000, &acquired));
+  assert_int_equal(strlen(java_id), RELOCK_PERMIT_ID_SIZE - 1);
+  within_handoff("C permit release -> Java acquire", ms_between(acquired, released), HANDOFF_MS);
+  /* Java releases, C was waiting */
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_permit_semaphore_acquire_async(s, 20000, RELOCK_INFINITE);
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  uint64_t java_ns;
+  java_peer_send(fx->java, "j1 pesrelease ps %s", java_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, &java_ns), "true");
+  c_permit(wait, c_id);
+  within_handoff("Java permit release -> C acquire", ms_between(done_ns(&got), java_ns), HANDOFF_MS);
+  /* C's permit, released by Java (ids belong to nobody) */
+  java_peer_send(fx->java, "j1 pesrelease ps %s", c_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, NULL), "true");
+  java_peer_send(fx->java, "j1 pesavail ps");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesavail", 10000, NULL), "1");
+  /* a Java permit's lease runs out: C gets it without a release */
+  java_peer_send(fx->java, "j1 pesacquire ps 300");
+  snprintf(java_id, sizeof java_id, "%s", java_peer_expect(fx->java, "j1", "pesacquire", 10000, NULL));
+  uint64_t t0 = relock__now_ns();
+  c_permit(relock_permit_semaphore_acquire_async(s, 5000, 300), c_id);
+  double took = (double)(relock__now_ns() - t0) / 1e6;
+  printf("# Java permit (300 ms lease) expired -> C acquire: %.1f ms\n", took);
+  assert_true(took >= 200 && took < fx_slack_ms(800));
+  /* and a C permit's: Java gets it */
+  t0 = relock__now_ns();
+  java_peer_send(fx->java, "j1 pestry ps 5000 -1");
+  const char *answer = java_peer_expect(fx->java, "j1", "pestry", 10000, NULL);
+  took = (double)(relock__now_ns() - t0) / 1e6;
+  printf("# C permit (300 ms lease) expired -> Java acquire: %.1f ms\n", took);
+  assert_int_equal(strlen(answer), RELOCK_PERMIT_ID_SIZE - 1);
+  assert_true(took >= 100 && took < fx_slack_ms(800));
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, c_id)), 0); /* expired */
+  java_peer_send(fx->java, "j1 pesrelease ps %s", java_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, NULL), "false"); /* expired */
+  relock_permit_semaphore_free(s);
+}
+
 /* Each side's last count-down opens the latch for the other's awaiter. */
 static void test_latch_both_ways(void **state) {
   fx_t *fx = *state;
@@ -418,6 +488,7 @@ int main(void) {
       T(test_redisson_force_unlock_is_a_loss_for_the_c_holder),
       T(test_semaphore_both_ways),
       T(test_latch_both_ways),
+      T(test_permit_semaphore_both_ways),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

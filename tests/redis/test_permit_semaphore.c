@@ -58,9 +58,17 @@ static long long server_ms(relock_test_redis_t *r) {
   return sec * 1000 + atoll(p) / 1000;
 }
 
+/* The expiry of permit id: Redisson keeps it as the 16 bytes of its hex. */
 static long long score(relock_test_redis_t *r, const char *key, const char *id) {
-  char buf[128];
-  assert_int_equal(relock_test_redis_cmd(r, buf, sizeof buf, "ZSCORE", key, id, NULL), 0);
+  char buf[128], member[16];
+  for (int i = 0; i < 16; i++) {
+    unsigned byte;
+    sscanf(id + 2 * i, "%2x", &byte);
+    member[i] = (char)byte;
+  }
+  const char *argv[] = {"ZSCORE", key, member};
+  const size_t lens[] = {6, strlen(key), 16};
+  assert_int_equal(relock_test_redis_cmdv(r, buf, sizeof buf, 3, argv, lens), 0);
   if (buf[0] != '$' || buf[1] == '-')
     return -1;
   return atoll(strchr(buf, '\n') + 1);
@@ -85,7 +93,8 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(fx_raw_get(fx->redis, "ps"), 1);
   assert_int_equal(score(fx->redis, "{ps}:timeout", forever), -1);
   assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, forever)), 0); /* not taken any more */
-  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, "0123")), 0);  /* never taken */
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, "0123456789abcdef0123456789ABCDEF")),
+                   0); /* never taken */
   assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, leased)), 1);
   assert_int_equal(fx_value(relock_permit_semaphore_available_async(s)), 2);
   assert_int_equal(fx_value(relock_permit_semaphore_add_permits_async(s, 3)), 5);
@@ -208,6 +217,9 @@ static void test_invalid_arguments(void **state) {
   FX_REFUSED(relock_permit_semaphore_acquire_async(s, 0, 0), "lease_ms");
   FX_REFUSED(relock_permit_semaphore_release_async(s, NULL), "id must be");
   FX_REFUSED(relock_permit_semaphore_release_async(s, ""), "id must be");
+  FX_REFUSED(relock_permit_semaphore_release_async(s, "0123"), "32 hex digits");
+  FX_REFUSED(relock_permit_semaphore_release_async(s, "0123456789abcdef0123456789abcdeg"), "32 hex digits");
+  FX_REFUSED(relock_permit_semaphore_release_async(s, "0123456789abcdef0123456789abcdef0"), "32 hex digits");
   FX_REFUSED(relock_permit_semaphore_try_set_permits_async(s, -1), "permits must be");
   char id[RELOCK_PERMIT_ID_SIZE] = "x";
   assert_int_equal(relock_permit_semaphore_acquire(NULL, 0, RELOCK_INFINITE, id), RELOCK_EINVAL);

@@ -14,6 +14,7 @@ import org.redisson.Redisson;
 import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
@@ -39,7 +40,10 @@ import org.redisson.config.Config;
  * KIND NAME, token KIND NAME (a fenced lock's latest token), sleep MS, quit.
  * KIND: lock, fair, read, write, fenced, spin. The semaphore: semacquire
  * NAME N, semtry NAME N WAIT_MS, semrelease NAME N, semset NAME N
- * (trySetPermits), semavail NAME. The count-down latch: latchset NAME N
+ * (trySetPermits), semavail NAME. The permit-expirable semaphore: pesset
+ * NAME N (trySetPermits), pesacquire NAME LEASE_MS (-1: none; answers the
+ * permit id), pestry NAME WAIT_MS LEASE_MS (the id, or "null"), pesrelease
+ * NAME ID (tryRelease: true or false), pesavail NAME. The count-down latch: latchset NAME N
  * (trySetCount), latchdown NAME, latchawait NAME WAIT_MS, latchcount NAME.
  * A tag's commands run in
  * order on its own thread (Redisson's locks belong to threads); tags run
@@ -134,6 +138,9 @@ public final class Peer {
       Thread.sleep(Long.parseLong(arg(w, 2)));
       return "ok";
     }
+    if (op.startsWith("pes")) {
+      return permitSemaphore(op, redisson.getPermitExpirableSemaphore(arg(w, 2)), w);
+    }
     if (op.startsWith("sem")) {
       return semaphore(op, redisson.getSemaphore(arg(w, 2)), w);
     }
@@ -198,6 +205,29 @@ public final class Peer {
       case "semset":
         return String.valueOf(s.trySetPermits(Integer.parseInt(arg(w, 3))));
       case "semavail":
+        return String.valueOf(s.availablePermits());
+      default:
+        return "error parse unknown OP " + op;
+    }
+  }
+
+  private static String permitSemaphore(String op, RPermitExpirableSemaphore s, String[] w) throws Exception {
+    switch (op) {
+      case "pesset":
+        return String.valueOf(s.trySetPermits(Integer.parseInt(arg(w, 3))));
+      case "pesacquire": {
+        long lease = Long.parseLong(arg(w, 3));
+        return lease < 0 ? s.acquire() : s.acquire(lease, TimeUnit.MILLISECONDS);
+      }
+      case "pestry": {
+        long lease = Long.parseLong(arg(w, 4));
+        String id = lease < 0 ? s.tryAcquire(Long.parseLong(arg(w, 3)), TimeUnit.MILLISECONDS)
+                              : s.tryAcquire(Long.parseLong(arg(w, 3)), lease, TimeUnit.MILLISECONDS);
+        return String.valueOf(id);
+      }
+      case "pesrelease":
+        return String.valueOf(s.tryRelease(arg(w, 3)));
+      case "pesavail":
         return String.valueOf(s.availablePermits());
       default:
         return "error parse unknown OP " + op;
