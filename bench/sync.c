@@ -1,6 +1,11 @@
-/* The semaphore and the count-down latch, timed (bench/run part 13):
+/* The semaphore, the count-down latch and RedLock, timed (bench/run part 13):
  *   sync HOST PORT semaphore N       N uncontended acquire(1)+release(1)
  *                                    pairs, one after the other
+ *   sync HOST PORT redlock N P2 P3 P4 P5
+ *                                    N uncontended RedLock acquire+release
+ *                                    pairs over the 5 servers on ports PORT,
+ *                                    P2..P5, each next to a lock pair on the
+ *                                    first alone (interleaved)
  *   sync HOST PORT latch ROUNDS K    K awaiting processes; each round the
  *                                    last count-down is sent and the time
  *                                    until the last awaiter is through taken
@@ -117,9 +122,83 @@ static int latch(const char *host, int port, relock_client_t *c, int rounds, int
   return 0;
 }
 
+static int64_t done_value(relock_future_t *f, const char *what) {
+  if (f == NULL || relock_future_wait(f, 30000) != 0)
+    bench_die(what, f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+#define NODES 5
+
+static int redlock(const char *host, const int *ports, int n) {
+  relock_client_t *c[NODES];
+  relock_lock_t *locks[NODES];
+  for (int i = 0; i < NODES; i++) {
+    c[i] = bench_client(bench_loop(), host, ports[i], 0); /* embedded, all on one loop */
+    locks[i] = relock_lock_new(c[i], "bench-redlock", NULL);
+  }
+  relock_lock_t *single = relock_lock_new(c[0], "bench-single", NULL);
+  relock_error_t err;
+  relock_multi_lock_t *m = relock_redlock_new(locks, NODES, &err);
+  if (m == NULL) {
+    fprintf(stderr, "redlock: %s\n", err.message);
+    return 1;
+  }
+  uint64_t *vs = malloc(sizeof(*vs) * (size_t)n), *vr = malloc(sizeof(*vr) * (size_t)n);
+  uint64_t *v1 = malloc(sizeof(*v1) * (size_t)n), *v5 = malloc(sizeof(*v5) * (size_t)n);
+  for (int i = -200; i < n; i++) {
+    /* the floor: one EVAL round trip to the first server, then one to all
+     * five at once (what this machine's CPUs make of "in parallel") */
+    static const char *const eval[] = {"EVAL", "return 1", "0"};
+    uint64_t f0 = bench_now_ns();
+    done_value(relock_client_command_async(c[0], 3, eval, NULL), "EVAL");
+    uint64_t f1 = bench_now_ns();
+    relock_future_t *fs[NODES];
+    for (int k = 0; k < NODES; k++)
+      fs[k] = relock_client_command_async(c[k], 3, eval, NULL);
+    for (int k = 0; k < NODES; k++)
+      done_value(fs[k], "EVAL");
+    uint64_t f2 = bench_now_ns(); /* 200 warm-up rounds: scripts cached, connections up */
+    uint64_t t0 = bench_now_ns();
+    if (done_value(relock_lock_acquire_async(single, 1, 0, RELOCK_INFINITE), "lock") != 1)
+      bench_die("lock not acquired", RELOCK_EPROTO);
+    done_value(relock_lock_release_async(single, 1), "unlock");
+    uint64_t t1 = bench_now_ns();
+    if (done_value(relock_multi_lock_acquire_async(m, 1, 0, RELOCK_INFINITE), "redlock") != 1)
+      bench_die("redlock not acquired", RELOCK_EPROTO);
+    done_value(relock_multi_lock_release_async(m, 1), "redlock release");
+    uint64_t t2 = bench_now_ns();
+    if (i >= 0) {
+      vs[i] = t1 - t0;
+      vr[i] = t2 - t1;
+      v1[i] = f1 - f0;
+      v5[i] = f2 - f1;
+    }
+  }
+  qsort(v1, (size_t)n, sizeof(*v1), bench_cmp_u64);
+  qsort(v5, (size_t)n, sizeof(*v5), bench_cmp_u64);
+  qsort(vs, (size_t)n, sizeof(*vs), bench_cmp_u64);
+  qsort(vr, (size_t)n, sizeof(*vr), bench_cmp_u64);
+  printf("{\"pairs\":%d,\"single_p50_us\":%.1f,\"single_p99_us\":%.1f,\"redlock_p50_us\":%.1f,"
+         "\"redlock_p99_us\":%.1f,\"eval1_p50_us\":%.1f,\"eval5_p50_us\":%.1f}\n",
+         n, bench_pct_us(vs, (size_t)n, 0.5), bench_pct_us(vs, (size_t)n, 0.99), bench_pct_us(vr, (size_t)n, 0.5),
+         bench_pct_us(vr, (size_t)n, 0.99), bench_pct_us(v1, (size_t)n, 0.5), bench_pct_us(v5, (size_t)n, 0.5));
+  free(v1);
+  free(v5);
+  free(vs);
+  free(vr);
+  relock_multi_lock_free(m);
+  relock_lock_free(single);
+  for (int i = 0; i < NODES; i++)
+    relock_client_free(c[i]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: sync HOST PORT semaphore N | latch ROUNDS AWAITERS\n");
+    fprintf(stderr, "usage: sync HOST PORT semaphore N | latch ROUNDS AWAITERS | redlock N P2 P3 P4 P5\n");
     return 2;
   }
   const char *host = argv[1];
@@ -129,6 +208,10 @@ int main(int argc, char **argv) {
     int rc = latch(host, port, c, atoi(argv[4]), atoi(argv[5]));
     relock_client_free(c);
     return rc;
+  }
+  if (strcmp(argv[3], "redlock") == 0 && argc >= 9) {
+    int ports[NODES] = {port, atoi(argv[5]), atoi(argv[6]), atoi(argv[7]), atoi(argv[8])};
+    return redlock(host, ports, atoi(argv[4]));
   }
   relock_client_t *c = bench_client(bench_loop(), host, port, 0); /* embedded, as bench/lock's pairs */
   int rc = semaphore(c, atoi(argv[4]));
