@@ -63,6 +63,16 @@ typedef struct relock_client relock_client_t;
 RELOCK_EXTERN relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts,
                                                  relock_error_t *err);
 
+/* A client for opts that runs on peer's loop: a threaded peer's loop
+ * thread (one thread for both; it stops once the last of the clients on it
+ * is freed, in any order), or an embedded peer's loop (as
+ * relock_client_new on it). For objects that span clients on one loop: a
+ * RedLock over several Redis servers (relock/multi_lock.h). NULL with err
+ * set: RELOCK_EINVAL (NULL peer), RELOCK_ECLOSED (peer closed), or as
+ * relock_client_new. */
+RELOCK_EXTERN relock_client_t *relock_client_new_beside(relock_client_t *peer, const relock_options_t *opts,
+                                                        relock_error_t *err);
+
 typedef void (*relock_close_cb)(relock_client_t *client, void *arg);
 
 /* Starts closing: everything pending fails with RELOCK_ECLOSED, the

@@ -7,8 +7,9 @@
  * hold), possibly of different clients on different Redis servers. The
  * group owns them from then on: relock_multi_lock_free frees them, and
  * each lock's lost callback is the group's. All of them must run on one
- * libev loop: locks of one client, or of embedded clients made on the same
- * loop.
+ * libev loop: locks of one client, of embedded clients made on the same
+ * loop, or of threaded clients made beside one another
+ * (relock_client_new_beside: one loop thread for all of them).
  *
  * Acquisition, for owner (as relock_lock_acquire_async):
  *   1. One try on every member at once (in parallel, not one after the

@@ -116,8 +116,17 @@ static void free_threaded(relock_client_t *c) {
     relock__exec_wait(x, 0);
   detach_blocked(c); /* while the mutex keeps waking threads out */
   relock__exec_unlock(x);
-  relock__exec_stop(x);
+  if (relock__exec_stop(x)) {
+    client_destroy(c);
+    return;
+  }
+  /* Other clients keep the loop running (relock_client_new_beside): c goes
+   * under the mutex, as from a callback. */
+  relock__exec_ref(x);
+  relock__exec_lock(x);
   client_destroy(c);
+  relock__exec_unlock(x);
+  relock__exec_unref(x);
 }
 
 void relock_client_free(relock_client_t *c) {
@@ -195,7 +204,10 @@ fail_waitqs:
   return r;
 }
 
-relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts, relock_error_t *err) {
+/* A client on loop (embedded), on share's loop thread (threaded, beside
+ * another client), or on a loop thread of its own (both NULL). */
+static relock_client_t *client_new(struct ev_loop *loop, relock__exec_t *share, const relock_options_t *opts,
+                                   relock_error_t *err) {
   relock_client_t *c = calloc(1, sizeof(*c));
   if (c == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
@@ -211,10 +223,14 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     free(c);
     return NULL;
   }
-  if (loop != NULL)
+  if (share != NULL) {
+    c->exec = relock__exec_ref(share);
+    relock__exec_attach(share);
+  } else if (loop != NULL) {
     c->exec = relock__exec_embedded(loop);
-  else
+  } else {
     c->exec = relock__exec_threaded(err);
+  }
   if (c->exec == NULL) {
     if (loop != NULL)
       relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
@@ -239,6 +255,29 @@ relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t 
     ev_async_send(c->loop, &c->exec->wake);
   relock__error_set(err, 0, NULL);
   return c;
+}
+
+relock_client_t *relock_client_new(struct ev_loop *loop, const relock_options_t *opts, relock_error_t *err) {
+  return client_new(loop, NULL, opts, err);
+}
+
+relock_client_t *relock_client_new_beside(relock_client_t *peer, const relock_options_t *opts, relock_error_t *err) {
+  if (peer == NULL) {
+    relock__error_set(err, RELOCK_EINVAL, "peer is NULL");
+    return NULL;
+  }
+  int r = relock__exec_enter(peer->exec, err);
+  if (r != 0)
+    return NULL;
+  int closing = peer->closing;
+  relock__exec_leave(peer->exec);
+  if (closing) {
+    relock__error_set(err, RELOCK_ECLOSED, "peer is closed: its loop thread is going away");
+    return NULL;
+  }
+  if (!peer->exec->threaded) /* an embedded peer's loop: the same as relock_client_new on it */
+    return client_new(peer->loop, NULL, opts, err);
+  return client_new(NULL, peer->exec, opts, err);
 }
 
 struct ev_loop *relock_client_loop(const relock_client_t *c) { return c != NULL ? c->loop : NULL; }

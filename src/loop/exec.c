@@ -141,6 +141,7 @@ relock__exec_t *relock__exec_threaded(relock_error_t *err) {
     return NULL;
   }
   x->threaded = 1;
+  x->clients = 1;
   if ((x->loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
     relock__exec_unref(x);
     relock__error_set(err, RELOCK_EIO, "cannot create an event loop");
@@ -169,20 +170,33 @@ relock__exec_t *relock__exec_threaded(relock_error_t *err) {
   return x;
 }
 
-void relock__exec_stop(relock__exec_t *x) {
-  if (!x->threaded || !x->thread_started)
+void relock__exec_attach(relock__exec_t *x) {
+  if (!x->threaded)
     return;
   pthread_mutex_lock(&x->mu);
+  x->clients++;
+  pthread_mutex_unlock(&x->mu);
+}
+
+int relock__exec_stop(relock__exec_t *x) {
+  if (!x->threaded || !x->thread_started)
+    return 1;
+  pthread_mutex_lock(&x->mu);
+  if (--x->clients > 0) {
+    pthread_mutex_unlock(&x->mu);
+    return 0;
+  }
   x->stopping = 1;
   ev_async_send(x->loop, &x->wake);
   pthread_cond_broadcast(&x->cond); /* a wait still sleeping gives up */
   pthread_mutex_unlock(&x->mu);
   pthread_join(x->thread, NULL);
   x->thread_started = 0;
+  return 1;
 }
 
 void relock__exec_stop_from_loop_thread(relock__exec_t *x) {
-  if (!x->threaded || !x->thread_started)
+  if (!x->threaded || !x->thread_started || --x->clients > 0)
     return;
   x->stopping = 1;
   x->thread_started = 0;

@@ -46,6 +46,7 @@ struct relock__exec {
   ev_async wake;
   int stopping;
   int thread_started;
+  int clients;              /* the clients running on it (relock__exec_attach); the last stops the thread */
 };
 
 /* An exec for the caller's loop, owned by the calling thread. NULL when out
@@ -62,12 +63,19 @@ relock__exec_t *relock__exec_ref(relock__exec_t *x);
  * relock__exec_stop must have joined the thread first). */
 void relock__exec_unref(relock__exec_t *x);
 
-/* Threaded: stops the loop thread and joins it (the caller must not hold
- * the mutex, and must not be the loop thread). Embedded: nothing. */
-void relock__exec_stop(relock__exec_t *x);
+/* Threaded: one more client runs on x (relock_client_new_beside); a new
+ * exec counts its first. */
+void relock__exec_attach(relock__exec_t *x);
 
-/* Threaded, on the loop thread (in a callback): the loop ends once the
- * callback returns, and the thread with it, detached (nobody joins it). */
+/* Threaded: a client leaves x; the last to leave stops the loop thread and
+ * joins it (the caller must not hold the mutex, and must not be the loop
+ * thread). Returns 1 when the thread is stopped (or there is none:
+ * embedded), 0 when other clients keep it running. */
+int relock__exec_stop(relock__exec_t *x);
+
+/* Threaded, on the loop thread (in a callback): a client leaves x; if it
+ * was the last, the loop ends once the callback returns, and the thread
+ * with it, detached (nobody joins it). */
 void relock__exec_stop_from_loop_thread(relock__exec_t *x);
 
 /* Non-zero when the calling thread is the loop's. */

@@ -146,7 +146,8 @@ static int check_locks(relock_lock_t *const *locks, size_t n, relock_error_t *er
     if (lock->exec->loop != locks[0]->exec->loop)
       return relock__error_set(err, RELOCK_EINVAL,
                                "lock %zu (%s) runs on another loop than lock 0: a group's locks must share one (one "
-                               "client, or embedded clients made on the same loop)",
+                               "client, embedded clients made on the same loop, or threaded clients made with "
+                               "relock_client_new_beside)",
                                i, lock->name);
     for (size_t j = 0; j < i; j++)
       if (locks[j] == lock)

@@ -7,7 +7,9 @@
  * deadlock and never overlap. */
 #include <config.h>
 
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <relock/multi_lock.h>
 
@@ -452,6 +454,91 @@ static void test_opposite_orders_never_deadlock(void **state) {
   relock_multi_lock_free(sides[1].m);
 }
 
+/* -- threaded clients on one loop thread -----------------------------------------------*/
+
+typedef struct {
+  relock_multi_lock_t *m;
+  int rounds;
+  int overlaps;
+  int errors;
+  int *inside;
+  pthread_mutex_t *mu;
+} worker_t;
+
+/* A thread taking the group with the blocking calls, ROUNDS times. */
+static void *worker(void *arg) {
+  worker_t *w = arg;
+  for (int i = 0; i < w->rounds; i++) {
+    int held = 0;
+    if (relock_multi_lock_try_lock(w->m, 10000, RELOCK_INFINITE, &held) != 0 || !held) {
+      w->errors++;
+      continue;
+    }
+    pthread_mutex_lock(w->mu);
+    if ((*w->inside)++ != 0)
+      w->overlaps++;
+    pthread_mutex_unlock(w->mu);
+    usleep(200);
+    pthread_mutex_lock(w->mu);
+    (*w->inside)--;
+    pthread_mutex_unlock(w->mu);
+    if (relock_multi_lock_unlock(w->m) != 0)
+      w->errors++;
+  }
+  return NULL;
+}
+
+/* Threaded clients made beside one another share one loop thread, so their
+ * locks make a RedLock that any thread may take; the clients are freed in
+ * any order, the first one's included, with the others still running. */
+static void test_redlock_over_threaded_clients_beside_one_another(void **state) {
+  fx_t *fx = *state;
+  relock_error_t err;
+  relock_client_t *t[NODES];
+  assert_non_null(t[0] = relock_client_new(NULL, fx->cfg[0], &err));
+  for (int i = 1; i < NODES; i++) {
+    t[i] = relock_client_new_beside(t[0], fx->cfg[i], &err);
+    if (t[i] == NULL)
+      fail_msg("relock_client_new_beside: %s", err.message);
+  }
+  assert_ptr_equal(relock_client_loop(t[1]), relock_client_loop(t[0]));
+  assert_null(relock_client_new_beside(NULL, fx->cfg[0], &err));
+  assert_int_equal(err.code, RELOCK_EINVAL);
+  relock_multi_lock_t *m = redlock(t, "res");
+  relock_multi_lock_t *other = redlock(fx->c, "res"); /* embedded, on this thread's loop: a competitor */
+  int held = -1;
+  assert_int_equal(relock_multi_lock_try_lock(m, 0, RELOCK_INFINITE, &held), 0);
+  assert_int_equal(held, 1);
+  assert_int_equal(ACQUIRE(other, 7, 0, RELOCK_INFINITE), 0);
+  assert_int_equal(relock_multi_lock_unlock(m), 0);
+  /* threads of one process take turns (their owners differ) */
+  int inside = 0;
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  worker_t w[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    w[i] = (worker_t){.m = m, .rounds = 15, .inside = &inside, .mu = &mu};
+    assert_int_equal(pthread_create(&th[i], NULL, worker, &w[i]), 0);
+  }
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(w[i].errors, 0);
+    assert_int_equal(w[i].overlaps, 0);
+  }
+  assert_int_equal(held_on(fx, "res"), 0);
+  relock_multi_lock_free(m);
+  relock_multi_lock_free(other);
+  /* the first client goes first: the others keep the loop thread running */
+  relock_client_free(t[0]);
+  relock_lock_t *l = relock_lock_new(t[2], "after", NULL);
+  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(exists(fx->redis[2], "after"), 1);
+  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  relock_lock_free(l);
+  for (int i = NODES - 1; i >= 1; i--)
+    relock_client_free(t[i]);
+}
+
 /* -- arguments ------------------------------------------------------------------*/
 
 static void test_invalid_arguments(void **state) {
@@ -507,6 +594,7 @@ int main(void) {
       T(test_redlock_stalled_past_its_lease_makes_no_holder),
       T(test_multi_lock_is_all_or_nothing),
       T(test_opposite_orders_never_deadlock),
+      T(test_redlock_over_threaded_clients_beside_one_another),
       T(test_invalid_arguments),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
