@@ -590,8 +590,12 @@ int run_command(cli_t *c) {
   run_t run, *r = &run;
   memset(r, 0, sizeof *r);
   r->c = c;
-  if (c->lock != NULL)
+  if (c->lock != NULL) {
     relock_lock_on_lost(c->lock, on_lost, r);
+    /* a force release (relock force-unlock, Redisson's forceUnlock) stops
+     * the command within milliseconds, not at the next renewal */
+    relock_lock_watch_loss(c->lock, 1);
+  }
   static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
   for (int i = 0; i < 3; i++) {
     ev_signal_init(&r->signals[i], on_signal, signums[i]);

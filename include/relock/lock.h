@@ -149,6 +149,20 @@ typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, 
 /* Sets (or, with NULL, clears) the callback for holds taken through lock. */
 RELOCK_EXTERN void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
 
+/* Prompt loss detection, for holds taken through lock from now on (on: 1)
+ * or none (0; the default). While such a hold is held, lock listens on
+ * its unlock channel, where every unlock and force release publishes
+ * (Redisson's forceUnlock, relock_lock_force_release_async): any message
+ * there makes the hold checked at once, and one whose field is gone is
+ * reported lost (RELOCK_ELOST) within a round trip, not at the next
+ * renewal. A DEL that publishes nothing, or a lease run out, is still found
+ * by the renewal. Cost per held lock: one subscription (shared with the
+ * name's waiters in this client) and one check per message on its channel;
+ * keep it off for clients holding very many locks. Returns 0,
+ * RELOCK_EINVAL (NULL, or a semaphore or latch), RELOCK_ENOMEM, or the
+ * error of a call from a thread that may not use the client. */
+RELOCK_EXTERN int relock_lock_watch_loss(relock_lock_t *lock, int on);
+
 /* -- waiting ----------------------------------------------------------------*/
 
 /* Called on each try of an acquisition through lock that finds the lock

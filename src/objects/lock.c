@@ -40,6 +40,7 @@ static size_t holder_field(const relock__holder_t *h, uint64_t owner, char field
 
 static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const char *msg) {
   relock_lock_t *lock = lock_of(h);
+  relock__lock_watch_gone(lock, owner);
   if (lock->lost_cb != NULL)
     lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
 }
@@ -135,8 +136,11 @@ relock_lock_t *relock__lock_ref(relock_lock_t *lock) {
 void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
+  relock__lock_watch_stop(lock);
   relock__exec_unref(lock->exec);
-  free(lock->wait);
+  if (lock->extra != NULL)
+    free(lock->extra->owners);
+  free(lock->extra);
   free(lock->channel);
   free(lock);
 }
@@ -147,8 +151,9 @@ void relock_lock_free(relock_lock_t *lock) {
   relock__exec_t *x = relock__exec_ref(lock->exec); /* the lock's may go with it */
   if (relock__exec_enter(x, NULL) == 0) {
     lock->lost_cb = NULL; /* nobody to tell any more */
-    free(lock->wait);
-    lock->wait = NULL;
+    if (lock->extra != NULL)
+      lock->extra->wait_cb = NULL;
+    relock__lock_watch_stop(lock);
     relock__lock_unref(lock);
     relock__exec_leave(x);
   } /* else the wrong thread or a forked child: left alone, nothing is safe */
@@ -175,23 +180,25 @@ void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   relock__exec_leave(lock->exec);
 }
 
+relock__lock_extra_t *relock__lock_extra(relock_lock_t *lock) {
+  if (lock->extra == NULL)
+    lock->extra = calloc(1, sizeof(*lock->extra));
+  return lock->extra;
+}
+
 int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  relock__wait_hook_t *hook = cb != NULL ? malloc(sizeof(*hook)) : NULL;
-  if (cb != NULL && hook == NULL)
-    return RELOCK_ENOMEM;
   int r = relock__exec_enter(lock->exec, NULL);
-  if (r != 0) {
-    free(hook);
+  if (r != 0)
     return r;
+  relock__lock_extra_t *extra = cb != NULL ? relock__lock_extra(lock) : lock->extra;
+  if (extra != NULL) {
+    extra->wait_cb = cb;
+    extra->wait_arg = arg;
   }
-  if (hook != NULL)
-    *hook = (relock__wait_hook_t){cb, arg};
-  free(lock->wait);
-  lock->wait = hook;
   relock__exec_leave(lock->exec);
-  return 0;
+  return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
 }
 
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
@@ -233,6 +240,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
                           lock->kind->what, lock->name, field);
     else
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
+    if (relock__renewal_find(r, &id) == NULL) /* no hold of owner's left here */
+      relock__lock_watch_gone(lock, op->owner);
   }
   relock_future_release(op->out);
   relock__lock_unref(lock);

@@ -9,16 +9,24 @@
 #include <relock/lock.h>
 
 #include "client/client_impl.h"
+#include "redis/pubsub.h"
 #include "objects/keys.h"
 #include "objects/lock_kind.h"
 #include "watchdog/renewal.h"
 
-/* relock_lock_on_wait's callback, allocated only when one is set: few
- * locks have one, and a lock object is kept per held lock. */
-typedef struct relock__wait_hook {
-  relock_wait_cb cb;
-  void *arg;
-} relock__wait_hook_t;
+/* What few locks have, allocated only when one is set (a lock object is
+ * kept per held lock): relock_lock_on_wait's callback, and the loss watch
+ * of relock_lock_watch_loss (lock_watch.c). */
+typedef struct relock__lock_extra {
+  relock_wait_cb wait_cb;   /* NULL: none */
+  void *wait_arg;
+  int watch;                /* holds taken through the lock are watched */
+  relock__listener_t listener; /* on the lock's channel while watched owners hold it */
+  int listening;
+  uint64_t *owners;         /* the owners holding it through this object, watched */
+  size_t nowners;
+  size_t cap;
+} relock__lock_extra_t;
 
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
@@ -27,7 +35,7 @@ struct relock_lock {
   relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   relock_lost_cb lost_cb;
   void *lost_arg;
-  relock__wait_hook_t *wait; /* NULL: none */
+  relock__lock_extra_t *extra; /* NULL: none */
   char *channel;            /* the kind's channel: redisson_lock__channel:{name}, ... */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
@@ -53,6 +61,17 @@ _Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must
 static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner) {
   return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .owner = owner, .role = lock->kind->role};
 }
+
+/* The lock's extra part, made on first use (NULL when out of memory). */
+relock__lock_extra_t *relock__lock_extra(relock_lock_t *lock);
+
+/* The loss watch (lock_watch.c): owner's hold taken through lock was
+ * registered / is gone (released, lost). Nothing unless the lock is
+ * watched. */
+void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
+void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner);
+/* Stops watching (the object is freed by its caller, or goes). */
+void relock__lock_watch_stop(relock_lock_t *lock);
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's
  * relock__renewal_acquired, the lock being the holder that is told when it

@@ -343,7 +343,7 @@ static int every_operation(fx_t *fx, uint64_t *reconnects, int *other) {
   fx_run_until(fx_loop(), never, NULL, 300); /* subscribed, and idle: PING */
   n += enoperm(relock_lock_release_async(la, 1), other);
   n += enoperm(wait, other); /* the waiter's acquisition */
-  fx_run_until(fx_loop(), never, NULL, 200); /* unsubscribed */
+  fx_run_until(fx_loop(), never, NULL, 1300); /* unsubscribed (after the empty wait queue's 1 s linger) */
   n += enoperm(relock_lock_is_locked_async(la), other);
   n += enoperm(relock_lock_is_held_by_async(lb, 2), other);
   n += enoperm(relock_lock_hold_count_async(lb, 2), other);

@@ -670,6 +670,58 @@ static void test_lost_when_key_deleted(void **state) {
   relock_lock_free(l);
 }
 
+/* Issue 20: a watched hold hears a foreign force release (Redisson's
+ * forceUnlock: DEL and PUBLISH 0) within 50 ms, not at the next renewal
+ * (10 s here); an unwatched one does not; the holder's own releases and
+ * re-entries never count as a loss. */
+static void test_watched_hold_notices_a_force_release_at_once(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  clients(fx);
+  relock_lock_t *l = lock_of(fx->a, "res"), *other = lock_of(fx->b, "res");
+  lost_t lost = {0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(relock_lock_watch_loss(l, 1), 0);
+  assert_int_equal(relock_lock_watch_loss(NULL, 1), RELOCK_EINVAL);
+  /* own releases, re-entries, other owners through the same object: no loss */
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(ACQUIRE(l, 7, 0, RELOCK_INFINITE), 1);
+    assert_int_equal(ACQUIRE(l, 7, 0, RELOCK_INFINITE), 1);
+    assert_int_equal(RELEASE(l, 7), 0);
+    assert_int_equal(RELEASE(l, 7), 1);
+    assert_int_equal(ACQUIRE(other, 9, 0, RELOCK_INFINITE), 1); /* another client's, on the same channel */
+    assert_int_equal(RELEASE(other, 9), 1);
+  }
+  assert_false(fx_run_until(fx->a->loop, was_lost, &lost, 100));
+  assert_true(fx_run_until(fx->a->loop, no_channels, fx->a, 2000)); /* nothing held: not listening */
+  /* held, then force-released by someone else */
+  assert_int_equal(ACQUIRE(l, 7, 0, RELOCK_INFINITE), 1);
+  assert_true(fx_run_until(fx->a->loop, joined_queue, fx->a, 2000)); /* listening */
+  relock_future_release(FX_CMD(fx->a, "PING")); /* the subscription confirmed and its first check back */
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+  assert_true(fx_run_until(fx->a->loop, was_lost, &lost, 2000));
+  double ms = (double)(lost.at_ns - t0) / 1e6;
+  printf("# foreign force release -> lost callback: %.2f ms\n", ms);
+  if (ms >= fx_slack_ms(50))
+    fail_msg("the loss was noticed after %.1f ms", ms);
+  assert_int_equal(lost.owner, 7);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_release_async(l, 7), NULL, 0), RELOCK_ELOST);
+  /* unwatched: the same force release goes unnoticed until the renewal */
+  relock_lock_t *plain = lock_of(fx->a, "res2");
+  lost_t lost2 = {0};
+  relock_lock_on_lost(plain, on_lost, &lost2);
+  assert_int_equal(ACQUIRE(plain, 7, 0, RELOCK_INFINITE), 1);
+  relock_lock_t *plain_other = lock_of(fx->b, "res2");
+  assert_int_equal(value_of(relock_lock_force_release_async(plain_other)), 1);
+  assert_false(fx_run_until(fx->a->loop, was_lost, &lost2, 300));
+  relock_lock_free(plain_other);
+  relock_lock_free(plain);
+  relock_lock_free(other);
+  relock_lock_free(l);
+}
+
 static void test_lost_when_redis_restarts_without_persistence(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
@@ -937,6 +989,7 @@ int main(void) {
       T(test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock),
       T(test_bounded_wait_bounds_retries_when_redis_is_down),
       T(test_lost_when_key_deleted),
+      T(test_watched_hold_notices_a_force_release_at_once),
       T(test_lost_when_redis_restarts_without_persistence),
       cmocka_unit_test_setup_teardown(test_held_across_restart_with_aof, setup_aof, teardown),
       T(test_lost_when_redis_unreachable_past_the_lease),
