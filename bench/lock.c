@@ -574,7 +574,65 @@ static int waiters(const char *host, int port, size_t names, size_t per_name) {
   return wt.overlap || channels != names || single != names ? 1 : 0;
 }
 
+/* -- a loss noticed ------------------------------------------------------------*/
+
+static uint64_t lost_at;
+
+static void on_lost_notice(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock, (void)owner, (void)reason, (void)message, (void)arg;
+  lost_at = bench_now_ns();
+}
+
+static int64_t wait_value(relock_future_t *f, const char *what) {
+  if (f == NULL || relock_future_wait(f, 30000) != 0)
+    bench_die(what, f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
+/* ROUNDS times: a watched hold (relock_lock_watch_loss) force-released by
+ * another client; how long until its lost callback ran. */
+static int loss_notice(const char *host, int port, size_t rounds) {
+  relock_client_t *holder = open_client(host, port), *other = open_client(host, port);
+  relock_lock_t *l = relock_lock_new(holder, "bench:loss", NULL), *o = relock_lock_new(other, "bench:loss", NULL);
+  relock_lock_on_lost(l, on_lost_notice, NULL);
+  if (relock_lock_watch_loss(l, 1) != 0)
+    bench_die("watch", RELOCK_ENOMEM);
+  uint64_t *t = malloc(rounds * sizeof(*t));
+  for (size_t i = 0; i < rounds; i++) {
+    if (wait_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), "acquire") != 1)
+      bench_die("not acquired", RELOCK_EPROTO);
+    /* listening: the subscription confirmed and its first check back */
+    while (relock__pubsub_channels(&holder->redis.pubsub) == 0 ||
+           holder->redis.pubsub.nsent > 0)
+      ev_run(bench_loop(), EVRUN_ONCE);
+    wait_value(relock_lock_validate_async(l, 1), "validate");
+    lost_at = 0;
+    uint64_t t0 = bench_now_ns();
+    relock_future_t *f = relock_lock_force_release_async(o);
+    while (lost_at == 0)
+      ev_run(bench_loop(), EVRUN_ONCE);
+    t[i] = lost_at - t0;
+    wait_value(f, "force release");
+    relock_future_t *r = relock_lock_release_async(l, 1); /* ELOST: ends the lost hold's bookkeeping */
+    relock_future_wait(r, 30000);
+    relock_future_release(r);
+  }
+  qsort(t, rounds, sizeof(*t), bench_cmp_u64);
+  printf("{\"rounds\":%zu,\"p50_us\":%.1f,\"p99_us\":%.1f}\n", rounds, bench_pct_us(t, rounds, 0.50),
+         bench_pct_us(t, rounds, 0.99));
+  free(t);
+  relock_lock_free(o);
+  relock_lock_free(l);
+  relock_client_free(other);
+  relock_client_free(holder);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 5 && strcmp(argv[3], "lossnotice") == 0)
+    return loss_notice(argv[1], atoi(argv[2]), (size_t)atol(argv[4]));
   if (argc >= 5 && strcmp(argv[3], "latency") == 0)
     return latency(argv[1], atoi(argv[2]), (size_t)atol(argv[4]));
   if (argc >= 6 && strcmp(argv[3], "throughput") == 0)
@@ -585,7 +643,7 @@ int main(int argc, char **argv) {
     return waiters(argv[1], atoi(argv[2]), (size_t)atol(argv[4]), (size_t)atol(argv[5]));
   fprintf(stderr,
           "usage: %s HOST PORT latency PAIRS | throughput NAMES SECONDS | handoff PROCS SECTIONS PAUSE_US\n"
-          "       | waiters NAMES PER_NAME\n",
+          "       | waiters NAMES PER_NAME | lossnotice ROUNDS\n",
           argv[0]);
   return 2;
 }
