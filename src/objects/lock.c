@@ -240,8 +240,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
                           lock->kind->what, lock->name, field);
     else
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
-    if (relock__renewal_find(r, &id) == NULL) /* no hold of owner's left here */
-      relock__lock_watch_gone(lock, op->owner);
+    if (lock->extra != NULL && lock->extra->nowners > 0 && relock__renewal_find(r, &id) == NULL)
+      relock__lock_watch_gone(lock, op->owner); /* no hold of owner's left here */
   }
   relock_future_release(op->out);
   relock__lock_unref(lock);
