@@ -15,7 +15,9 @@
  *    the future succeeds with 0 (not acquired). Cancel: it completes
  *    cancelled. Either way a try in flight is abandoned and whatever it may
  *    have taken is given back.
- * 5. The last waiter leaving a queue unsubscribes it.
+ * 5. The last waiter leaving a queue leaves it subscribed for a second
+ *    (WAITQ_LINGER_MS: the next waiter of a contended name finds it heard);
+ *    then it unsubscribes.
  *
  * A queue is per channel: a lock's, shared by a read-write lock's two
  * sides, or a fair lock waiter's own (which only the releaser's script
