@@ -131,8 +131,10 @@ holder=$!
 wait_held held2
 relock_bg -q held2 -- true
 waiter=$!
-for _ in $(seq 100); do # until the waiter is waiting: subscribed to the unlock channel
-  [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{held2}' | tail -n 1)" = 1 ] && break
+# until the waiter is waiting: subscribed to the unlock channel, as the
+# holder is (relock watches its hold for a force release)
+for _ in $(seq 100); do
+  [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{held2}' | tail -n 1)" = 2 ] && break
   sleep 0.05
 done
 kill -INT "$waiter"
@@ -164,8 +166,8 @@ for i in $(seq $runs); do
   wait_held race
   relock_bg -q race -- true
   waiter=$!
-  for _ in $(seq 100); do # until the waiter is waiting
-    [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{race}' | tail -n 1)" = 1 ] && break
+  for _ in $(seq 100); do # until the waiter is waiting (subscribed, as the watching holder is)
+    [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{race}' | tail -n 1)" = 2 ] && break
     sleep 0.01
   done
   sig=INT
@@ -248,6 +250,23 @@ relock release --force forced >"$work/rel" 2>&1
 code=$?
 wait "$pid"
 expect "release --force on a lock held by another process; its holder is told" "0 76" "$code $?" "$(cat "$work/rel")"
+
+# the same at the default watchdog (renewed every 10 s): the holder hears the
+# force release on the lock's channel and stops its command at once
+relock_bg -q forced2 -- sh -c 'trap "exit 0" TERM; while :; do sleep 0.02; done' 2>/dev/null
+pid=$!
+wait_held forced2
+for _ in $(seq 100); do # the holder listens
+  [ "$(redis PUBSUB NUMSUB 'redisson_lock__channel:{forced2}' | tail -n 1)" = 1 ] && break
+  sleep 0.01
+done
+t0=$(now_ms)
+relock release --force forced2 >/dev/null 2>&1
+wait "$pid"
+code=$?
+took=$(($(now_ms) - t0))
+expect "a force release stops the holder's command at once, not at the next renewal (10 s)" "76 prompt" \
+  "$code $([ "$took" -lt $((2000 * slack)) ] && echo prompt || echo slow:${took}ms)"
 
 # -- process management (issue 14) ----------------------------------------------
 
