@@ -87,6 +87,16 @@ static inline void bench_die(const char *what, int err) {
   exit(1);
 }
 
+/* Waits for f, which must succeed (else dies naming what); its value (a
+ * boolean or an integer). */
+static inline int64_t bench_value(relock_future_t *f, const char *what) {
+  if (f == NULL || relock_future_wait(f, 30000) != 0)
+    bench_die(what, f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
+  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
+  relock_future_release(f);
+  return v;
+}
+
 /* The loop of the benchmarks that run it themselves (ev_run) and read the
  * client's insides between turns: their clients are embedded ones on it,
  * on the main thread. A client made with a NULL loop runs its loop on a

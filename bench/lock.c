@@ -583,14 +583,6 @@ static void on_lost_notice(relock_lock_t *lock, uint64_t owner, int reason, cons
   lost_at = bench_now_ns();
 }
 
-static int64_t wait_value(relock_future_t *f, const char *what) {
-  if (f == NULL || relock_future_wait(f, 30000) != 0)
-    bench_die(what, f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
 /* ROUNDS times: a watched hold (relock_lock_watch_loss) force-released by
  * another client; how long until its lost callback ran. */
 static int loss_notice(const char *host, int port, size_t rounds) {
@@ -601,20 +593,20 @@ static int loss_notice(const char *host, int port, size_t rounds) {
     bench_die("watch", RELOCK_ENOMEM);
   uint64_t *t = malloc(rounds * sizeof(*t));
   for (size_t i = 0; i < rounds; i++) {
-    if (wait_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), "acquire") != 1)
+    if (bench_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), "acquire") != 1)
       bench_die("not acquired", RELOCK_EPROTO);
     /* listening: the subscription confirmed and its first check back */
     while (relock__pubsub_channels(&holder->redis.pubsub) == 0 ||
            holder->redis.pubsub.nsent > 0)
       ev_run(bench_loop(), EVRUN_ONCE);
-    wait_value(relock_lock_validate_async(l, 1), "validate");
+    bench_value(relock_lock_validate_async(l, 1), "validate");
     lost_at = 0;
     uint64_t t0 = bench_now_ns();
     relock_future_t *f = relock_lock_force_release_async(o);
     while (lost_at == 0)
       ev_run(bench_loop(), EVRUN_ONCE);
     t[i] = lost_at - t0;
-    wait_value(f, "force release");
+    bench_value(f, "force release");
     relock_future_t *r = relock_lock_release_async(l, 1); /* ELOST: ends the lost hold's bookkeeping */
     relock_future_wait(r, 30000);
     relock_future_release(r);

@@ -122,14 +122,6 @@ static int latch(const char *host, int port, relock_client_t *c, int rounds, int
   return 0;
 }
 
-static int64_t done_value(relock_future_t *f, const char *what) {
-  if (f == NULL || relock_future_wait(f, 30000) != 0)
-    bench_die(what, f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
-  int64_t v = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f);
-  relock_future_release(f);
-  return v;
-}
-
 #define NODES 5
 
 static int redlock(const char *host, const int *ports, int n) {
@@ -165,25 +157,25 @@ static int redlock(const char *host, const int *ports, int n) {
     for (int k = 0; k < NODES; k++)
       fs[k] = relock_client_command_async(c[k], 3, eval, NULL);
     for (int k = 0; k < NODES; k++)
-      done_value(fs[k], "EVAL");
+      bench_value(fs[k], "EVAL");
     /* the floor: one EVAL round trip to the first server, then one to all
      * five at once (what this machine's CPUs make of "in parallel") */
     uint64_t f0 = bench_now_ns();
-    done_value(relock_client_command_async(c[0], 3, eval, NULL), "EVAL");
+    bench_value(relock_client_command_async(c[0], 3, eval, NULL), "EVAL");
     uint64_t f1 = bench_now_ns();
     for (int k = 0; k < NODES; k++)
       fs[k] = relock_client_command_async(c[k], 3, eval, NULL);
     for (int k = 0; k < NODES; k++)
-      done_value(fs[k], "EVAL");
+      bench_value(fs[k], "EVAL");
     uint64_t f2 = bench_now_ns(); /* 200 warm-up rounds: scripts cached, connections up */
     uint64_t t0 = bench_now_ns();
-    if (done_value(relock_lock_acquire_async(single, 1, 0, RELOCK_INFINITE), "lock") != 1)
+    if (bench_value(relock_lock_acquire_async(single, 1, 0, RELOCK_INFINITE), "lock") != 1)
       bench_die("lock not acquired", RELOCK_EPROTO);
-    done_value(relock_lock_release_async(single, 1), "unlock");
+    bench_value(relock_lock_release_async(single, 1), "unlock");
     uint64_t t1 = bench_now_ns();
-    if (done_value(relock_multi_lock_acquire_async(m, 1, 0, RELOCK_INFINITE), "redlock") != 1)
+    if (bench_value(relock_multi_lock_acquire_async(m, 1, 0, RELOCK_INFINITE), "redlock") != 1)
       bench_die("redlock not acquired", RELOCK_EPROTO);
-    done_value(relock_multi_lock_release_async(m, 1), "redlock release");
+    bench_value(relock_multi_lock_release_async(m, 1), "redlock release");
     uint64_t t2 = bench_now_ns();
     if (i >= 0) {
       vs[i] = t1 - t0;

@@ -338,13 +338,9 @@ relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_
 
 /* -- blocking ----------------------------------------------------------------*/
 
+/* The locks' own check (sync.c): the group's exec is its first lock's. */
 static int would_block(relock_multi_lock_t *m) {
-  if (m == NULL)
-    return relock__last_error_set(RELOCK_EINVAL, "the group is NULL");
-  if (relock__future_would_block(m->exec))
-    return relock__last_error_set(RELOCK_EWOULDBLOCK,
-                                  "a blocking call from inside a callback of the group's loop would never return");
-  return 0;
+  return m == NULL ? relock__last_error_set(RELOCK_EINVAL, "the group is NULL") : relock__sync_would_block(m->locks[0]);
 }
 
 int relock_multi_lock_try_lock(relock_multi_lock_t *m, int64_t wait_ms, int64_t lease_ms, int *acquired) {
