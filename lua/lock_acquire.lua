@@ -1,9 +1,17 @@
 -- Acquires (or re-enters) a reentrant lock in Redisson's RLock layout.
 -- KEYS[1]  the lock: a hash, field "<client-id>:<owner>" -> hold count
 -- KEYS[2]  this acquisition's latch, relock_lock_latch:{name}:<request-id>
+-- KEYS[3]  (a wait only) the relock processes waiting,
+--          relock_lock_latch:{name}:waiters: a zset, waker id -> until when
+--          the registration holds (ms, the server's clock)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the holder's field
 -- ARGV[3]  how long the latch remembers a success, in milliseconds
+-- ARGV[4]  (a wait only) the waiting process's waker id: a number the
+--          release publishes on the unlock channel to wake that process
+--          only (lua/lock_release.lua)
+-- ARGV[5]  (a wait only) "1" when the process has other waiters for the
+--          lock: it stays registered when this one acquires
 -- Returns nil when the caller now holds the lock, otherwise the lock's
 -- remaining time to live in milliseconds (how long waiting can take at most).
 --
@@ -21,6 +29,37 @@ local function extend()
     redis.call('pexpire', KEYS[1], lease)
   end
 end
+-- A waiting process registers while the lock is held, and unregisters
+-- when it takes it (unless other waiters of its wait still). Best effort:
+-- a refusal (an ACL without these commands, a full server) leaves the
+-- process unregistered, woken by every unlock as before.
+local function registered(acquired)
+  if KEYS[3] == nil then
+    return
+  end
+  if acquired then
+    if ARGV[5] ~= '1' then
+      redis.pcall('zrem', KEYS[3], ARGV[4])
+    end
+    return
+  end
+  -- until the waiter's next try at the latest (it waits at most the
+  -- holder's TTL; a lock without one is polled every second), and a margin
+  local ttl = redis.call('pttl', KEYS[1])
+  local keep = (ttl > 0 and ttl or 1000) + 2000
+  local t = redis.pcall('time')
+  if t[1] == nil then
+    return ttl
+  end
+  local added = redis.pcall('zadd', KEYS[3], t[1] * 1000 + math.floor(t[2] / 1000) + keep, ARGV[4])
+  if type(added) == 'table' then -- refused
+    return ttl
+  end
+  if redis.call('pttl', KEYS[3]) < keep then
+    redis.pcall('pexpire', KEYS[3], keep)
+  end
+  return ttl
+end
 
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then
@@ -31,6 +70,7 @@ if mine or redis.call('exists', KEYS[1]) == 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
   redis.call('set', KEYS[2], 1, 'px', ARGV[3])
+  registered(true)
   return nil
 end
-return redis.call('pttl', KEYS[1])
+return registered(false) or redis.call('pttl', KEYS[1])

@@ -2,6 +2,8 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  its unlock channel
 -- KEYS[3]  this release's latch, redisson_unlock_latch:{name}:<request-id>
+-- KEYS[4]  the relock processes waiting, relock_lock_latch:{name}:waiters
+--          (lua/lock_acquire.lua)
 -- ARGV[1]  the unlock message
 -- ARGV[2]  lease in milliseconds (kept while holds remain)
 -- ARGV[3]  the holder's field
@@ -11,6 +13,14 @@
 -- Returns nil when the field does not hold the lock, 0 when holds remain,
 -- 1 when the lock was freed (and waiters were told). A retried release finds
 -- its latch and returns the first answer instead of releasing twice.
+--
+-- Waiters are told by the unlock message, which Redisson's waiters and
+-- relock's older ones hear: it wakes one waiter in every process. Before
+-- it goes the waker id of the relock process registered longest: relock's
+-- processes hear both in that order, so only that one wakes (its one
+-- waiter) and the others let this unlock message pass. Best effort: where
+-- the waiting processes cannot be read (an ACL without these commands),
+-- the unlock message goes alone and wakes every process, as before.
 local answered = redis.call('get', KEYS[3])
 if answered then
   return tonumber(answered)
@@ -24,6 +34,20 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 else
   redis.call('del', KEYS[1])
   if ARGV[5] ~= '' then
+    local t = redis.pcall('time')
+    local now = t[1] ~= nil and t[1] * 1000 + math.floor(t[2] / 1000)
+    -- the longest registered; a registration past its time is a waiter
+    -- that went away without leaving
+    for _ = 1, now and 8 or 0 do
+      local w = redis.pcall('zpopmin', KEYS[4])
+      if w.err or w[1] == nil then
+        break
+      end
+      if tonumber(w[2]) > now then
+        redis.call(ARGV[5], KEYS[2], w[1])
+        break
+      end
+    end
     redis.call(ARGV[5], KEYS[2], ARGV[1])
   end
   result = 1

@@ -26,6 +26,7 @@ struct relock_client {
   relock__htab_t waitqs;    /* lock wait queues, by lock name */
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
+  char waker_id[19];        /* "": none yet; what wakes this client's waiters only (objects/keys.h) */
 
   int closing;
   int down;                 /* everything is down; the close callback is due */

@@ -59,6 +59,10 @@ char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len) {
   return relock__derived_name(name, len, "redisson_lock__channel", NULL, out_len);
 }
 
+char *relock__lock_waiters_name(const char *name, size_t len, size_t *out_len) {
+  return relock__derived_name(name, len, "relock_lock_latch", ":waiters", out_len);
+}
+
 static char *latch_name(const char *name, size_t len, const char *prefix, const char *id, size_t *out_len) {
   char suffix[RELOCK__REQUEST_ID_SIZE + 8];
   snprintf(suffix, sizeof suffix, ":%s", id);
@@ -81,6 +85,15 @@ void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]) {
       id[half * 16 + i] = hex[(x >> (i * 4)) & 15];
   }
   id[32] = '\0';
+}
+
+void relock__waker_id(uint64_t *rng, char id[RELOCK__WAKER_ID_SIZE]) {
+  uint64_t x = relock__random(rng);
+  id[0] = (char)('1' + x % 9);
+  x /= 9;
+  for (int i = 1; i < RELOCK__WAKER_ID_SIZE - 1; i++, x /= 10)
+    id[i] = (char)('0' + x % 10);
+  id[RELOCK__WAKER_ID_SIZE - 1] = '\0';
 }
 
 int64_t relock__latch_ttl_ms(const relock__settings_t *s) {

@@ -37,6 +37,12 @@ char *relock__braced_name(const char *prefix, const char *name, size_t len, size
 /* The lock's unlock channel: "redisson_lock__channel:{name}". */
 char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len);
 
+/* The relock processes waiting for a lock, "relock_lock_latch:{name}:waiters"
+ * (ours: a zset of waker ids, lua/lock_acquire.lua; named like the
+ * acquisition latches, so that a user the ACL lets take latches may keep
+ * it, docs/ACL.md). */
+char *relock__lock_waiters_name(const char *name, size_t len, size_t *out_len);
+
 /* The latch remembering the answer to release request id:
  * "redisson_unlock_latch:{name}:<id>". */
 char *relock__unlock_latch_name(const char *name, size_t len, const char *id, size_t *out_len);
@@ -44,6 +50,12 @@ char *relock__unlock_latch_name(const char *name, size_t len, const char *id, si
 /* The latch remembering what acquire request id took:
  * "relock_lock_latch:{name}:<id>" (ours: Redisson has no such latch). */
 char *relock__acquire_latch_name(const char *name, size_t len, const char *id, size_t *out_len);
+
+/* A waker id: 18 decimal digits, the first not 0 (a number Redisson's
+ * waiters, which decode the unlock channel's messages as longs, take for
+ * neither of theirs: "0" unlock, "1" read unlock). */
+#define RELOCK__WAKER_ID_SIZE 19
+void relock__waker_id(uint64_t *rng, char id[RELOCK__WAKER_ID_SIZE]);
 
 /* A random request id (32 hex digits) from the xorshift state rng. */
 void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]);

@@ -68,6 +68,7 @@
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
 #define UNSUBSCRIBED_POLL_MS 100 /* re-check cadence while no unlock can be heard */
 #define WAITQ_LINGER_MS 1000     /* an empty wait queue stays subscribed that long */
+#define HANDED_FALLBACK_MS 250   /* an unlock meant for another process: try anyway if nothing follows */
 
 typedef struct waitq waitq_t;
 
@@ -93,6 +94,8 @@ typedef struct acquire {
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
   unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
+  unsigned registered : 1;  /* a try registered its process as waiting (relock_lock_waiters:{name}) */
+  unsigned acquired : 1;    /* it ends holding the lock */
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
@@ -105,6 +108,8 @@ struct waitq {
   relock_client_t *client;
   relock__listener_t listener;
   relock__timer_t linger;   /* empty: stays subscribed a while for the next waiter */
+  relock__timer_t fallback; /* an unlock went to another process: wake one anyway if nothing follows */
+  uint64_t heard_ns;        /* since when unlocks are heard (confirmed, or again after a gap) */
   relock_future_t *confirm;
   relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
   relock__link_t trying;    /* waiters with a try in flight */
@@ -113,6 +118,8 @@ struct waitq {
   int guards;               /* walks in progress: don't free yet */
   int dying;
   int heard;                /* the channel is confirmed: unlocks are heard */
+  int handed;               /* a waker id came: the unlock message that follows is the same unlock's */
+  int unclaimed;            /* a wake-up found no waiter here: one joining now must try again */
   size_t channel_len;
   char channel[];
 };
@@ -136,6 +143,7 @@ static void queue_free(waitq_t *q) {
    * here: dying tells it the queue is on its way out. */
   q->dying = 1;
   relock__timer_stop(&q->linger);
+  relock__timer_stop(&q->fallback);
   relock__htab_remove(&q->client->waitqs, &q->node);
   relock_future_t *confirm = q->confirm;
   q->confirm = NULL;
@@ -165,6 +173,8 @@ static void queue_maybe_free(waitq_t *q) {
     queue_free(q);
 }
 
+static void unregister(acquire_t *op);
+
 static void leave_queue(acquire_t *op) {
   waitq_t *q = op->q;
   if (q == NULL)
@@ -172,6 +182,11 @@ static void leave_queue(acquire_t *op) {
   op->q = NULL;
   relock__list_remove(&op->qlink);
   q->nwaiters--;
+  if (q->nwaiters == 0) {
+    relock__timer_stop(&q->fallback);
+    if (op->registered && !op->acquired)
+      unregister(op); /* the last waiter here gives up: no unlock is to be handed here */
+  }
   queue_maybe_free(q);
 }
 
@@ -197,10 +212,11 @@ static void try_now(acquire_t *op) {
  * only when no idle waiter took the wake-up). Trying moves a waiter out of
  * the batch; a callback finishing one meanwhile unlinks it from there, so
  * the walk never meets a freed one. */
-static void wake_permits(waitq_t *q, int64_t permits) {
+static int wake_permits(waitq_t *q, int64_t permits) {
   if (permits <= 0)
-    return;
+    return 0;
   int all = permits == INT64_MAX;
+  int woke = !relock__list_empty(&q->idle) || !relock__list_empty(&q->trying);
   if (all)
     for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
       relock__container_of(l, acquire_t, qlink)->woken = 1;
@@ -220,6 +236,7 @@ static void wake_permits(waitq_t *q, int64_t permits) {
     try_now(relock__container_of(batch.next, acquire_t, qlink));
   q->guards--;
   queue_maybe_free(q);
+  return woke;
 }
 
 /* A message's integer (a semaphore's free permits), 0 when it is none. */
@@ -233,8 +250,35 @@ static int64_t message_number(const char *payload, size_t len) {
   return n;
 }
 
+/* Wakes one waiter (all: every waiter). One that finds none here leaves
+ * the wake-up to the next waiter to join (join_queue). */
 static void wake(waitq_t *q, int all) {
-  wake_permits(q, all ? INT64_MAX : 1);
+  q->handed = 0;
+  if (!wake_permits(q, all ? INT64_MAX : 1))
+    q->unclaimed = 1;
+}
+
+static void on_fallback(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  if (status == 0)
+    wake(arg, 0);
+}
+
+/* An unlock that names the process to wake, by the waker id its waiters
+ * registered with (lua/lock_release.lua), then the unlock message for
+ * Redisson's waiters. Every relock process but that one lets this unlock
+ * pass: one try per unlock, not one per process. If that process is gone
+ * without leaving, nobody takes the lock: the others try anyway after
+ * HANDED_FALLBACK_MS without another unlock. */
+static void on_handed(waitq_t *q, const char *id, size_t len) {
+  const char *mine = q->client->waker_id;
+  if (len == strlen(mine) && memcmp(id, mine, len) == 0) {
+    relock__timer_stop(&q->fallback);
+    wake(q, 0);
+  } else if (q->nwaiters > 0) {
+    relock__timer_start(&q->client->wheel, &q->fallback, HANDED_FALLBACK_MS);
+  }
+  q->handed = 1;
 }
 
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
@@ -243,7 +287,12 @@ static void on_message(relock__listener_t *l, const char *payload, size_t len, v
   int zero = payload != NULL && len == 1 && payload[0] == '0';
   if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
     q->heard = 1;
+    q->heard_ns = relock__now_ns();
     wake(q, 1);
+  } else if (q->mode == RELOCK__WAIT_CHANNEL && len > 1 && message_number(payload, len) > 0) {
+    on_handed(q, payload, len);
+  } else if (zero && q->mode == RELOCK__WAIT_CHANNEL && q->handed) {
+    q->handed = 0; /* the unlock just handed to a process */
   } else if (q->mode == RELOCK__WAIT_PERMITS) {
     wake_permits(q, message_number(payload, len)); /* that many are free now */
   } else if (q->mode == RELOCK__WAIT_ZERO) {
@@ -288,6 +337,7 @@ static void on_confirm(relock_future_t *f, void *arg) {
   char why[256];
   snprintf(why, sizeof why, "%s", err != 0 ? relock_future_message(f) : "");
   q->heard = err == 0;
+  q->heard_ns = relock__now_ns();
   if (q->confirm == f) {
     q->confirm = NULL;
     relock_future_release(f);
@@ -324,7 +374,9 @@ static char *wait_channel(const acquire_t *op, size_t *len) {
 }
 
 /* Puts op (trying) in its channel's queue; returns 1 if the subscription is
- * confirmed already, 0 if op must wait for it, -1 when out of memory. */
+ * confirmed already, 2 if it was before op's try went out (and no unlock
+ * came for nobody since: that try's answer stands), 0 if op must wait for
+ * it, -1 when out of memory. */
 static int join_queue(acquire_t *op) {
   relock_client_t *c = op->lock->client;
   size_t len;
@@ -341,6 +393,7 @@ static int join_queue(acquire_t *op) {
     }
     q->client = c;
     relock__timer_init(&q->linger, on_linger, q);
+    relock__timer_init(&q->fallback, on_fallback, q);
     q->mode = op->lock->kind->wait;
     q->channel_len = len;
     memcpy(q->channel, channel, len + 1);
@@ -360,12 +413,16 @@ static int join_queue(acquire_t *op) {
       relock_future_on_done(f, on_confirm, q); /* inline slot: cannot fail */
     } else {
       q->heard = relock_future_error(f) == 0;
+      q->heard_ns = relock__now_ns();
       relock_future_release(f);
     }
   } else if (q->confirm != NULL) {
     confirmed = 0;
   } else {
     relock__timer_stop(&q->linger); /* a lingering queue: heard already */
+    if (q->heard && !q->unclaimed && q->heard_ns < op->sent_ns)
+      confirmed = 2;
+    q->unclaimed = 0;
   }
   free(channel);
   op->q = q;
@@ -394,6 +451,13 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
   /* a no_hold kind's lease is the caller's: -1 for none */
   call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
   call->permits = op->permits;
+  if (!op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL) {
+    relock_client_t *c = op->lock->client;
+    if (c->waker_id[0] == '\0')
+      relock__waker_id(&c->rng, c->waker_id);
+    call->waker = c->waker_id;
+    call->keep_waker = op->q != NULL && op->q->nwaiters > 1;
+  }
   return call->latch != NULL ? 0 : -1;
 }
 
@@ -426,6 +490,26 @@ static void leave_redis_queue(acquire_t *op) {
   relock__lock_call_init(&call, op->lock, op->owner, field);
   call.spec.flush_on_close = 1;
   relock_future_t *f = op->lock->kind->leave_queue(&call);
+  if (f != NULL)
+    relock_future_on_done(f, on_fire_and_forget, NULL);
+}
+
+/* op's process waits no more: its registration goes, so that no unlock is
+ * handed to it (it would go unused until HANDED_FALLBACK_MS). */
+static void unregister(acquire_t *op) {
+  relock_lock_t *lock = op->lock;
+  op->registered = 0;
+  if (lock->client->closing)
+    return; /* it expires by itself */
+  size_t len;
+  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &len);
+  if (waiters == NULL)
+    return;
+  const char *argv[] = {"ZREM", waiters, lock->client->waker_id};
+  const size_t lens[] = {4, len, strlen(lock->client->waker_id)};
+  relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .retry_safe = 1};
+  relock_future_t *f = relock__call(&lock->client->redis, &spec);
+  free(waiters);
   if (f != NULL)
     relock_future_on_done(f, on_fire_and_forget, NULL);
 }
@@ -555,6 +639,7 @@ static void on_acquired(acquire_t *op, int64_t token) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
+  op->registered = 0; /* and its process out of the waiting ones (unless others wait here) */
   /* A no_hold kind's acquisition ends with no lease, unless it has one of
    * its own (a permit-expirable semaphore's permit). */
   if (!kind->no_hold || !op->watchdog) {
@@ -587,6 +672,7 @@ static void on_acquired(acquire_t *op, int64_t token) {
     end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
+    op->acquired = 1;
     drop_latch(op);
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->q != NULL)
@@ -620,6 +706,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
   int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
   if (err == 0)
     op->answered = 1;
+  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL)
+    op->registered = 1;
 
   if (op->abandoned || relock_future_is_done(op->out)) {
     if (may_hold)
@@ -644,6 +732,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
     int confirmed = join_queue(op);
     if (confirmed < 0)
       end(op, RELOCK_ENOMEM, 0, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
+    else if (confirmed == 2)
+      wait_for(op, WAITING, answer); /* heard since before the try: none was missed */
     else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
     else

@@ -41,6 +41,9 @@ typedef struct relock__lock_call {
   int64_t latch_ttl_ms;   /* how long a latch remembers its answer */
   int queue;              /* acquire: a wait, not a single try (a fair lock queues the waiter) */
   int64_t permits;        /* acquire: how many (a semaphore's; 1 for the locks) */
+  const char *waker;      /* acquire: a waiter's process registers with this waker id while the
+                             lock is held (NULL: a single try, or a kind that wakes otherwise) */
+  int keep_waker;         /* acquire: the process has other waiters: it stays registered */
   const char *publish;    /* PUBLISH or SPUBLISH; "" when the kind publishes nothing (spin) */
   relock__call_spec_t spec; /* on_reply, retries, deadline, WAIT... set by the caller */
 } relock__lock_call_t;
@@ -78,7 +81,10 @@ typedef struct relock__lock_kind {
    *            NULL when an acquisition takes nothing to give back (no
    *            latch is kept for it either).
    *   release: one hold, idempotent through call->latch: 1 freed, 0 holds
-   *            remain, nil not the owner (NULL for a no_hold kind).
+   *            remain, nil not the owner (NULL for a no_hold kind). A
+   *            kind whose acquire registers call->waker wakes the process
+   *            registered longest, by its waker id, before the unlock
+   *            message.
    *   force_release: deletes it whoever holds it: 1 if it was held (NULL
    *            for a no_hold kind).
    *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter that

@@ -5,6 +5,7 @@
  * operations. */
 #include <config.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "objects/lock_impl.h"
@@ -13,10 +14,29 @@
 relock_future_t *relock__rlock_acquire(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   char lease[24], ttl[24];
-  const char *argv[] = {lock->name, call->latch, lease, call->field, ttl};
-  const size_t lens[] = {lock->len, call->latch_len, relock__lock_number(lease, call->lease_ms), call->field_len,
-                         relock__lock_number(ttl, call->latch_ttl_ms)};
-  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 2, 5, argv, lens);
+  size_t waiters_len = 0;
+  char *waiters = call->waker != NULL ? relock__lock_waiters_name(lock->name, lock->len, &waiters_len) : NULL;
+  if (call->waker != NULL && waiters == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, call->latch, waiters, lease, call->field, ttl, call->waker, call->keep_waker ? "1" : "0"};
+  const size_t lens[] = {lock->len,
+                         call->latch_len,
+                         waiters_len,
+                         relock__lock_number(lease, call->lease_ms),
+                         call->field_len,
+                         relock__lock_number(ttl, call->latch_ttl_ms),
+                         call->waker != NULL ? strlen(call->waker) : 0,
+                         1};
+  relock_future_t *f;
+  if (waiters != NULL) {
+    f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 3, 8, argv, lens);
+  } else { /* no waiters key, no waker id */
+    const char *argv2[] = {argv[0], argv[1], argv[3], argv[4], argv[5]};
+    const size_t lens2[] = {lens[0], lens[1], lens[3], lens[4], lens[5]};
+    f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 2, 5, argv2, lens2);
+  }
+  free(waiters);
+  return f;
 }
 
 relock_future_t *relock__rlock_undo(relock__lock_call_t *call) {
@@ -29,16 +49,23 @@ relock_future_t *relock__rlock_undo(relock__lock_call_t *call) {
 relock_future_t *relock__rlock_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   char lease[24], ttl[24];
-  const char *argv[] = {lock->name, lock->channel, call->latch, "0", lease, call->field, ttl, call->publish};
+  size_t waiters_len;
+  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &waiters_len);
+  if (waiters == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, lock->channel, call->latch, waiters, "0", lease, call->field, ttl, call->publish};
   const size_t lens[] = {lock->len,
                          lock->channel_len,
                          call->latch_len,
+                         waiters_len,
                          1,
                          relock__lock_number(lease, call->lease_ms),
                          call->field_len,
                          relock__lock_number(ttl, call->latch_ttl_ms),
                          strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_RELEASE, 3, 8, argv, lens);
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_RELEASE, 4, 9, argv, lens);
+  free(waiters);
+  return f;
 }
 
 relock_future_t *relock__rlock_force_release(relock__lock_call_t *call) {

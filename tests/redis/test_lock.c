@@ -352,7 +352,8 @@ typedef struct {
   uint64_t owner;
   int64_t ttl_ms;
   relock_lock_t *lock;
-  relock_future_t *cancel; /* cancelled from the callback on its second call */
+  relock_future_t *cancel; /* cancelled from the callback on call number cancel_at */
+  int cancel_at;
 } waited_t;
 
 static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *arg) {
@@ -361,7 +362,7 @@ static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *a
   w->owner = owner;
   w->ttl_ms = ttl_ms;
   w->lock = lock;
-  if (w->cancel != NULL && w->calls == 2)
+  if (w->cancel != NULL && w->calls == w->cancel_at)
     relock_future_cancel(w->cancel);
 }
 
@@ -396,9 +397,15 @@ static void test_wait_callback_sees_each_try_that_finds_it_held(void **state) {
   relock_future_release(wait);
   assert_int_equal(w.calls, 3); /* the try that took it is no wait */
 
-  /* The callback may cancel the acquisition it reports on. */
+  /* The callback may cancel the acquisition it reports on. The channel is
+   * still heard (the queue lingers): the first try's answer stands, so it
+   * waits after one try, and is cancelled at its next. */
   w.calls = 0;
+  w.cancel_at = 2;
   w.cancel = relock_lock_acquire_async(lb, 4, RELOCK_INFINITE, RELOCK_INFINITE); /* owner 3 holds it */
+  assert_int_equal(relock_future_wait(w.cancel, 200), RELOCK_EPENDING);
+  assert_int_equal(w.calls, 1);
+  fx_raw_int(fx->redis, "PUBLISH", "redisson_lock__channel:{res}", "1", NULL); /* wakes every waiter */
   assert_true(fx_run_until(fx->b->loop, called_twice, &w, 2000));
   assert_int_equal(relock_future_state(w.cancel), RELOCK_FUTURE_CANCELLED);
   relock_future_release(w.cancel);
@@ -558,6 +565,114 @@ static void test_waiters_share_a_subscription_and_one_unlock_wakes_one(void **st
     relock_future_release(waits[i]);
   relock_lock_free(la);
   relock_lock_free(lb);
+}
+
+/* -- one unlock, one process (issue 20: the herd) ----------------------------*/
+
+enum { NPROCS = 4 };
+
+static int never(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+typedef struct {
+  relock_client_t *c[NPROCS]; /* each its own subscriber connection: a "process" */
+  relock_lock_t *l[NPROCS];
+  relock_future_t *w[NPROCS];
+  waited_t tries;            /* every try that found the lock held, all processes */
+  count_t got;
+} procs_t;
+
+static void procs_wait(fx_t *fx, procs_t *p, int n) {
+  memset(p, 0, sizeof(*p));
+  for (int i = 0; i < n; i++) {
+    p->c[i] = fx_client(fx->cfg);
+    p->l[i] = lock_of(p->c[i], "res");
+    assert_int_equal(relock_lock_on_wait(p->l[i], on_wait, &p->tries), 0);
+    p->w[i] = relock_lock_acquire_async(p->l[i], 7, 20000, RELOCK_INFINITE);
+    relock_future_on_done(p->w[i], count_acquired, &p->got);
+  }
+  /* each has tried, subscribed and tried again: all of them wait now */
+  assert_int_equal(relock_future_wait(p->w[0], 300), RELOCK_EPENDING);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(relock_future_state(p->w[i]), RELOCK_FUTURE_PENDING);
+}
+
+static void procs_free(procs_t *p, int n) {
+  for (int i = 0; i < n; i++) {
+    relock_future_release(p->w[i]);
+    relock_lock_free(p->l[i]);
+    relock_client_free(p->c[i]);
+  }
+}
+
+/* Releases the one process holding it; returns which one that was. */
+static int procs_release_holder(procs_t *p, int n, int *released) {
+  for (int i = 0; i < n; i++)
+    if (!released[i] && relock_future_is_done(p->w[i]) && relock_future_bool(p->w[i])) {
+      assert_int_equal(RELEASE(p->l[i], 7), 1);
+      released[i] = 1;
+      return i;
+    }
+  fail_msg("no process holds the lock");
+  return -1;
+}
+
+/* Four processes wait for one name. Each unlock wakes one of them, not one
+ * waiter in each (the cross-process herd: three failed tries per unlock
+ * before), and every one of them gets its turn. */
+static void test_one_unlock_wakes_one_process(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  procs_t p;
+  procs_wait(fx, &p, NPROCS);
+  int before = p.tries.calls;
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_true(fx_run_until(fx_loop(), one_acquired, &p.got, 2000));
+  fx_run_until(fx_loop(), never, NULL, 200); /* time for any other process to try */
+  assert_int_equal(p.got.acquired, 1);
+  assert_int_equal(p.tries.calls - before, 0); /* nobody else tried: nobody was woken in vain */
+  int released[NPROCS] = {0};
+  for (int round = 2; round <= NPROCS; round++) {
+    before = p.tries.calls;
+    procs_release_holder(&p, NPROCS, released);
+    want_t w = {&p.got, round};
+    assert_true(fx_run_until(fx_loop(), acquired_at_least, &w, 2000));
+    fx_run_until(fx_loop(), never, NULL, 100);
+    assert_int_equal(p.got.acquired, round);
+    assert_int_equal(p.tries.calls - before, 0);
+  }
+  procs_release_holder(&p, NPROCS, released);
+  procs_free(&p, NPROCS);
+  relock_lock_free(la);
+}
+
+/* The process an unlock was meant for is gone (it died registered as a
+ * waiter): the others do not wait for the holder's lease, they try after a
+ * short while of hearing nobody take it. */
+static void test_a_woken_process_that_is_gone_does_not_strand_the_others(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
+  procs_t p;
+  procs_wait(fx, &p, 2);
+  /* a dead process's registration, first in line (the lowest score) */
+  fx_raw_int(fx->redis, "ZADD", "relock_lock_waiters:{res}", "1", "123456789012345678", NULL);
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_true(fx_run_until(fx_loop(), one_acquired, &p.got, 2000));
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000)); /* not the 60 s lease */
+  int released[2] = {0};
+  procs_release_holder(&p, 2, released);
+  want_t w = {&p.got, 2};
+  assert_true(fx_run_until(fx_loop(), acquired_at_least, &w, 2000));
+  procs_release_holder(&p, 2, released);
+  procs_free(&p, 2);
+  relock_lock_free(la);
 }
 
 static void test_waiters_keep_their_place_across_subscriber_reconnect(void **state) {
@@ -985,6 +1100,8 @@ int main(void) {
       T(test_cancel_races_a_successful_try),
       T(test_unlock_between_try_and_subscribe_is_not_missed),
       T(test_waiters_share_a_subscription_and_one_unlock_wakes_one),
+      T(test_one_unlock_wakes_one_process),
+      T(test_a_woken_process_that_is_gone_does_not_strand_the_others),
       T(test_waiters_keep_their_place_across_subscriber_reconnect),
       T(test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock),
       T(test_bounded_wait_bounds_retries_when_redis_is_down),
