@@ -159,6 +159,46 @@ static void test_lock_both_ways(void **state) {
   c_to_java(*state, relock_lock_new, "i-lock", "lock", HANDOFF_MS);
 }
 
+/* A C release with a C waiter registered names that process on the unlock
+ * channel (a waker id) before Redisson's "0": Redisson's waiter takes the
+ * id for a number that is neither of its messages, still wakes on the "0",
+ * and both waiters get the lock in turn. */
+static void test_c_waker_id_and_a_java_waiter(void **state) {
+  fx_t *fx = *state;
+  relock_error_t err;
+  relock_client_t *c2 = relock_client_new(NULL, fx->cfg, &err);
+  assert_non_null(c2);
+  relock_lock_t *l = relock_lock_new(fx->c, "i-herd", NULL), *l2 = relock_lock_new(c2, "i-herd", NULL);
+  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, 30000)), 1);
+  relock_future_t *wait = relock_lock_acquire_async(l2, 2, 20000, 30000);
+  java_peer_send(fx->java, "j5 lock lock i-herd -1");
+  assert_false(java_peer_has(fx->java, "j5", "lock", 300)); /* both waiting */
+  assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_PENDING);
+  char buf[64];
+  relock_test_redis_cmd(fx->redis, buf, sizeof buf, "ZCARD", "relock_lock_latch:{i-herd}:waiters", NULL);
+  assert_string_equal(buf, ":1\r\n"); /* the C waiter's process is registered */
+  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  /* one of them has it; the other gets it at its release */
+  if (java_peer_has(fx->java, "j5", "lock", 2000)) {
+    java_peer_expect(fx->java, "j5", "lock", 10000, NULL);
+    assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_PENDING);
+    java_peer_send(fx->java, "j5 unlock lock i-herd");
+    assert_string_equal(java_peer_expect(fx->java, "j5", "unlock", 10000, NULL), "ok");
+    assert_int_equal(fx_value(relock_future_retain(wait)), 1);
+    assert_int_equal(fx_value(relock_lock_release_async(l2, 2)), 1);
+  } else {
+    assert_int_equal(fx_value(relock_future_retain(wait)), 1);
+    assert_int_equal(fx_value(relock_lock_release_async(l2, 2)), 1);
+    java_peer_expect(fx->java, "j5", "lock", 10000, NULL);
+    java_peer_send(fx->java, "j5 unlock lock i-herd");
+    assert_string_equal(java_peer_expect(fx->java, "j5", "unlock", 10000, NULL), "ok");
+  }
+  relock_future_release(wait);
+  relock_lock_free(l);
+  relock_lock_free(l2);
+  relock_client_free(c2);
+}
+
 static void test_fair_lock_both_ways(void **state) {
   java_to_c(*state, relock_fair_lock_new, "i-fair", "fair", HANDOFF_MS);
   c_to_java(*state, relock_fair_lock_new, "i-fair", "fair", HANDOFF_MS);
@@ -477,6 +517,7 @@ static void test_latch_both_ways(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_lock_both_ways),
+      T(test_c_waker_id_and_a_java_waiter),
       T(test_fair_lock_both_ways),
       T(test_fenced_lock_both_ways),
       T(test_spin_lock_both_ways),
