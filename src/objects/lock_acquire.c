@@ -10,7 +10,12 @@
  * 3. Wait for an unlock message or for min(the holder's remaining TTL, the
  *    time left), whichever comes first; try again. An unlock message ("0")
  *    wakes one local waiter; a read-unlock ("1") or a gap in the subscription
- *    wakes them all.
+ *    wakes them all. A reentrant lock's waiting tries register the
+ *    client's waker id while the lock is held, and a release names the one
+ *    registered longest right before its "0" (lua/lock_release.lua): that
+ *    client wakes one waiter, every other lets the "0" pass - one try per
+ *    unlock, not one per process (on_handed). A waiter that joins a
+ *    queue heard since before its first try waits on that try's answer.
  * 4. Deadline (it bounds the whole operation, the try in flight included):
  *    the future succeeds with 0 (not acquired). Cancel: it completes
  *    cancelled. Either way a try in flight is abandoned and whatever it may

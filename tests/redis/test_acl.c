@@ -19,7 +19,7 @@ typedef struct {
   int n;
 } rules_t;
 
-static rules_t base_rules, addon_rules; /* from ACL_DOC */
+static rules_t base_rules, addon_rules, wakeup_rules; /* from ACL_DOC */
 
 /* Splits the words of an "ACL SETUSER relock ..." line after the user name. */
 static void split(const char *line, rules_t *r) {
@@ -41,10 +41,10 @@ static int load_rules(void) {
     if (strncmp(line, "ACL SETUSER relock reset ", 25) == 0)
       split(line, &base_rules);
     else if (strncmp(line, "ACL SETUSER relock +", 20) == 0)
-      split(line, &addon_rules);
+      split(line, strstr(line, "+zpopmin") != NULL ? &wakeup_rules : &addon_rules);
   }
   fclose(f);
-  return base_rules.n > 0 && addon_rules.n > 0 ? 0 : -1;
+  return base_rules.n > 0 && addon_rules.n > 0 && wakeup_rules.n > 0 ? 0 : -1;
 }
 
 typedef struct {
@@ -106,6 +106,8 @@ static void make_user(fx_t *fx, const char *omit, int addons) {
       argv[argc++] = base_rules.rule[i][0] == '>' ? ">pw" : base_rules.rule[i];
   for (int i = 0; addons && i < addon_rules.n; i++)
     argv[argc++] = addon_rules.rule[i];
+  for (int i = 0; addons && i < wakeup_rules.n; i++)
+    argv[argc++] = wakeup_rules.rule[i];
   admin_ok(fx, argc, argv);
   /* a fresh script cache: EVAL (the NOSCRIPT fallback) is exercised too */
   const char *flush[] = {"SCRIPT", "FLUSH"};
@@ -223,6 +225,43 @@ static void test_documented_rules_suffice(void **state) {
   assert_int_equal(fx->a->redis.pubsub.conn.connects, 1);
   relock_lock_free(la);
   relock_lock_free(lb);
+}
+
+/* -- the wake-up add-on ----------------------------------------------------------*/
+
+static long long waiters_registered(fx_t *fx) {
+  char buf[64];
+  const char *zcard[] = {"EVAL", "redis.call('select', 1) return redis.call('zcard', KEYS[1])", "1",
+                         "relock_lock_latch:{app:res}:waiters"};
+  assert_int_equal(relock_test_redis_cmdv(fx->redis, buf, sizeof buf, 4, zcard, NULL), 0);
+  return buf[0] == ':' ? atoll(buf + 1) : -1;
+}
+
+/* With the add-on a waiting process registers (so that an unlock wakes it
+ * alone); without it the scripts skip that, and waiting works as before. */
+static void wait_with_or_without_the_wakeup_addon(fx_t *fx, int addons, long long registered) {
+  make_user(fx, NULL, addons);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  assert_int_equal(waiters_registered(fx), registered);
+  assert_int_equal(RELEASE(la, 1), 1);
+  assert_int_equal(value_of(wait), 1);
+  assert_int_equal(waiters_registered(fx), 0); /* it took the lock: unregistered */
+  assert_int_equal(RELEASE(lb, 2), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
+static void test_wakeup_addon(void **state) {
+  fx_t *fx = *state;
+  wait_with_or_without_the_wakeup_addon(fx, 0, 0);
+  relock_client_free(fx->a);
+  relock_client_free(fx->b);
+  fx->a = fx->b = NULL;
+  wait_with_or_without_the_wakeup_addon(fx, 1, 1);
 }
 
 /* -- one rule missing -----------------------------------------------------------*/
@@ -386,6 +425,7 @@ int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_documented_rules_suffice),
+      T(test_wakeup_addon),
       T(test_without_evalsha),
       T(test_without_eval),
       T(test_key_outside_the_pattern),
