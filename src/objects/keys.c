@@ -5,12 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/decimal.h"
 #include "base/random.h"
 #include "objects/keys.h"
 
 size_t relock__field(const char *client_id, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
-  int n = snprintf(field, RELOCK__FIELD_MAX, "%s:%llu", client_id, (unsigned long long)owner);
-  return (size_t)n;
+  size_t n = strnlen(client_id, RELOCK__FIELD_MAX - 2 - RELOCK__DECIMAL_MAX); /* an id is at most 64 */
+  memcpy(field, client_id, n);
+  field[n++] = ':';
+  n += relock__udecimal(field + n, owner);
+  field[n] = '\0';
+  return n;
 }
 
 char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len) {
@@ -64,8 +69,9 @@ char *relock__lock_waiters_name(const char *name, size_t len, size_t *out_len) {
 }
 
 static char *latch_name(const char *name, size_t len, const char *prefix, const char *id, size_t *out_len) {
-  char suffix[RELOCK__REQUEST_ID_SIZE + 8];
-  snprintf(suffix, sizeof suffix, ":%s", id);
+  char suffix[RELOCK__REQUEST_ID_SIZE + 1];
+  suffix[0] = ':';
+  memcpy(suffix + 1, id, RELOCK__REQUEST_ID_SIZE); /* its NUL included */
   return relock__derived_name(name, len, prefix, suffix, out_len);
 }
 

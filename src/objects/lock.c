@@ -11,6 +11,7 @@
 
 #include <relock/error.h>
 
+#include "base/decimal.h"
 #include "base/error.h"
 #include "future/promise.h"
 #include "objects/keys.h"
@@ -110,7 +111,7 @@ relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nk
 }
 
 size_t relock__lock_number(char buf[24], int64_t value) {
-  return (size_t)snprintf(buf, 24, "%lld", (long long)value);
+  return relock__decimal(buf, value);
 }
 
 void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint64_t owner,

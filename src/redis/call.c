@@ -7,6 +7,7 @@
 
 #include <relock/error.h>
 
+#include "base/decimal.h"
 #include "redis/call.h"
 #include "base/clock.h"
 #include "redis/reply.h"
@@ -263,8 +264,7 @@ static void on_wait_done(relock_future_t *f, void *arg) {
 static int send_wait(call_t *call) {
   char n[16], t[24];
   const char *argv[] = {"WAIT", n, t};
-  const size_t lens[] = {4, (size_t)snprintf(n, sizeof n, "%d", call->wait_replicas),
-                         (size_t)snprintf(t, sizeof t, "%lld", (long long)call->wait_timeout_ms)};
+  const size_t lens[] = {4, relock__decimal(n, call->wait_replicas), relock__decimal(t, call->wait_timeout_ms)};
   relock_future_t *f = relock__future_new(call->redis->exec);
   relock__request_t *req = f != NULL ? relock__request_argv(relock_future_retain(f), 3, argv, lens) : NULL;
   if (req == NULL) {

@@ -17,6 +17,7 @@
 
 #include <relock/error.h>
 
+#include "base/decimal.h"
 #include "redis/conn.h"
 #include "redis/ev_adapter.h"
 #include "future/promise.h"
@@ -70,7 +71,7 @@ relock__request_t *relock__request_script(relock_future_t *future, const relock_
   all_lens[0] = 7;
   all[1] = script->sha;
   all_lens[1] = 40;
-  all_lens[2] = (size_t)snprintf(numkeys, sizeof numkeys, "%d", nkeys);
+  all_lens[2] = relock__decimal(numkeys, nkeys);
   all[2] = numkeys;
   for (int i = 0; i < argc; i++) {
     all[3 + i] = argv[i];

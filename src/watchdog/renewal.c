@@ -7,6 +7,7 @@
 
 #include <relock/error.h>
 
+#include "base/decimal.h"
 #include "base/clock.h"
 #include "future/promise.h"
 #include "redis/call.h"
@@ -340,7 +341,7 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
     argv[n + 2 + i] = fields[i];
     lens[n + 2 + i] = hold_field(hold, fields[i]);
   }
-  lens[n] = (size_t)snprintf(lease, sizeof lease, "%lld", (long long)r->watchdog_ms);
+  lens[n] = relock__decimal(lease, r->watchdog_ms);
   argv[n] = lease;
   argv[n + 1] = roles;
   lens[n + 1] = n;

@@ -1,6 +1,7 @@
 /* Unit tests of reply copies: hiredis replies (made by hiredis's own parser
  * from RESP text) copied into relock_reply_t trees in one block, handed out
- * by relock_future_reply; and of the random version-4 UUIDs. */
+ * by relock_future_reply; of the random version-4 UUIDs; and of the
+ * decimal writer the commands' numbers go through. */
 #include <config.h>
 
 #include <stdalign.h>
@@ -17,6 +18,8 @@
 #include "redis/reply.h"
 #include "support/test.h"
 #include "base/uuid.h"
+#include "base/decimal.h"
+#include "objects/keys.h"
 
 /* -- helpers ----------------------------------------------------------------*/
 
@@ -560,6 +563,26 @@ static void test_uuid_v4(void **state) {
   free(ids);
 }
 
+/* Each as printf writes it, the extremes included. */
+static void test_decimal(void **state) {
+  (void)state;
+  const int64_t values[] = {0, 7, -1, 10, 99, -100, 30000, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+    char got[RELOCK__DECIMAL_MAX + 1], want[32];
+    got[relock__decimal(got, values[i])] = '\0';
+    snprintf(want, sizeof want, "%lld", (long long)values[i]);
+    assert_string_equal(got, want);
+  }
+  char got[RELOCK__DECIMAL_MAX + 1];
+  got[relock__udecimal(got, UINT64_MAX)] = '\0';
+  assert_string_equal(got, "18446744073709551615");
+  char field[RELOCK__FIELD_MAX];
+  assert_int_equal(relock__field("5c3b-id", UINT64_MAX, field), strlen("5c3b-id:18446744073709551615"));
+  assert_string_equal(field, "5c3b-id:18446744073709551615");
+  assert_int_equal(relock__field("x", 0, field), 3);
+  assert_string_equal(field, "x:0");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_array),
     cmocka_unit_test(test_nils_and_empty_array),
@@ -571,6 +594,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_resp3_types),
     cmocka_unit_test(test_future_reply),
     cmocka_unit_test(test_uuid_v4),
+    cmocka_unit_test(test_decimal),
 };
 
 RELOCK_TEST_MAIN(tests, NULL, NULL)
