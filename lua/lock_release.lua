@@ -34,7 +34,7 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
 else
   redis.call('del', KEYS[1])
   if ARGV[5] ~= '' then
-    local t = redis.pcall('time')
+    local t = redis.call('exists', KEYS[4]) == 1 and redis.pcall('time') or {}
     local now = t[1] ~= nil and t[1] * 1000 + math.floor(t[2] / 1000)
     -- the longest registered; a registration past its time is a waiter
     -- that went away without leaving
