@@ -755,7 +755,7 @@ fi
 
 acl_doc="$here/../../docs/ACL.md"
 acl_base=$(grep '^ACL SETUSER relock reset ' "$acl_doc" | sed 's/>CHANGE-ME/>pw/')
-acl_addons=$(grep '^ACL SETUSER relock +' "$acl_doc")
+acl_addons=$(grep '^ACL SETUSER relock +type' "$acl_doc")
 set -f # the rules hold '*': words, not globs
 redis $acl_base >"$work/out"
 expect "the documented ACL user can be made" OK "$(cat "$work/out")"
