@@ -16,12 +16,15 @@
 static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
                                const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
   relock_client_t *c = obj->client;
-  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], number[24], ttl[24];
+  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], number[24], ttl[24], buf[RELOCK__CHANNEL_BUF];
   relock__request_id(&c->rng, id);
-  size_t latch_len;
+  size_t latch_len, channel_len;
   char *latch = relock__unlock_latch_name(obj->name, obj->len, id, &latch_len);
-  if (latch == NULL)
+  char *channel = latch != NULL ? relock__lock_channel(obj, buf, &channel_len) : NULL;
+  if (channel == NULL) {
+    free(latch);
     return NULL;
+  }
   relock__lock_call_t call;
   relock__lock_call_init(&call, obj, 0, field);
   call.spec.on_reply = boolean ? relock__reply_to_bool : relock__reply_to_int; /* retry_safe: the latch */
@@ -30,7 +33,7 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
   int argc = 0;
 #define ARG(s, len) (argv[argc] = (s), lens[argc++] = (len))
   ARG(obj->name, obj->len);
-  ARG(obj->channel, obj->channel_len);
+  ARG(channel, channel_len);
   ARG(latch, latch_len);
   if (key4 != NULL)
     ARG(key4, key4_len);
@@ -43,6 +46,7 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
     ARG(arg5, arg5_len);
 #undef ARG
   relock_future_t *f = relock__lock_send(&call, script, nkeys, argc, argv, lens);
+  relock__lock_channel_free(channel, buf);
   free(latch);
   return f;
 }

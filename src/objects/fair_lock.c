@@ -12,15 +12,28 @@
 #include "objects/lock_impl.h"
 #include "redis/scripts.h"
 
-/* The queue's two keys, malloc'ed; -1 when out of memory (both freed). */
-static int queue_keys(const relock_lock_t *lock, char **queue, size_t *queue_len, char **timeouts,
-                      size_t *timeouts_len) {
-  *queue = relock__derived_name(lock->name, lock->len, "redisson_lock_queue", NULL, queue_len);
-  *timeouts = relock__derived_name(lock->name, lock->len, "redisson_lock_timeout", NULL, timeouts_len);
-  if (*queue != NULL && *timeouts != NULL)
+/* What every fair lock script names besides the lock: the queue's two keys
+ * (malloc'ed) and the lock's channel. */
+typedef struct fair_keys {
+  char *queue, *timeouts, *channel;
+  size_t queue_len, timeouts_len, channel_len;
+  char buf[RELOCK__CHANNEL_BUF]; /* the channel, when it fits */
+} fair_keys_t;
+
+static void fair_keys_free(fair_keys_t *k) {
+  free(k->queue);
+  free(k->timeouts);
+  relock__lock_channel_free(k->channel, k->buf);
+}
+
+/* -1 when out of memory (nothing left to free). */
+static int fair_keys(const relock_lock_t *lock, fair_keys_t *k) {
+  k->queue = relock__derived_name(lock->name, lock->len, "redisson_lock_queue", NULL, &k->queue_len);
+  k->timeouts = relock__derived_name(lock->name, lock->len, "redisson_lock_timeout", NULL, &k->timeouts_len);
+  k->channel = relock__lock_channel(lock, k->buf, &k->channel_len);
+  if (k->queue != NULL && k->timeouts != NULL && k->channel != NULL)
     return 0;
-  free(*queue);
-  free(*timeouts);
+  fair_keys_free(k);
   return -1;
 }
 
@@ -30,17 +43,16 @@ static int64_t wait_timeout_ms(const relock_lock_t *lock) {
 
 static relock_future_t *fair_acquire(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char *queue, *timeouts;
-  size_t queue_len, timeouts_len;
-  if (queue_keys(lock, &queue, &queue_len, &timeouts, &timeouts_len) != 0)
+  fair_keys_t k;
+  if (fair_keys(lock, &k) != 0)
     return NULL;
   char lease[24], wait[24], ttl[24];
-  const char *argv[] = {lock->name, queue, timeouts, lock->channel, call->latch, lease, call->field, wait, ttl,
+  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->latch, lease, call->field, wait, ttl,
                         call->queue ? "1" : "0", call->publish};
   const size_t lens[] = {lock->len,
-                         queue_len,
-                         timeouts_len,
-                         lock->channel_len,
+                         k.queue_len,
+                         k.timeouts_len,
+                         k.channel_len,
                          call->latch_len,
                          relock__lock_number(lease, call->lease_ms),
                          call->field_len,
@@ -49,29 +61,26 @@ static relock_future_t *fair_acquire(relock__lock_call_t *call) {
                          1,
                          strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_ACQUIRE, 5, 11, argv, lens);
-  free(queue);
-  free(timeouts);
+  fair_keys_free(&k);
   return f;
 }
 
 /* A release, or (ttl "undo", the latch an acquisition's) an undo. */
 static relock_future_t *release_or_undo(relock__lock_call_t *call, const char *ttl, size_t ttl_len) {
   relock_lock_t *lock = call->lock;
-  char *queue, *timeouts;
-  size_t queue_len, timeouts_len;
-  if (queue_keys(lock, &queue, &queue_len, &timeouts, &timeouts_len) != 0)
+  fair_keys_t k;
+  if (fair_keys(lock, &k) != 0)
     return NULL;
   char lease[24];
-  const char *argv[] = {lock->name, queue, timeouts, lock->channel, call->latch, lease, call->field, ttl,
+  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->latch, lease, call->field, ttl,
                         call->publish};
-  const size_t lens[] = {lock->len,       queue_len,
-                         timeouts_len,    lock->channel_len,
+  const size_t lens[] = {lock->len,       k.queue_len,
+                         k.timeouts_len,  k.channel_len,
                          call->latch_len, relock__lock_number(lease, call->lease_ms > 0 ? call->lease_ms : 1),
                          call->field_len, ttl_len,
                          strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_RELEASE, 5, 9, argv, lens);
-  free(queue);
-  free(timeouts);
+  fair_keys_free(&k);
   return f;
 }
 
@@ -84,31 +93,27 @@ static relock_future_t *fair_undo(relock__lock_call_t *call) { return release_or
 
 static relock_future_t *fair_force_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char *queue, *timeouts;
-  size_t queue_len, timeouts_len;
-  if (queue_keys(lock, &queue, &queue_len, &timeouts, &timeouts_len) != 0)
+  fair_keys_t k;
+  if (fair_keys(lock, &k) != 0)
     return NULL;
-  const char *argv[] = {lock->name, queue, timeouts, lock->channel, call->publish};
-  const size_t lens[] = {lock->len, queue_len, timeouts_len, lock->channel_len, strlen(call->publish)};
+  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->publish};
+  const size_t lens[] = {lock->len, k.queue_len, k.timeouts_len, k.channel_len, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_FORCE_RELEASE, 4, 5, argv, lens);
-  free(queue);
-  free(timeouts);
+  fair_keys_free(&k);
   return f;
 }
 
 static relock_future_t *fair_leave(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char *queue, *timeouts;
-  size_t queue_len, timeouts_len;
-  if (queue_keys(lock, &queue, &queue_len, &timeouts, &timeouts_len) != 0)
+  fair_keys_t k;
+  if (fair_keys(lock, &k) != 0)
     return NULL;
   char wait[24];
-  const char *argv[] = {lock->name, queue, timeouts, lock->channel, call->field, wait, call->publish};
-  const size_t lens[] = {lock->len,       queue_len, timeouts_len, lock->channel_len, call->field_len,
+  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->field, wait, call->publish};
+  const size_t lens[] = {lock->len,       k.queue_len, k.timeouts_len, k.channel_len, call->field_len,
                          relock__lock_number(wait, wait_timeout_ms(lock)), strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_LEAVE, 4, 7, argv, lens);
-  free(queue);
-  free(timeouts);
+  fair_keys_free(&k);
   return f;
 }
 

@@ -18,31 +18,56 @@ size_t relock__field(const char *client_id, uint64_t owner, char field[RELOCK__F
   return n;
 }
 
-char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len) {
-  /* Redisson: a name with a hash tag already keeps it; otherwise the whole
-   * name becomes the tag, which is the slot the object's key hashes to. */
-  int tagged = memchr(name, '{', len) != NULL;
-  size_t plen = strlen(prefix), slen = suffix != NULL ? strlen(suffix) : 0;
-  size_t n = plen + 1 + len + (tagged ? 0 : 2) + slen;
-  char *s = malloc(n + 1);
-  if (s == NULL)
-    return NULL;
-  char *p = s;
+/* Redisson: a name with a hash tag already keeps it; otherwise the whole
+ * name becomes the tag, which is the slot the object's key hashes to. */
+static int tagged(const char *name, size_t len) { return memchr(name, '{', len) != NULL; }
+
+/* Writes "prefix:{name}" (or, has_tag, "prefix:name") and suffix into out,
+ * which has room for n bytes and a NUL. */
+static void write_derived(char *out, size_t n, const char *name, size_t len, int has_tag, const char *prefix,
+                          size_t plen, const char *suffix, size_t slen) {
+  char *p = out;
   memcpy(p, prefix, plen);
   p += plen;
   *p++ = ':';
-  if (!tagged)
+  if (!has_tag)
     *p++ = '{';
   memcpy(p, name, len);
   p += len;
-  if (!tagged)
+  if (!has_tag)
     *p++ = '}';
   if (slen > 0)
     memcpy(p, suffix, slen);
-  s[n] = '\0';
+  out[n] = '\0';
+}
+
+char *relock__derived_name(const char *name, size_t len, const char *prefix, const char *suffix, size_t *out_len) {
+  int t = tagged(name, len);
+  size_t plen = strlen(prefix), slen = suffix != NULL ? strlen(suffix) : 0;
+  size_t n = plen + 1 + len + (t ? 0 : 2) + slen;
+  char *s = malloc(n + 1);
+  if (s == NULL)
+    return NULL;
+  write_derived(s, n, name, len, t, prefix, plen, suffix, slen);
   if (out_len != NULL)
     *out_len = n;
   return s;
+}
+
+size_t relock__derived_name_to(char *out, size_t size, const char *name, size_t len, const char *prefix) {
+  int t = tagged(name, len);
+  size_t plen = strlen(prefix), n = plen + 1 + len + (t ? 0 : 2);
+  if (n < size)
+    write_derived(out, n, name, len, t, prefix, plen, NULL, 0);
+  return n;
+}
+
+static void write_braced(char *out, size_t n, const char *prefix, size_t plen, const char *name, size_t len) {
+  memcpy(out, prefix, plen);
+  out[plen] = '{';
+  memcpy(out + plen + 1, name, len);
+  out[n - 1] = '}';
+  out[n] = '\0';
 }
 
 char *relock__braced_name(const char *prefix, const char *name, size_t len, size_t *out_len) {
@@ -50,14 +75,17 @@ char *relock__braced_name(const char *prefix, const char *name, size_t len, size
   char *s = malloc(n + 1);
   if (s == NULL)
     return NULL;
-  memcpy(s, prefix, plen);
-  s[plen] = '{';
-  memcpy(s + plen + 1, name, len);
-  s[n - 1] = '}';
-  s[n] = '\0';
+  write_braced(s, n, prefix, plen, name, len);
   if (out_len != NULL)
     *out_len = n;
   return s;
+}
+
+size_t relock__braced_name_to(char *out, size_t size, const char *prefix, const char *name, size_t len) {
+  size_t plen = strlen(prefix), n = plen + len + 2;
+  if (n < size)
+    write_braced(out, n, prefix, plen, name, len);
+  return n;
 }
 
 char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len) {

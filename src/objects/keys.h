@@ -34,6 +34,14 @@ char *relock__derived_name(const char *name, size_t len, const char *prefix, con
  * channel). Malloc'ed, its length in *out_len; NULL when out of memory. */
 char *relock__braced_name(const char *prefix, const char *name, size_t len, size_t *out_len);
 
+/* The same names (relock__derived_name without a suffix), written into out
+ * (size bytes, NUL included) only if they fit; each returns the name's
+ * length, whether it was written or not (as snprintf does, without the
+ * truncated copy): a caller tries a buffer on its stack, and allocates only
+ * for the rare name that does not fit. */
+size_t relock__derived_name_to(char *out, size_t size, const char *name, size_t len, const char *prefix);
+size_t relock__braced_name_to(char *out, size_t size, const char *prefix, const char *name, size_t len);
+
 /* The lock's unlock channel: "redisson_lock__channel:{name}". */
 char *relock__lock_channel_name(const char *name, size_t len, size_t *out_len);
 

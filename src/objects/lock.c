@@ -78,19 +78,26 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
   lock->refs = 1;
   lock->len = (uint32_t)len;
   memcpy(lock->name, name, len + 1);
-  size_t channel_len;
-  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
-    lock->channel = relock__braced_name(kind->channel_prefix, lock->name, len, &channel_len);
-  else
-    lock->channel = relock__derived_name(lock->name, len, kind->channel_prefix, NULL, &channel_len);
-  lock->channel_len = (uint32_t)channel_len;
-  if (lock->channel == NULL) {
-    free(lock);
-    relock__error_set(err, RELOCK_ENOMEM, "out of memory creating %s %s", kind->what, name);
-    return NULL;
-  }
   relock__error_set(err, 0, NULL);
   return lock;
+}
+
+size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size) {
+  const relock__lock_kind_t *kind = lock->kind;
+  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
+    return relock__braced_name_to(out, size, kind->channel_prefix, lock->name, lock->len);
+  return relock__derived_name_to(out, size, lock->name, lock->len, kind->channel_prefix);
+}
+
+char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_BUF], size_t *len) {
+  size_t n = relock__lock_channel_to(lock, buf, RELOCK__CHANNEL_BUF);
+  *len = n;
+  if (n < RELOCK__CHANNEL_BUF)
+    return buf;
+  char *s = malloc(n + 1); /* a long name: rare */
+  if (s != NULL)
+    relock__lock_channel_to(lock, s, n + 1);
+  return s;
 }
 
 size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
@@ -142,7 +149,6 @@ void relock__lock_unref(relock_lock_t *lock) {
   if (lock->extra != NULL)
     free(lock->extra->owners);
   free(lock->extra);
-  free(lock->channel);
   free(lock);
 }
 

@@ -356,26 +356,25 @@ static void on_confirm(relock_future_t *f, void *arg) {
   wake(q, 1);
 }
 
-/* The channel op's waiter listens on (malloc'ed), NULL when out of memory. */
+/* The channel op's waiter listens on (malloc'ed), NULL when out of memory:
+ * the lock's channel, or for a fair lock the waiter's own,
+ * "<lock channel>:<field>". */
 static char *wait_channel(const acquire_t *op, size_t *len) {
   relock_lock_t *lock = op->lock;
-  if (lock->kind->wait != RELOCK__WAIT_OWN_CHANNEL) {
-    char *copy = malloc(lock->channel_len + 1);
-    if (copy != NULL)
-      memcpy(copy, lock->channel, lock->channel_len + 1);
-    *len = lock->channel_len;
-    return copy;
-  }
+  size_t channel_len = relock__lock_channel_to(lock, NULL, 0), field_len = 0;
   char field[RELOCK__FIELD_MAX];
-  size_t field_len = relock__lock_field(lock, op->owner, field);
-  char *own = malloc(lock->channel_len + 1 + field_len + 1);
-  if (own != NULL) {
-    memcpy(own, lock->channel, lock->channel_len);
-    own[lock->channel_len] = ':';
-    memcpy(own + lock->channel_len + 1, field, field_len + 1);
+  if (lock->kind->wait == RELOCK__WAIT_OWN_CHANNEL)
+    field_len = relock__lock_field(lock, op->owner, field);
+  *len = field_len > 0 ? channel_len + 1 + field_len : channel_len;
+  char *channel = malloc(*len + 1);
+  if (channel == NULL)
+    return NULL;
+  relock__lock_channel_to(lock, channel, channel_len + 1);
+  if (field_len > 0) {
+    channel[channel_len] = ':';
+    memcpy(channel + channel_len + 1, field, field_len + 1);
   }
-  *len = lock->channel_len + 1 + field_len;
-  return own;
+  return channel;
 }
 
 /* Puts op (trying) in its channel's queue; returns 1 if the subscription is

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <relock/lock.h>
 
@@ -36,17 +37,32 @@ struct relock_lock {
   relock_lost_cb lost_cb;
   void *lost_arg;
   relock__lock_extra_t *extra; /* NULL: none */
-  char *channel;            /* the kind's channel: redisson_lock__channel:{name}, ... */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
   int refs;                 /* the caller's, and one per operation or hold */
-  uint32_t channel_len;
   uint32_t len;
   char name[];
 };
 
 /* The longest lock name (Redis's own limit for a key is 512 MB). */
 #define RELOCK__LOCK_NAME_MAX (512u * 1024 * 1024)
+
+/* The lock's channel (its kind's: "redisson_lock__channel:{name}", ...) is
+ * not kept in the object but written where it is used: a lock object is
+ * kept per held lock, and the channel was its largest part (issue 20).
+ *
+ * relock__lock_channel_to writes it into out (size bytes, NUL included) if
+ * it fits and returns its length either way. relock__lock_channel returns
+ * it in buf when it fits (names up to ~200 bytes), else in a malloc'ed
+ * string (NULL when out of memory), its length in *len; the caller lets go
+ * of it with relock__lock_channel_free. */
+#define RELOCK__CHANNEL_BUF 256
+size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size);
+char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_BUF], size_t *len);
+static inline void relock__lock_channel_free(char *channel, const char *buf) {
+  if (channel != buf)
+    free(channel);
+}
 
 relock_lock_t *relock__lock_ref(relock_lock_t *lock);
 void relock__lock_unref(relock_lock_t *lock);

@@ -63,8 +63,13 @@ static void on_confirmed(relock_future_t *f, void *arg) {
 
 static void listen(relock_lock_t *lock) {
   relock__lock_extra_t *x = lock->extra;
-  relock_future_t *f = relock__route_subscribe(&lock->client->redis, &x->listener, lock->channel, lock->channel_len,
-                                               on_message, lock);
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t len;
+  char *channel = relock__lock_channel(lock, buf, &len);
+  if (channel == NULL)
+    return; /* out of memory: the renewal finds the loss, later */
+  relock_future_t *f = relock__route_subscribe(&lock->client->redis, &x->listener, channel, len, on_message, lock);
+  relock__lock_channel_free(channel, buf); /* the subscription keeps its own copy */
   if (f == NULL)
     return; /* out of memory: the renewal finds the loss, later */
   x->listening = 1;

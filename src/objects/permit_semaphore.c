@@ -65,14 +65,20 @@ static relock_future_t *acquire(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   size_t timeout_len;
   char *timeout = timeout_name(lock, &timeout_len);
-  if (timeout == NULL)
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = timeout != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
+  if (channel == NULL) {
+    free(timeout);
     return NULL;
+  }
   char lease[24], permit[PERMIT_BYTES];
   permit_of(call, permit);
-  const char *argv[] = {lock->name, timeout, lock->channel, lease, permit, call->publish};
-  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, relock__lock_number(lease, call->lease_ms),
+  const char *argv[] = {lock->name, timeout, channel, lease, permit, call->publish};
+  const size_t lens[] = {lock->len, timeout_len, channel_len, relock__lock_number(lease, call->lease_ms),
                          PERMIT_BYTES, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_ACQUIRE, 3, 6, argv, lens);
+  relock__lock_channel_free(channel, buf);
   free(timeout);
   return f;
 }
@@ -81,13 +87,19 @@ static relock_future_t *undo(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   size_t timeout_len;
   char *timeout = timeout_name(lock, &timeout_len);
-  if (timeout == NULL)
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = timeout != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
+  if (channel == NULL) {
+    free(timeout);
     return NULL;
+  }
   char permit[PERMIT_BYTES];
   permit_of(call, permit);
-  const char *argv[] = {lock->name, timeout, lock->channel, permit, call->publish};
-  const size_t lens[] = {lock->len, timeout_len, lock->channel_len, PERMIT_BYTES, strlen(call->publish)};
+  const char *argv[] = {lock->name, timeout, channel, permit, call->publish};
+  const size_t lens[] = {lock->len, timeout_len, channel_len, PERMIT_BYTES, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UNDO, 3, 5, argv, lens);
+  relock__lock_channel_free(channel, buf);
   free(timeout);
   return f;
 }

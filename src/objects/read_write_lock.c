@@ -70,26 +70,44 @@ static relock_future_t *acquire(relock__lock_call_t *call) {
   return f;
 }
 
-/* A release, or (ttl "undo", the latch an acquisition's) an undo. */
-static relock_future_t *release_or_undo(relock__lock_call_t *call, const char *ttl, size_t ttl_len) {
+/* A read hold's release or undo. */
+static relock_future_t *read_release(relock__lock_call_t *call, const char *channel, size_t channel_len,
+                                     const char *ttl, size_t ttl_len) {
   relock_lock_t *lock = call->lock;
-  if (lock->kind->role == RELOCK__ROLE_READ) {
-    const char *argv[] = {lock->name, lock->channel, call->latch, call->field, ttl, call->publish};
-    const size_t lens[] = {lock->len, lock->channel_len, call->latch_len, call->field_len, ttl_len,
-                           strlen(call->publish)};
-    return relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_READ_RELEASE, 3, 6, argv, lens);
-  }
+  const char *argv[] = {lock->name, channel, call->latch, call->field, ttl, call->publish};
+  const size_t lens[] = {lock->len, channel_len, call->latch_len, call->field_len, ttl_len, strlen(call->publish)};
+  return relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_READ_RELEASE, 3, 6, argv, lens);
+}
+
+/* A write hold's release or undo. */
+static relock_future_t *write_release(relock__lock_call_t *call, const char *channel, size_t channel_len,
+                                      const char *ttl, size_t ttl_len) {
+  relock_lock_t *lock = call->lock;
   size_t writers_len;
   char *writers = writers_name(lock, &writers_len);
   if (writers == NULL)
     return NULL;
   char lease[24];
-  const char *argv[] = {lock->name, lock->channel, call->latch, writers, lease, call->field, ttl, call->publish};
-  const size_t lens[] = {lock->len,   lock->channel_len, call->latch_len,
+  const char *argv[] = {lock->name, channel, call->latch, writers, lease, call->field, ttl, call->publish};
+  const size_t lens[] = {lock->len,   channel_len, call->latch_len,
                          writers_len, relock__lock_number(lease, call->lease_ms > 0 ? call->lease_ms : 1),
                          call->field_len, ttl_len, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_WRITE_RELEASE, 4, 8, argv, lens);
   free(writers);
+  return f;
+}
+
+/* A release, or (ttl "undo", the latch an acquisition's) an undo. */
+static relock_future_t *release_or_undo(relock__lock_call_t *call, const char *ttl, size_t ttl_len) {
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = relock__lock_channel(call->lock, buf, &channel_len);
+  if (channel == NULL)
+    return NULL;
+  relock_future_t *f = call->lock->kind->role == RELOCK__ROLE_READ
+                           ? read_release(call, channel, channel_len, ttl, ttl_len)
+                           : write_release(call, channel, channel_len, ttl, ttl_len);
+  relock__lock_channel_free(channel, buf);
   return f;
 }
 
@@ -103,20 +121,32 @@ static relock_future_t *undo(relock__lock_call_t *call) { return release_or_undo
 static relock_future_t *force_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   int write = lock->kind->role == RELOCK__ROLE_WRITE;
-  const char *argv[] = {lock->name, lock->channel, write ? "write" : "read", write ? "1" : "0", call->publish};
-  const size_t lens[] = {lock->len, lock->channel_len, write ? 5u : 4u, 1, strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_FORCE_RELEASE, 2, 5, argv, lens);
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = relock__lock_channel(lock, buf, &channel_len);
+  if (channel == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, channel, write ? "write" : "read", write ? "1" : "0", call->publish};
+  const size_t lens[] = {lock->len, channel_len, write ? 5u : 4u, 1, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_FORCE_RELEASE, 2, 5, argv, lens);
+  relock__lock_channel_free(channel, buf);
+  return f;
 }
 
 static relock_future_t *writer_leave(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  size_t writers_len;
+  size_t writers_len, channel_len;
+  char buf[RELOCK__CHANNEL_BUF];
   char *writers = writers_name(lock, &writers_len);
-  if (writers == NULL)
+  char *channel = writers != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
+  if (channel == NULL) {
+    free(writers);
     return NULL;
-  const char *argv[] = {writers, lock->channel, call->field, call->publish};
-  const size_t lens[] = {writers_len, lock->channel_len, call->field_len, strlen(call->publish)};
+  }
+  const char *argv[] = {writers, channel, call->field, call->publish};
+  const size_t lens[] = {writers_len, channel_len, call->field_len, strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_WRITER_LEAVE, 2, 4, argv, lens);
+  relock__lock_channel_free(channel, buf);
   free(writers);
   return f;
 }

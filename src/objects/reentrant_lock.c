@@ -41,21 +41,33 @@ relock_future_t *relock__rlock_acquire(relock__lock_call_t *call) {
 
 relock_future_t *relock__rlock_undo(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  const char *argv[] = {lock->name, lock->channel, call->latch, call->field, "0", call->publish};
-  const size_t lens[] = {lock->len, lock->channel_len, call->latch_len, call->field_len, 1, strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO, 3, 6, argv, lens);
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = relock__lock_channel(lock, buf, &channel_len);
+  if (channel == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, channel, call->latch, call->field, "0", call->publish};
+  const size_t lens[] = {lock->len, channel_len, call->latch_len, call->field_len, 1, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO, 3, 6, argv, lens);
+  relock__lock_channel_free(channel, buf);
+  return f;
 }
 
 relock_future_t *relock__rlock_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char lease[24], ttl[24];
-  size_t waiters_len;
-  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &waiters_len);
-  if (waiters == NULL)
+  char buf[RELOCK__CHANNEL_BUF], lease[24], ttl[24];
+  size_t channel_len, waiters_len;
+  char *channel = relock__lock_channel(lock, buf, &channel_len);
+  if (channel == NULL)
     return NULL;
-  const char *argv[] = {lock->name, lock->channel, call->latch, waiters, "0", lease, call->field, ttl, call->publish};
+  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &waiters_len);
+  if (waiters == NULL) {
+    relock__lock_channel_free(channel, buf);
+    return NULL;
+  }
+  const char *argv[] = {lock->name, channel, call->latch, waiters, "0", lease, call->field, ttl, call->publish};
   const size_t lens[] = {lock->len,
-                         lock->channel_len,
+                         channel_len,
                          call->latch_len,
                          waiters_len,
                          1,
@@ -65,14 +77,22 @@ relock_future_t *relock__rlock_release(relock__lock_call_t *call) {
                          strlen(call->publish)};
   relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_RELEASE, 4, 9, argv, lens);
   free(waiters);
+  relock__lock_channel_free(channel, buf);
   return f;
 }
 
 relock_future_t *relock__rlock_force_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  const char *argv[] = {lock->name, lock->channel, "0", call->publish};
-  const size_t lens[] = {lock->len, lock->channel_len, 1, strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_LOCK_FORCE_RELEASE, 2, 4, argv, lens);
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = relock__lock_channel(lock, buf, &channel_len);
+  if (channel == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, channel, "0", call->publish};
+  const size_t lens[] = {lock->len, channel_len, 1, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_FORCE_RELEASE, 2, 4, argv, lens);
+  relock__lock_channel_free(channel, buf);
+  return f;
 }
 
 static const relock__lock_kind_t reentrant = {

@@ -24,9 +24,16 @@ static relock_future_t *acquire(relock__lock_call_t *call) {
 
 static relock_future_t *undo(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  const char *argv[] = {lock->name, lock->channel, call->latch, call->publish};
-  const size_t lens[] = {lock->len, lock->channel_len, call->latch_len, strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_UNDO, 3, 4, argv, lens);
+  char buf[RELOCK__CHANNEL_BUF];
+  size_t channel_len;
+  char *channel = relock__lock_channel(lock, buf, &channel_len);
+  if (channel == NULL)
+    return NULL;
+  const char *argv[] = {lock->name, channel, call->latch, call->publish};
+  const size_t lens[] = {lock->len, channel_len, call->latch_len, strlen(call->publish)};
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_UNDO, 3, 4, argv, lens);
+  relock__lock_channel_free(channel, buf);
+  return f;
 }
 
 static const relock__lock_kind_t semaphore = {

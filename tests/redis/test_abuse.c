@@ -970,10 +970,11 @@ static void first_key(fx_t *fx, const char *pattern, char *out, size_t size) {
  * expected prefix. */
 static void check_derived_names(fx_t *fx, const char *name, const char *channel, const char *latch_prefix,
                                 const char *acquire_latch_prefix) {
-  char input[200], key[600];
+  char input[200], key[600], made[RELOCK__CHANNEL_BUF];
   relock_lock_t *l = lock_of(fx->a, name);
   snprintf(input, sizeof input, "channel of \"%s\"", name);
-  row(strcmp(l->channel, channel) == 0, input, channel, "%s", l->channel);
+  relock__lock_channel_to(l, made, sizeof made);
+  row(strcmp(made, channel) == 0, input, channel, "%s", made);
   heard_t h = {0};
   relock_subscription_t *sub = NULL;
   must(relock_client_subscribe(fx->b, channel, strlen(channel), on_heard, &h, &sub));
