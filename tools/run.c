@@ -591,7 +591,11 @@ int run_command(cli_t *c) {
   memset(r, 0, sizeof *r);
   r->c = c;
   if (c->lock != NULL) {
-    relock_lock_on_lost(c->lock, on_lost, r);
+    int rc = relock_lock_on_lost(c->lock, on_lost, r);
+    if (rc != 0) { /* a command that would not be stopped on a loss must not start */
+      say(0, "cannot watch %s %s for a loss: %s", c->what, c->name, relock_strerror(rc));
+      return EXIT_REDIS;
+    }
     /* a force release (relock force-unlock, Redisson's forceUnlock) stops
      * the command within milliseconds, not at the next renewal */
     relock_lock_watch_loss(c->lock, 1);

@@ -146,8 +146,13 @@ RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lo
  * of reach. */
 typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg);
 
-/* Sets (or, with NULL, clears) the callback for holds taken through lock. */
-RELOCK_EXTERN void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
+/* Sets (or, with NULL, clears) the callback for holds taken through lock.
+ * Returns 0, RELOCK_EINVAL for a NULL lock, RELOCK_ENOMEM (the callback is
+ * kept beside the lock object, made when first set: it is then not set),
+ * or the error of a call from a thread that may not use the client.
+ * (Earlier versions returned nothing: code that ignores the result builds
+ * and runs as before.) */
+RELOCK_EXTERN int relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
 
 /* Prompt loss detection, for holds taken through lock from now on (on: 1)
  * or none (0; the default). While such a hold is held, lock listens on

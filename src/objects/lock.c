@@ -42,8 +42,8 @@ static size_t holder_field(const relock__holder_t *h, uint64_t owner, char field
 static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const char *msg) {
   relock_lock_t *lock = lock_of(h);
   relock__lock_watch_gone(lock, owner);
-  if (lock->lost_cb != NULL)
-    lock->lost_cb(lock, owner, reason, msg, lock->lost_arg);
+  if (relock__lock_lost_cb(lock) != NULL)
+    lock->extra->lost_cb(lock, owner, reason, msg, lock->extra->lost_arg);
 }
 
 static void holder_drop(relock__holder_t *h) { relock__lock_unref(lock_of(h)); }
@@ -141,14 +141,21 @@ relock_lock_t *relock__lock_ref(relock_lock_t *lock) {
   return lock;
 }
 
+static void extra_free(relock__lock_extra_t *x) {
+  if (x == NULL)
+    return;
+  if (x->watch != NULL)
+    free(x->watch->owners);
+  free(x->watch);
+  free(x);
+}
+
 void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
   relock__lock_watch_stop(lock);
   relock__exec_unref(lock->exec);
-  if (lock->extra != NULL)
-    free(lock->extra->owners);
-  free(lock->extra);
+  extra_free(lock->extra);
   free(lock);
 }
 
@@ -157,9 +164,10 @@ void relock_lock_free(relock_lock_t *lock) {
     return;
   relock__exec_t *x = relock__exec_ref(lock->exec); /* the lock's may go with it */
   if (relock__exec_enter(x, NULL) == 0) {
-    lock->lost_cb = NULL; /* nobody to tell any more */
-    if (lock->extra != NULL)
+    if (lock->extra != NULL) { /* nobody to tell any more */
+      lock->extra->lost_cb = NULL;
       lock->extra->wait_cb = NULL;
+    }
     relock__lock_watch_stop(lock);
     relock__lock_unref(lock);
     relock__exec_leave(x);
@@ -179,18 +187,30 @@ size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner, char *buf, s
   return n + 1;
 }
 
-void relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
-  if (lock == NULL || relock__exec_enter(lock->exec, NULL) != 0)
-    return;
-  lock->lost_cb = cb;
-  lock->lost_arg = arg;
-  relock__exec_leave(lock->exec);
-}
-
 relock__lock_extra_t *relock__lock_extra(relock_lock_t *lock) {
   if (lock->extra == NULL)
     lock->extra = calloc(1, sizeof(*lock->extra));
   return lock->extra;
+}
+
+int relock__lock_set_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
+  relock__lock_extra_t *extra = cb != NULL ? relock__lock_extra(lock) : lock->extra;
+  if (extra != NULL) {
+    extra->lost_cb = cb;
+    extra->lost_arg = arg;
+  }
+  return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
+}
+
+int relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
+  if (lock == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(lock->exec, NULL);
+  if (r != 0)
+    return r;
+  r = relock__lock_set_lost(lock, cb, arg);
+  relock__exec_leave(lock->exec);
+  return r;
 }
 
 int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
@@ -247,7 +267,7 @@ static void on_release_done(relock_future_t *f, void *arg) {
                           lock->kind->what, lock->name, field);
     else
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
-    if (lock->extra != NULL && lock->extra->nowners > 0 && relock__renewal_find(r, &id) == NULL)
+    if (relock__lock_watching(lock) && relock__renewal_find(r, &id) == NULL)
       relock__lock_watch_gone(lock, op->owner); /* no hold of owner's left here */
   }
   relock_future_release(op->out);

@@ -15,27 +15,36 @@
 #include "objects/lock_kind.h"
 #include "watchdog/renewal.h"
 
-/* What few locks have, allocated only when one is set (a lock object is
- * kept per held lock): relock_lock_on_wait's callback, and the loss watch
- * of relock_lock_watch_loss (lock_watch.c). */
-typedef struct relock__lock_extra {
-  relock_wait_cb wait_cb;   /* NULL: none */
-  void *wait_arg;
-  int watch;                /* holds taken through the lock are watched */
-  relock__listener_t listener; /* on the lock's channel while watched owners hold it */
+/* The loss watch of relock_lock_watch_loss (lock_watch.c), made when it is
+ * first turned on. */
+typedef struct relock__lock_watch {
+  int on;                   /* holds taken through the lock are watched */
   int listening;
+  relock__listener_t listener; /* on the lock's channel while watched owners hold it */
   uint64_t *owners;         /* the owners holding it through this object, watched */
   size_t nowners;
   size_t cap;
+} relock__lock_watch_t;
+
+/* What few locks have, allocated only when one is set: a lock object is
+ * kept per held lock, and a client holding very many locks rarely gives
+ * each its own callbacks. The loss watch, larger and rarer still, is a
+ * part of its own. */
+typedef struct relock__lock_extra {
+  relock_lost_cb lost_cb;   /* relock_lock_on_lost's; NULL: none */
+  void *lost_arg;
+  relock_wait_cb wait_cb;   /* relock_lock_on_wait's; NULL: none */
+  void *wait_arg;
+  relock__lock_watch_t *watch; /* NULL: never watched */
 } relock__lock_extra_t;
 
+/* 48 bytes and the name, NUL included: a name of up to 23 bytes takes an
+ * 80-byte malloc chunk (glibc: the request + 8, rounded up to 16). */
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
   const relock__lock_kind_t *kind;
   relock_client_t *client;
   relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
-  relock_lost_cb lost_cb;
-  void *lost_arg;
   relock__lock_extra_t *extra; /* NULL: none */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
@@ -43,6 +52,9 @@ struct relock_lock {
   uint32_t len;
   char name[];
 };
+
+_Static_assert(sizeof(void *) != 8 || offsetof(struct relock_lock, name) == 48,
+               "a lock object is kept per held lock: its size is memory per lock (issue 20)");
 
 /* The longest lock name (Redis's own limit for a key is 512 MB). */
 #define RELOCK__LOCK_NAME_MAX (512u * 1024 * 1024)
@@ -81,6 +93,14 @@ static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uin
 /* The lock's extra part, made on first use (NULL when out of memory). */
 relock__lock_extra_t *relock__lock_extra(relock_lock_t *lock);
 
+/* The lost callback (NULL: none), and setting it (relock_lock_on_lost
+ * without the thread check): 0, or RELOCK_ENOMEM when the extra part
+ * cannot be made (cb is then not set). */
+static inline relock_lost_cb relock__lock_lost_cb(const relock_lock_t *lock) {
+  return lock->extra != NULL ? lock->extra->lost_cb : NULL;
+}
+int relock__lock_set_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
+
 /* The loss watch (lock_watch.c): owner's hold taken through lock was
  * registered / is gone (released, lost). Nothing unless the lock is
  * watched. */
@@ -88,6 +108,8 @@ void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
 void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner);
 /* Stops watching (the object is freed by its caller, or goes). */
 void relock__lock_watch_stop(relock_lock_t *lock);
+/* Whether some owner's hold taken through lock is watched. */
+int relock__lock_watching(const relock_lock_t *lock);
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's
  * relock__renewal_acquired, the lock being the holder that is told when it

@@ -31,12 +31,24 @@ static void on_checked(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
+static relock__lock_watch_t *watch_of(const relock_lock_t *lock) {
+  return lock->extra != NULL ? lock->extra->watch : NULL;
+}
+
+/* The lock's watch, made on first use (NULL when out of memory). */
+static relock__lock_watch_t *watch_make(relock_lock_t *lock) {
+  relock__lock_extra_t *x = relock__lock_extra(lock);
+  if (x != NULL && x->watch == NULL)
+    x->watch = calloc(1, sizeof(*x->watch));
+  return x != NULL ? x->watch : NULL;
+}
+
 /* Checks every watched owner's hold now. */
 static void check_all(relock_lock_t *lock) {
-  relock__lock_extra_t *x = lock->extra;
+  relock__lock_watch_t *w = watch_of(lock);
   relock__lock_ref(lock); /* a check's lost callback may free the object */
-  for (size_t i = 0; i < x->nowners; i++) {
-    relock__hold_id_t id = relock__lock_hold(lock, x->owners[i]);
+  for (size_t i = 0; i < w->nowners; i++) {
+    relock__hold_id_t id = relock__lock_hold(lock, w->owners[i]);
     relock_future_t *f = relock__renewal_validate(&lock->client->renewal, &id);
     if (f != NULL)
       relock_future_on_done(f, on_checked, NULL);
@@ -55,74 +67,79 @@ static void on_confirmed(relock_future_t *f, void *arg) {
   relock_lock_t *lock = arg;
   /* Heard from now on: a force release between the acquisition and now
    * published unheard, so look once. */
-  if (relock_future_error(f) == 0 && lock->extra != NULL && lock->extra->listening)
+  if (relock_future_error(f) == 0 && watch_of(lock) != NULL && watch_of(lock)->listening)
     check_all(lock);
   relock_future_release(f);
   relock__lock_unref(lock);
 }
 
 static void listen(relock_lock_t *lock) {
-  relock__lock_extra_t *x = lock->extra;
+  relock__lock_watch_t *w = watch_of(lock);
   char buf[RELOCK__CHANNEL_BUF];
   size_t len;
   char *channel = relock__lock_channel(lock, buf, &len);
   if (channel == NULL)
     return; /* out of memory: the renewal finds the loss, later */
-  relock_future_t *f = relock__route_subscribe(&lock->client->redis, &x->listener, channel, len, on_message, lock);
+  relock_future_t *f = relock__route_subscribe(&lock->client->redis, &w->listener, channel, len, on_message, lock);
   relock__lock_channel_free(channel, buf); /* the subscription keeps its own copy */
   if (f == NULL)
     return; /* out of memory: the renewal finds the loss, later */
-  x->listening = 1;
+  w->listening = 1;
   relock_future_on_done(f, on_confirmed, relock__lock_ref(lock));
 }
 
-static void stop_listening(relock__lock_extra_t *x) {
-  if (!x->listening)
+static void stop_listening(relock__lock_watch_t *w) {
+  if (!w->listening)
     return;
-  x->listening = 0;
-  relock__pubsub_unsubscribe(&x->listener);
+  w->listening = 0;
+  relock__pubsub_unsubscribe(&w->listener);
 }
 
 void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner) {
-  relock__lock_extra_t *x = lock->extra;
-  if (x == NULL || !x->watch || lock->client->closing)
+  relock__lock_watch_t *w = watch_of(lock);
+  if (w == NULL || !w->on || lock->client->closing)
     return;
-  for (size_t i = 0; i < x->nowners; i++)
-    if (x->owners[i] == owner)
+  for (size_t i = 0; i < w->nowners; i++)
+    if (w->owners[i] == owner)
       return; /* a re-entry */
-  if (x->nowners == x->cap) {
-    size_t cap = x->cap ? x->cap * 2 : 1;
-    uint64_t *owners = realloc(x->owners, cap * sizeof(*owners));
+  if (w->nowners == w->cap) {
+    size_t cap = w->cap ? w->cap * 2 : 1;
+    uint64_t *owners = realloc(w->owners, cap * sizeof(*owners));
     if (owners == NULL)
       return; /* unwatched: the renewal finds a loss, later */
-    x->owners = owners;
-    x->cap = cap;
+    w->owners = owners;
+    w->cap = cap;
   }
-  x->owners[x->nowners++] = owner;
-  if (!x->listening)
+  w->owners[w->nowners++] = owner;
+  if (!w->listening)
     listen(lock);
 }
 
 void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner) {
-  relock__lock_extra_t *x = lock->extra;
-  if (x == NULL)
+  relock__lock_watch_t *w = watch_of(lock);
+  if (w == NULL)
     return;
-  for (size_t i = 0; i < x->nowners; i++)
-    if (x->owners[i] == owner) {
-      x->owners[i] = x->owners[--x->nowners];
+  for (size_t i = 0; i < w->nowners; i++)
+    if (w->owners[i] == owner) {
+      w->owners[i] = w->owners[--w->nowners];
       break;
     }
-  if (x->nowners == 0)
-    stop_listening(x);
+  if (w->nowners == 0)
+    stop_listening(w);
 }
 
 void relock__lock_watch_stop(relock_lock_t *lock) {
-  relock__lock_extra_t *x = lock->extra;
-  if (x == NULL)
+  relock__lock_watch_t *w = watch_of(lock);
+  if (w == NULL)
     return;
-  x->watch = 0;
-  x->nowners = 0;
-  stop_listening(x);
+  w->on = 0;
+  w->nowners = 0;
+  stop_listening(w);
+}
+
+int relock__lock_watching(const relock_lock_t *lock) {
+  const relock__lock_watch_t *w = watch_of(lock);
+  return w != NULL && w->nowners > 0;
 }
 
 int relock_lock_watch_loss(relock_lock_t *lock, int on) {
@@ -133,11 +150,11 @@ int relock_lock_watch_loss(relock_lock_t *lock, int on) {
   int r = relock__exec_enter(lock->exec, NULL);
   if (r != 0)
     return r;
-  relock__lock_extra_t *x = on ? relock__lock_extra(lock) : lock->extra;
-  if (on && x == NULL)
+  relock__lock_watch_t *w = on ? watch_make(lock) : watch_of(lock);
+  if (on && w == NULL)
     r = RELOCK_ENOMEM;
   else if (on)
-    x->watch = 1;
+    w->on = 1;
   else
     relock__lock_watch_stop(lock);
   relock__exec_leave(lock->exec);

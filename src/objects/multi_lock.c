@@ -141,7 +141,7 @@ static int check_locks(relock_lock_t *const *locks, size_t n, relock_error_t *er
     if (lock->kind->no_hold)
       return relock__error_set(err, RELOCK_EINVAL, "lock %zu (%s) is a %s: its acquisitions hold nothing to group",
                                i, lock->name, lock->kind->what);
-    if (lock->lost_cb == member_lost)
+    if (relock__lock_lost_cb(lock) == member_lost)
       return relock__error_set(err, RELOCK_EINVAL, "lock %zu (%s) is in another group already", i, lock->name);
     if (lock->exec->loop != locks[0]->exec->loop)
       return relock__error_set(err, RELOCK_EINVAL,
@@ -156,6 +156,15 @@ static int check_locks(relock_lock_t *const *locks, size_t n, relock_error_t *er
   return 0;
 }
 
+/* Makes each member's extra part, where its lost callback goes; -1 when
+ * out of memory (the parts made stay with their locks, unused). */
+static int members_extra(relock_lock_t *const *locks, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (relock__lock_extra(locks[i]) == NULL)
+      return -1;
+  return 0;
+}
+
 static relock_multi_lock_t *group_new(relock_lock_t *const *locks, size_t n, int redlock, relock_error_t *err) {
   if (locks == NULL || n == 0 || locks[0] == NULL) /* the rest is read on the loop's terms */
     return check_locks(locks, n, err), NULL;
@@ -165,7 +174,7 @@ static relock_multi_lock_t *group_new(relock_lock_t *const *locks, size_t n, int
   relock_multi_lock_t *m = NULL;
   if (check_locks(locks, n, err) != 0)
     goto out;
-  m = calloc(1, sizeof(*m) + n * sizeof(m->locks[0]));
+  m = members_extra(locks, n) == 0 ? calloc(1, sizeof(*m) + n * sizeof(m->locks[0])) : NULL;
   if (m == NULL || (m->results = calloc(n, sizeof(*m->results))) == NULL ||
       (m->order = malloc(n * sizeof(*m->order))) == NULL) {
     if (m != NULL)
@@ -185,7 +194,7 @@ static relock_multi_lock_t *group_new(relock_lock_t *const *locks, size_t n, int
   memcpy(m->locks, locks, n * sizeof(m->locks[0]));
   sort_order(m);
   for (size_t i = 0; i < n; i++)
-    relock_lock_on_lost(m->locks[i], member_lost, m);
+    relock__lock_set_lost(m->locks[i], member_lost, m); /* the extra part is there: cannot fail */
 out:
   relock__exec_leave(x);
   return m;
