@@ -18,7 +18,7 @@
 
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
-static void on_expiry(relock__timer_t *t, int status, void *arg);
+static void forget(relock__renewal_t *r, relock__hold_t *hold);
 
 /* -- holds ------------------------------------------------------------------*/
 
@@ -59,19 +59,104 @@ static void hold_unref(relock__hold_t *hold) {
   free(hold);
 }
 
-static void stop_renewing(relock__renewal_t *r, relock__hold_t *hold) {
-  if (!hold->watchdog || hold->lost || hold->removed)
+/* -- a hold's states (renewal.h): renewed, fixed lease, lost -----------------*/
+
+static relock__hold_t *hold_at(relock__link_t *l) { return relock__container_of(l, relock__hold_t, link); }
+
+/* A fixed lease's end: its hold is forgotten, Redis letting it expire. */
+static void on_lease_end(relock__timer_t *t, int status, void *arg) {
+  if (status != 0) /* the client is closing: renewal_close forgets it */
     return;
-  relock__list_remove(&hold->renew_link);
+  forget(arg, relock__container_of(t, relock__hold_lease_t, end)->hold);
+}
+
+static relock__hold_lease_t *lease_new(relock__renewal_t *r, relock__hold_t *hold) {
+  relock__hold_lease_t *fixed = malloc(sizeof(*fixed));
+  if (fixed == NULL)
+    return NULL;
+  relock__timer_init(&fixed->end, on_lease_end, r);
+  fixed->hold = hold;
+  fixed->lease_ms = 0;
+  return fixed;
+}
+
+/* The fixed lease's end goes (the hold is renewed, lost or forgotten). */
+static void lease_free(relock__hold_t *hold) {
+  relock__timer_stop(&hold->fixed->end);
+  free(hold->fixed);
+  relock__list_init(&hold->link); /* in place of fixed: in no list */
+}
+
+/* The hold is renewed from now on (a new one, or one with a fixed lease,
+ * whose end no longer matters). */
+static void start_renewing(relock__renewal_t *r, relock__hold_t *hold) {
+  if (hold->fixed != NULL)
+    lease_free(hold);
+  hold->watchdog = 1;
+  relock__list_push_back(&r->renewing, &hold->link);
+  if (r->nrenewing++ == 0)
+    relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
+}
+
+static void stop_renewing(relock__renewal_t *r, relock__hold_t *hold) {
+  relock__list_remove(&hold->link);
   if (--r->nrenewing == 0) {
     relock__timer_stop(&r->cycle);
     relock__timer_stop(&r->check);
   }
 }
 
+/* Puts a lost hold in r->lost_holds, to be forgotten lost_kept_ms from now.
+ * The list stays in forget_ns order (lost_kept_ms rarely changes: the
+ * place is found from the back at once), and the timer is for its head. */
+static void keep_lost(relock__renewal_t *r, relock__hold_t *hold) {
+  uint64_t now = relock__now_ns();
+  hold->forget_ns = relock__deadline_after(now, r->lost_kept_ms);
+  relock__link_t *after = r->lost_holds.prev;
+  while (after != &r->lost_holds && hold_at(after)->forget_ns > hold->forget_ns)
+    after = after->prev;
+  relock__list_push_back(after->next, &hold->link); /* right behind after */
+  if (after == &r->lost_holds)
+    relock__timer_start(r->wheel, &r->forget, r->lost_kept_ms);
+}
+
+/* Lost holds remembered long enough are forgotten. */
+static void on_forget(relock__timer_t *t, int status, void *arg) {
+  (void)t;
+  relock__renewal_t *r = arg;
+  if (status != 0) /* the client is closing: renewal_close forgets them */
+    return;
+  uint64_t now = relock__now_ns();
+  while (!relock__list_empty(&r->lost_holds)) {
+    relock__hold_t *hold = hold_at(r->lost_holds.next);
+    if (hold->forget_ns > now) {
+      relock__timer_start(r->wheel, &r->forget, relock__ms_until(hold->forget_ns, now));
+      return;
+    }
+    forget(r, hold);
+  }
+}
+
+static void unkeep_lost(relock__renewal_t *r, relock__hold_t *hold) {
+  relock__list_remove(&hold->link);
+  if (relock__list_empty(&r->lost_holds)) /* an idle client never wakes */
+    relock__timer_stop(&r->forget);
+}
+
+/* Takes the hold out of the state it is in (renewal.h), to be lost or
+ * forgotten. One being told of its loss stays in check_deadlines' list,
+ * which lets go of it. */
+static void leave_state(relock__renewal_t *r, relock__hold_t *hold) {
+  if (hold->lost && !hold->telling)
+    unkeep_lost(r, hold);
+  else if (!hold->lost && hold->watchdog)
+    stop_renewing(r, hold);
+  else if (!hold->lost)
+    lease_free(hold);
+}
+
 static void forget(relock__renewal_t *r, relock__hold_t *hold) {
-  stop_renewing(r, hold);
-  relock__timer_stop(&hold->expiry);
+  leave_state(r, hold);
   relock__htab_remove(&r->holds, &hold->node);
   hold->removed = 1;
   hold_unref(hold);
@@ -80,18 +165,10 @@ static void forget(relock__renewal_t *r, relock__hold_t *hold) {
 /* Marks a hold lost. It stays in the table for a while, to tell a later
  * release, and is forgotten after that. */
 static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
-  stop_renewing(r, hold);
+  leave_state(r, hold);
   hold->lost = 1;
   r->lost++;
-  relock__timer_start(r->wheel, &hold->expiry, r->lost_kept_ms);
-}
-
-/* A fixed lease has run out, or a lost hold has been remembered long
- * enough: the hold is forgotten. */
-static void on_expiry(relock__timer_t *t, int status, void *arg) {
-  if (status != 0) /* the client is closing: renewal_close forgets it */
-    return;
-  forget(arg, relock__container_of(t, relock__hold_t, expiry));
+  keep_lost(r, hold);
 }
 
 /* Tells the hold's holder. Its callback may do anything, closing the
@@ -124,18 +201,32 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
   hold_unref(hold);
 }
 
-static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder) {
+/* A new hold, renewed or with a fixed lease; NULL when out of memory. */
+static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
+                                int watchdog) {
   relock__hold_t *hold = calloc(1, sizeof(*hold));
   if (hold == NULL)
     return NULL;
+  if (watchdog) {
+    start_renewing(r, hold);
+  } else if ((hold->fixed = lease_new(r, hold)) == NULL) {
+    free(hold);
+    return NULL;
+  }
   hold->holder = holder;
   hold->owner = id->owner;
   hold->role = id->role;
   hold->refs = 1;
-  relock__list_init(&hold->renew_link);
-  relock__timer_init(&hold->expiry, on_expiry, r); /* the hold is the timer's container */
   relock__htab_insert(&r->holds, &hold->node, hold_hash(id));
   return hold;
+}
+
+/* A fixed lease taken (again): the hold keeps the longest, and is forgotten
+ * once its deadline has surely passed. */
+static void extend_lease(relock__renewal_t *r, relock__hold_t *hold, int64_t lease_ms) {
+  if (lease_ms > hold->fixed->lease_ms)
+    hold->fixed->lease_ms = lease_ms;
+  relock__timer_start(r->wheel, &hold->fixed->end, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
 }
 
 int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
@@ -163,7 +254,7 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
   }
   if (hold != NULL) {
     holder->ops->drop(holder); /* the hold has its reference already */
-  } else if ((hold = hold_new(r, id, holder)) == NULL) {
+  } else if ((hold = hold_new(r, id, holder, watchdog)) == NULL) {
     holder->ops->drop(holder);
     return RELOCK_ENOMEM;
   }
@@ -172,22 +263,13 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
    * one): a renewed hold keeps the watchdog's, a fixed one the longest. */
   if (watchdog)
     lease_ms = r->watchdog_ms;
-  if (watchdog || hold->watchdog)
-    hold->lease_ms = r->watchdog_ms;
-  else if (lease_ms > hold->lease_ms)
-    hold->lease_ms = lease_ms;
   uint64_t deadline = relock__deadline_after(sent_ns, lease_ms - relock__validity_margin_ms(lease_ms));
   if (deadline > hold->deadline_ns)
     hold->deadline_ns = deadline;
-  if (watchdog && !hold->watchdog) {
-    hold->watchdog = 1;
-    relock__timer_stop(&hold->expiry);
-    relock__list_push_back(&r->renewing, &hold->renew_link);
-    if (r->nrenewing++ == 0)
-      relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
-  }
-  if (!hold->watchdog) /* forgotten once its lease has surely run out */
-    relock__timer_start(r->wheel, &hold->expiry, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+  if (watchdog && !hold->watchdog)
+    start_renewing(r, hold);
+  if (!hold->watchdog)
+    extend_lease(r, hold, lease_ms);
   return 0;
 }
 
@@ -242,7 +324,8 @@ int relock__renewal_release_lost(relock__renewal_t *r, const relock__hold_id_t *
 
 int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t *id) {
   relock__hold_t *hold = relock__renewal_find(r, id);
-  return hold != NULL && hold->lease_ms > 0 ? hold->lease_ms : r->watchdog_ms;
+  /* a lost hold's release is answered without Redis (release_lost) */
+  return hold != NULL && !hold->watchdog && !hold->lost ? hold->fixed->lease_ms : r->watchdog_ms;
 }
 
 int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_t *id) {
@@ -375,7 +458,9 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
 
 /* Declares lost every hold whose deadline has passed; returns the earliest
  * deadline left (UINT64_MAX: none). The lost holds are collected first and
- * told afterwards, so their callbacks cannot disturb the walk. */
+ * told afterwards, so their callbacks cannot disturb the walk; each joins
+ * the lost holds (to be forgotten) as it is told, unless a callback forgot
+ * it meanwhile. */
 static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
   uint64_t earliest = UINT64_MAX;
   relock__link_t dying;
@@ -383,20 +468,26 @@ static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
   relock__link_t *head = &r->renewing;
   for (relock__link_t *l = head->next, *next; l != head; l = next) {
     next = l->next;
-    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
+    relock__hold_t *hold = hold_at(l);
     if (hold->releases_in_flight > 0) {
       continue; /* its release decides (and re-arms the check if it fails) */
     } else if (hold->deadline_ns <= now) {
       hold->refs++;
-      mark_lost(r, hold);
-      relock__list_push_back(&dying, &hold->renew_link);
+      leave_state(r, hold);
+      hold->lost = 1;
+      hold->telling = 1;
+      r->lost++;
+      relock__list_push_back(&dying, &hold->link);
     } else if (hold->deadline_ns < earliest) {
       earliest = hold->deadline_ns;
     }
   }
   while (!relock__list_empty(&dying)) {
-    relock__hold_t *hold = relock__container_of(dying.next, relock__hold_t, renew_link);
-    relock__list_remove(&hold->renew_link);
+    relock__hold_t *hold = hold_at(dying.next);
+    relock__list_remove(&hold->link);
+    hold->telling = 0;
+    if (!hold->removed)
+      keep_lost(r, hold);
     notify_lost(hold, RELOCK_ETIMEDOUT);
     hold_unref(hold);
   }
@@ -441,7 +532,7 @@ static void renew_all(relock__renewal_t *r) {
     return; /* out of memory: the next cycle tries again */
   relock__link_t *head = &r->renewing;
   for (relock__link_t *l = head->next; l != head && n < r->nrenewing; l = l->next) {
-    relock__hold_t *hold = relock__container_of(l, relock__hold_t, renew_link);
+    relock__hold_t *hold = hold_at(l);
     size_t len;
     const char *key = hold_key(hold, &len);
     all[n].slot = relock__route_slot(r->redis, key, len);
@@ -575,8 +666,10 @@ int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__w
   r->watchdog_ms = watchdog_ms;
   r->lost_kept_ms = RELOCK__LOST_KEPT_MS;
   relock__list_init(&r->renewing);
+  relock__list_init(&r->lost_holds);
   relock__timer_init(&r->cycle, on_cycle, r);
   relock__timer_init(&r->check, on_check, r);
+  relock__timer_init(&r->forget, on_forget, r);
   return 0;
 }
 
@@ -586,6 +679,7 @@ void relock__renewal_close(relock__renewal_t *r) {
   r->closing = 1;
   relock__timer_stop(&r->cycle);
   relock__timer_stop(&r->check);
+  relock__timer_stop(&r->forget);
   for (size_t i = 0; i < r->holds.nbuckets; i++) {
     relock__link_t *head = &r->holds.buckets[i];
     while (!relock__list_empty(head)) {

@@ -101,23 +101,48 @@ struct relock__holder {
   const relock__holder_ops_t *ops;
 };
 
-typedef struct relock__hold {
+typedef struct relock__hold relock__hold_t;
+
+/* The end of a fixed lease, which only fixed-lease holds need: kept apart
+ * from the hold (a hold is kept per held lock, and most are renewed). */
+typedef struct relock__hold_lease {
+  relock__timer_t end;        /* the hold is forgotten once its lease has surely run out */
+  relock__hold_t *hold;
+  int64_t lease_ms;           /* the longest taken: what a partial release keeps */
+} relock__hold_lease_t;
+
+/* 88 bytes, a 96-byte malloc chunk. Which of link and fixed is in use
+ * follows from the flags:
+ *   renewed (watchdog, not lost)  link in renewal->renewing
+ *   fixed lease (neither)         fixed, its end's timer running
+ *   lost, its holder told         link in renewal->lost_holds
+ *   lost, being told (telling)    link in check_deadlines' list
+ *   removed                       neither */
+struct relock__hold {
   relock__hnode_t node;       /* in renewal->holds, by key and owner */
-  relock__link_t renew_link;  /* in renewal->renewing while renewed */
-  relock__timer_t expiry;     /* fixed lease: its end; lost: when to forget it */
+  union {
+    relock__link_t link;
+    relock__hold_lease_t *fixed;
+  };
   relock__holder_t *holder;   /* a reference, dropped with the hold */
   uint64_t owner;
   int64_t count;              /* holds taken minus holds released */
-  int64_t lease_ms;           /* what a partial release keeps the lease at */
-  uint64_t deadline_ns;       /* known held until (monotonic, margin taken off) */
+  union {
+    uint64_t deadline_ns;     /* known held until (monotonic, margin taken off) */
+    uint64_t forget_ns;       /* lost: when it is forgotten */
+  };
   int refs;                   /* the table's, plus each batch's in flight */
   int releases_in_flight;     /* a 0 from renew may be our own release */
   unsigned watchdog : 1;
   unsigned lost : 1;
+  unsigned telling : 1;       /* lost, its holder not told yet (check_deadlines) */
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
   unsigned unsynced : 1;      /* its last renewal was not on enough replicas */
   unsigned role : 2;          /* relock__hold_role_t */
-} relock__hold_t;
+};
+
+_Static_assert(sizeof(void *) != 8 || sizeof(relock__hold_t) == 88,
+               "a hold is kept per held lock: its size is memory per lock (issue 20)");
 
 struct relock__renewal {
   relock__redis_t *redis;     /* where renewals and validations are sent */
@@ -127,6 +152,10 @@ struct relock__renewal {
   size_t nrenewing;
   relock__timer_t cycle;      /* every third of the watchdog timeout */
   relock__timer_t check;      /* an early deadline check when renewals fail */
+  /* Lost holds, earliest forget_ns first (each is kept lost_kept_ms): one
+   * timer forgets them all, so a hold needs no timer of its own for it. */
+  relock__link_t lost_holds;
+  relock__timer_t forget;     /* at the first lost hold's forget_ns */
   int64_t watchdog_ms;
   int64_t lost_kept_ms;       /* RELOCK__LOST_KEPT_MS (tests shorten it) */
   int closing;
