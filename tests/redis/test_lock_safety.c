@@ -444,6 +444,84 @@ static void test_release_of_a_lost_hold_reports_it(void **state) {
   relock_lock_free(l);
 }
 
+/* -- issue 20: a hold's states (watchdog/renewal.h) ------------------------*/
+
+typedef struct {
+  relock_lock_t *l;
+  uint64_t owner;
+  lost_t *lost;
+  int calls;
+} hold_ref_t;
+
+static int forgotten(void *arg) {
+  hold_ref_t *h = arg;
+  return relock_lock_validity_ms(h->l, h->owner) == RELOCK_ENOTOWNER;
+}
+
+static int told(void *arg) {
+  hold_ref_t *h = arg;
+  return h->lost->calls >= h->calls;
+}
+
+/* A fixed lease re-entered with the watchdog's is renewed from then on,
+ * past both leases, and a partial release keeps the watchdog's lease. */
+static void test_fixed_hold_taken_again_with_the_watchdog_is_renewed(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
+  relock__renewal_t *r = &fx->a->renewal;
+  relock_lock_t *l = lock_of(fx->a, "fixed-then-renewed");
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 200)), 1);
+  assert_int_equal(r->nrenewing, 0);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(r->nrenewing, 1);
+  fx_run_until(fx->a->loop, never, NULL, 700); /* past the fixed lease and the watchdog's */
+  assert_int_equal(raw_count(fx, l, 1), 2);
+  assert_true(relock_lock_validity_ms(l, 1) > 0);
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 0);
+  assert_true(value_of(relock_lock_remaining_ttl_async(l)) > 200); /* 300, not the fixed 200 */
+  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(r->nrenewing, 0);
+  assert_int_equal(r->holds.count, 0);
+  relock_lock_free(l);
+}
+
+/* Lost holds are forgotten when each is due - lost_kept_ms after its loss,
+ * whatever order that makes - by one timer, which stops once none is left
+ * (an idle client never wakes). */
+static void test_lost_holds_are_forgotten_when_due(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
+  fx->a = fx_client(fx->cfg);
+  relock__renewal_t *r = &fx->a->renewal;
+  lost_t lost = {0, 0};
+  relock_lock_t *first = lock_of(fx->a, "lost-first"), *second = lock_of(fx->a, "lost-second");
+  relock_lock_on_lost(first, on_lost, &lost);
+  relock_lock_on_lost(second, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(first, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_acquire_async(second, 1, 0, RELOCK_INFINITE)), 1);
+  r->lost_kept_ms = fx_slack_ms(2000);
+  fx_raw_int(fx->redis, "DEL", "lost-first", NULL);
+  hold_ref_t h = {first, 1, &lost, 1};
+  assert_true(fx_run_until(fx->a->loop, told, &h, fx_slack_ms(2000)));
+  r->lost_kept_ms = 100;
+  fx_raw_int(fx->redis, "DEL", "lost-second", NULL);
+  h.calls = 2;
+  assert_true(fx_run_until(fx->a->loop, told, &h, fx_slack_ms(2000)));
+  assert_int_equal(relock_lock_validity_ms(second, 1), RELOCK_ELOST);
+  hold_ref_t due = {second, 1, &lost, 0};
+  assert_true(fx_run_until(fx->a->loop, forgotten, &due, fx_slack_ms(1000))); /* lost last, forgotten first */
+  assert_int_equal(relock_lock_validity_ms(first, 1), RELOCK_ELOST);
+  assert_true(relock__timer_pending(&r->forget));
+  due.l = first;
+  assert_true(fx_run_until(fx->a->loop, forgotten, &due, fx_slack_ms(4000)));
+  assert_int_equal(r->holds.count, 0);
+  assert_false(relock__timer_pending(&r->forget));
+  assert_int_equal(lost.calls, 2);
+  relock_lock_free(first);
+  relock_lock_free(second);
+}
+
 /* -- issue 14 item 2: cancel, then close, leaves nothing held ---------------*/
 
 static void on_closed(relock_client_t *c, void *arg) {
@@ -645,6 +723,8 @@ int main(void) {
       T(test_busy_server_is_retried),
       T(test_lost_and_expired_holds_leave_the_registry),
       T(test_release_of_a_lost_hold_reports_it),
+      T(test_fixed_hold_taken_again_with_the_watchdog_is_renewed),
+      T(test_lost_holds_are_forgotten_when_due),
       T(test_validity_is_local_and_validate_asks_redis),
       T(test_cancel_then_close_leaves_nothing_held),
       T(test_release_of_a_lost_hold_needs_no_redis),
