@@ -8,16 +8,20 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "base/list.h"
+#include "base/list.h" /* relock__container_of, for the callers */
 
+/* A chain is singly linked from its bucket, so that a bucket is one
+ * pointer (the renewal registry has a bucket per held lock: 8 bytes each,
+ * not a list head's 16); pprev still unlinks a node in O(1). */
 typedef struct relock__hnode {
-  relock__link_t link;
+  struct relock__hnode *next;
+  struct relock__hnode **pprev; /* what points to this node: its bucket or the node before */
   uint64_t hash;
 } relock__hnode_t;
 
 typedef struct relock__htab {
-  relock__link_t *buckets;
-  size_t nbuckets; /* a power of two */
+  relock__hnode_t **buckets; /* each the first node of its chain, NULL for none */
+  size_t nbuckets;           /* a power of two */
   size_t count;
 } relock__htab_t;
 
@@ -28,11 +32,9 @@ typedef struct relock__htab {
 uint64_t relock__hash_bytes(uint64_t h, const void *data, size_t len);
 
 static inline int relock__htab_init(relock__htab_t *t, size_t nbuckets) {
-  t->buckets = malloc(nbuckets * sizeof(*t->buckets));
+  t->buckets = calloc(nbuckets, sizeof(*t->buckets));
   if (t->buckets == NULL)
     return -1;
-  for (size_t i = 0; i < nbuckets; i++)
-    relock__list_init(&t->buckets[i]);
   t->nbuckets = nbuckets;
   t->count = 0;
   return 0;
@@ -45,23 +47,29 @@ static inline void relock__htab_cleanup(relock__htab_t *t) {
 }
 
 /* The chain that holds nodes of this hash. */
-static inline relock__link_t *relock__htab_bucket(const relock__htab_t *t, uint64_t hash) {
+static inline relock__hnode_t **relock__htab_bucket(const relock__htab_t *t, uint64_t hash) {
   return &t->buckets[hash & (t->nbuckets - 1)];
+}
+
+/* Puts node first in *head. (Order within a chain means nothing: the hash
+ * is keyed per process.) */
+static inline void relock__htab_link_(relock__hnode_t **head, relock__hnode_t *node) {
+  node->next = *head;
+  node->pprev = head;
+  if (*head != NULL)
+    (*head)->pprev = &node->next;
+  *head = node;
 }
 
 static inline void relock__htab_grow(relock__htab_t *t) {
   size_t n = t->nbuckets * 2;
-  relock__link_t *b = malloc(n * sizeof(*b));
+  relock__hnode_t **b = calloc(n, sizeof(*b));
   if (b == NULL)
     return; /* longer chains: slower, still correct */
-  for (size_t i = 0; i < n; i++)
-    relock__list_init(&b[i]);
   for (size_t i = 0; i < t->nbuckets; i++) {
-    while (!relock__list_empty(&t->buckets[i])) {
-      relock__link_t *link = t->buckets[i].next;
-      relock__hnode_t *node = relock__container_of(link, relock__hnode_t, link);
-      relock__list_remove(link);
-      relock__list_push_back(&b[node->hash & (n - 1)], link);
+    for (relock__hnode_t *node = t->buckets[i], *next; node != NULL; node = next) {
+      next = node->next;
+      relock__htab_link_(&b[node->hash & (n - 1)], node);
     }
   }
   free(t->buckets);
@@ -73,19 +81,20 @@ static inline void relock__htab_insert(relock__htab_t *t, relock__hnode_t *node,
   if (t->count >= t->nbuckets)
     relock__htab_grow(t);
   node->hash = hash;
-  relock__list_push_back(relock__htab_bucket(t, hash), &node->link);
+  relock__htab_link_(relock__htab_bucket(t, hash), node);
   t->count++;
 }
 
 static inline void relock__htab_remove(relock__htab_t *t, relock__hnode_t *node) {
-  relock__list_remove(&node->link);
+  *node->pprev = node->next;
+  if (node->next != NULL)
+    node->next->pprev = node->pprev;
+  node->next = NULL;
+  node->pprev = NULL;
   t->count--;
 }
 
 /* Iterates the nodes of one chain: for (RELOCK__HTAB_EACH(t, hash, n)) ... */
-#define RELOCK__HTAB_EACH(t, h, n)                                                       \
-  relock__link_t *n##_head_ = relock__htab_bucket((t), (h)), *n##_l_ = n##_head_->next;  \
-  n##_l_ != n##_head_ && ((n) = relock__container_of(n##_l_, relock__hnode_t, link), 1); \
-  n##_l_ = n##_l_->next
+#define RELOCK__HTAB_EACH(t, h, n) (n) = *relock__htab_bucket((t), (h)); (n) != NULL; (n) = (n)->next
 
 #endif /* RELOCK__BASE_HASHTAB_H */

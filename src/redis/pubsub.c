@@ -287,10 +287,9 @@ static const char *on_push(relock__conn_t *c, const redisReply *reply, void *arg
 /* Calls fn on every channel; fn may free the channel it is given. */
 static void each_channel(relock__pubsub_t *ps, void (*fn)(relock__channel_t *ch)) {
   for (size_t i = 0; i < ps->channels.nbuckets; i++) {
-    relock__link_t *head = &ps->channels.buckets[i];
-    for (relock__link_t *n = head->next, *next; n != head; n = next) {
+    for (relock__hnode_t *n = ps->channels.buckets[i], *next; n != NULL; n = next) {
       next = n->next;
-      fn(relock__container_of(n, relock__channel_t, node.link));
+      fn(relock__container_of(n, relock__channel_t, node));
     }
   }
 }
@@ -311,9 +310,8 @@ static relock__channel_t **pin_all(relock__pubsub_t *ps, size_t *n) {
   size_t count = ps->channels.count, i = 0;
   relock__channel_t **all = count > 0 ? malloc(count * sizeof(*all)) : NULL;
   for (size_t b = 0; all != NULL && b < ps->channels.nbuckets; b++) {
-    relock__link_t *head = &ps->channels.buckets[b];
-    for (relock__link_t *l = head->next; l != head && i < count; l = l->next) {
-      all[i] = relock__container_of(l, relock__channel_t, node.link);
+    for (relock__hnode_t *hn = ps->channels.buckets[b]; hn != NULL && i < count; hn = hn->next) {
+      all[i] = relock__container_of(hn, relock__channel_t, node);
       all[i++]->walking++;
     }
   }

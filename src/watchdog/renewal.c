@@ -680,12 +680,8 @@ void relock__renewal_close(relock__renewal_t *r) {
   relock__timer_stop(&r->cycle);
   relock__timer_stop(&r->check);
   relock__timer_stop(&r->forget);
-  for (size_t i = 0; i < r->holds.nbuckets; i++) {
-    relock__link_t *head = &r->holds.buckets[i];
-    while (!relock__list_empty(head)) {
-      relock__hnode_t *n = relock__container_of(head->next, relock__hnode_t, link);
-      forget(r, relock__container_of(n, relock__hold_t, node));
-    }
-  }
+  for (size_t i = 0; i < r->holds.nbuckets; i++)
+    while (r->holds.buckets[i] != NULL)
+      forget(r, relock__container_of(r->holds.buckets[i], relock__hold_t, node));
   relock__htab_cleanup(&r->holds);
 }
