@@ -99,7 +99,8 @@ typedef struct acquire {
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
   unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
-  unsigned registered : 1;  /* a try registered its process as waiting (relock_lock_waiters:{name}) */
+  unsigned registered : 1;  /* a try registered its process as waiting (relock_lock_latch:{name}:waiters) */
+  unsigned waker_sent : 1;  /* the try in flight carries the waker id: it registers if the lock is held */
   unsigned acquired : 1;    /* it ends holding the lock */
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
@@ -455,7 +456,7 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
   /* a no_hold kind's lease is the caller's: -1 for none */
   call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
   call->permits = op->permits;
-  if (!op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL) {
+  if (!op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL && (op->q != NULL || op->lock->waited)) {
     relock_client_t *c = op->lock->client;
     if (c->waker_id[0] == '\0')
       relock__waker_id(&c->rng, c->waker_id);
@@ -710,8 +711,10 @@ static void on_try_done(relock_future_t *f, void *arg) {
   int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
   if (err == 0)
     op->answered = 1;
-  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL)
-    op->registered = 1;
+  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL) {
+    op->registered = op->waker_sent;
+    op->lock->waited = 1;
+  }
 
   if (op->abandoned || relock_future_is_done(op->out)) {
     if (may_hold)
@@ -736,8 +739,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
     int confirmed = join_queue(op);
     if (confirmed < 0)
       end(op, RELOCK_ENOMEM, 0, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
-    else if (confirmed == 2)
-      wait_for(op, WAITING, answer); /* heard since before the try: none was missed */
+    else if (confirmed == 2 && op->registered)
+      wait_for(op, WAITING, answer); /* heard since before the try (which registered): none was missed */
     else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
     else
@@ -774,6 +777,7 @@ static void try_acquire(acquire_t *op) {
     call.spec.wrote = acquired_reply;
     set_state(op, TRYING);
     op->woken = 0;
+    op->waker_sent = call.waker != NULL;
     op->sent_ns = relock__now_ns();
     f = lock->kind->acquire(&call);
     free((char *)call.latch);

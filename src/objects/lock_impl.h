@@ -49,7 +49,9 @@ struct relock_lock {
   /* 32-bit: a lock object is kept per held lock, so its size is memory per
    * lock (names are at most RELOCK__LOCK_NAME_MAX bytes). */
   int refs;                 /* the caller's, and one per operation or hold */
-  uint32_t len;
+  uint32_t len : 31;
+  uint32_t waited : 1;      /* an acquisition through it had to wait: its tries register their process
+                               as waiting from the first (lock_acquire.c; uncontended ones never do) */
   char name[];
 };
 
