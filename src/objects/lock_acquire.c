@@ -101,7 +101,6 @@ typedef struct acquire {
   unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
   unsigned registered : 1;  /* a try registered its process as waiting (relock_lock_latch:{name}:waiters) */
   unsigned waker_sent : 1;  /* the try in flight carries the waker id: it registers if the lock is held */
-  unsigned acquired : 1;    /* it ends holding the lock */
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
@@ -190,7 +189,7 @@ static void leave_queue(acquire_t *op) {
   q->nwaiters--;
   if (q->nwaiters == 0) {
     relock__timer_stop(&q->fallback);
-    if (op->registered && !op->acquired)
+    if (op->registered)
       unregister(op); /* the last waiter here gives up: no unlock is to be handed here */
   }
   queue_maybe_free(q);
@@ -456,7 +455,7 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
   /* a no_hold kind's lease is the caller's: -1 for none */
   call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
   call->permits = op->permits;
-  if (!op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL && (op->q != NULL || op->lock->waited)) {
+  if (!op->try_once && op->lock->kind->wakes_one && (op->q != NULL || op->lock->waited)) {
     relock_client_t *c = op->lock->client;
     if (c->waker_id[0] == '\0')
       relock__waker_id(&c->rng, c->waker_id);
@@ -677,7 +676,6 @@ static void on_acquired(acquire_t *op, int64_t token) {
     end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
-    op->acquired = 1;
     drop_latch(op);
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->q != NULL)
@@ -711,7 +709,7 @@ static void on_try_done(relock_future_t *f, void *arg) {
   int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
   if (err == 0)
     op->answered = 1;
-  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wait == RELOCK__WAIT_CHANNEL) {
+  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wakes_one) {
     op->registered = op->waker_sent;
     op->lock->waited = 1;
   }

@@ -71,6 +71,8 @@ typedef struct relock__lock_kind {
   unsigned braced_channel : 1; /* the channel is "<prefix>{name}" always, a hash tag in the name or not */
   unsigned answers_id : 1;    /* no_hold: an acquisition is known by its request id, which the scripts keep
                                  (a permit's id) and its future succeeds with (a string) */
+  unsigned wakes_one : 1;     /* a waiting try registers its process (call->waker), and a release wakes
+                                 the one registered longest, not a waiter in every process */
   /* Each sends one script; the future completes with its answer (a reply).
    *   acquire: nil or {token} acquired (call->latch made: a repeat of the
    *            same request answers the same), else an integer: how long

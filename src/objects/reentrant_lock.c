@@ -11,30 +11,31 @@
 #include "objects/lock_impl.h"
 #include "redis/scripts.h"
 
+/* KEYS: the lock, the latch and, for a wait (call->waker), the waiting
+ * processes; ARGV: lease, field, latch TTL and, for a wait, the waker id
+ * and whether it stays registered (lua/lock_acquire.lua). */
 relock_future_t *relock__rlock_acquire(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
   char lease[24], ttl[24];
-  size_t waiters_len = 0;
-  char *waiters = call->waker != NULL ? relock__lock_waiters_name(lock->name, lock->len, &waiters_len) : NULL;
-  if (call->waker != NULL && waiters == NULL)
-    return NULL;
-  const char *argv[] = {lock->name, call->latch, waiters, lease, call->field, ttl, call->waker, call->keep_waker ? "1" : "0"};
-  const size_t lens[] = {lock->len,
-                         call->latch_len,
-                         waiters_len,
-                         relock__lock_number(lease, call->lease_ms),
-                         call->field_len,
-                         relock__lock_number(ttl, call->latch_ttl_ms),
-                         call->waker != NULL ? strlen(call->waker) : 0,
-                         1};
-  relock_future_t *f;
-  if (waiters != NULL) {
-    f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 3, 8, argv, lens);
-  } else { /* no waiters key, no waker id */
-    const char *argv2[] = {argv[0], argv[1], argv[3], argv[4], argv[5]};
-    const size_t lens2[] = {lens[0], lens[1], lens[3], lens[4], lens[5]};
-    f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, 2, 5, argv2, lens2);
+  const char *argv[8];
+  size_t lens[8];
+  int n = 0, nkeys = 2;
+  char *waiters = NULL;
+  argv[n] = lock->name, lens[n++] = lock->len;
+  argv[n] = call->latch, lens[n++] = call->latch_len;
+  if (call->waker != NULL) {
+    if ((waiters = relock__lock_waiters_name(lock->name, lock->len, &lens[n])) == NULL)
+      return NULL;
+    argv[n++] = waiters, nkeys++;
   }
+  argv[n] = lease, lens[n++] = relock__lock_number(lease, call->lease_ms);
+  argv[n] = call->field, lens[n++] = call->field_len;
+  argv[n] = ttl, lens[n++] = relock__lock_number(ttl, call->latch_ttl_ms);
+  if (call->waker != NULL) {
+    argv[n] = call->waker, lens[n++] = strlen(call->waker);
+    argv[n] = call->keep_waker ? "1" : "0", lens[n++] = 1;
+  }
+  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, nkeys, n, argv, lens);
   free(waiters);
   return f;
 }
@@ -101,6 +102,7 @@ static const relock__lock_kind_t reentrant = {
     .channel_prefix = "redisson_lock__channel",
     .role = RELOCK__ROLE_PLAIN,
     .wait = RELOCK__WAIT_CHANNEL,
+    .wakes_one = 1,
     .acquire = relock__rlock_acquire,
     .undo = relock__rlock_undo,
     .release = relock__rlock_release,
