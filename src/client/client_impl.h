@@ -27,6 +27,7 @@ struct relock_client {
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
   char waker_id[19];        /* "": none yet; what wakes this client's waiters only (objects/keys.h) */
+  int64_t handed_fallback_ms; /* 0: lock_acquire.c's; tests under valgrind lengthen it */
 
   int closing;
   int down;                 /* everything is down; the close callback is due */

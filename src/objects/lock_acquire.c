@@ -281,7 +281,8 @@ static void on_handed(waitq_t *q, const char *id, size_t len) {
     relock__timer_stop(&q->fallback);
     wake(q, 0);
   } else if (q->nwaiters > 0) {
-    relock__timer_start(&q->client->wheel, &q->fallback, HANDED_FALLBACK_MS);
+    int64_t ms = q->client->handed_fallback_ms > 0 ? q->client->handed_fallback_ms : HANDED_FALLBACK_MS;
+    relock__timer_start(&q->client->wheel, &q->fallback, ms);
   }
   q->handed = 1;
 }

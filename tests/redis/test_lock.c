@@ -588,6 +588,10 @@ static void procs_wait(fx_t *fx, procs_t *p, int n) {
   memset(p, 0, sizeof(*p));
   for (int i = 0; i < n; i++) {
     p->c[i] = fx_client(fx->cfg);
+    /* Under valgrind the woken process may take longer than the fallback
+     * (250 ms) to take the lock, and the others would rightly try: the
+     * fallback scales with the tool, as the test's own waits do. */
+    p->c[i]->handed_fallback_ms = fx_slack_ms(1000);
     p->l[i] = lock_of(p->c[i], "res");
     assert_int_equal(relock_lock_on_wait(p->l[i], on_wait, &p->tries), 0);
     p->w[i] = relock_lock_acquire_async(p->l[i], 7, 20000, RELOCK_INFINITE);
