@@ -1,0 +1,139 @@
+/* The truth checker's tables, the beliefs' sequence lock and the trace
+ * rings (tests/truth/truth.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "truth/truth.h"
+
+const char *const truth_kind_names[K_COUNT] = {"reentrant", "spin",  "fenced",    "multi",  "fair",
+                                               "read",      "write", "semaphore", "permit"};
+const char *const truth_names[N_COUNT] = {"truth:h:0",  "truth:h:1",  "truth:h:2", "truth:f:0", "truth:f:1",
+                                          "truth:rw:0", "truth:rw:1", "truth:s:0", "truth:p:0"};
+const char *const truth_fault_names[F_COUNT] = {
+    "DEL of a lock",       "FLUSHALL",          "restart losing data", "force release (a relock client)",
+    "restart (AOF)",       "DEBUG SLEEP",       "CLIENT KILL",         "CLIENT PAUSE",
+    "SIGSTOP of Redis",    "proxy delay",       "proxy cut",           "proxy stall",
+    "proxy black hole",    "SIGSTOP of a client"};
+
+int truth_kind_first_name(enum truth_kind k) {
+  switch (k) {
+  case K_FAIR: return N_F0;
+  case K_READ:
+  case K_WRITE: return N_RW0;
+  case K_SEMAPHORE: return N_S0;
+  case K_PERMIT: return N_P0;
+  default: return N_H0;
+  }
+}
+
+int truth_kind_name_count(enum truth_kind k) {
+  switch (k) {
+  case K_FAIR:
+  case K_READ:
+  case K_WRITE: return 2;
+  case K_SEMAPHORE:
+  case K_PERMIT: return 1;
+  default: return 3;
+  }
+}
+
+enum truth_group truth_name_group(int name) {
+  if (name >= N_F0 && name <= N_F1)
+    return G_FAIR;
+  if (name >= N_RW0 && name <= N_RW1)
+    return G_RW;
+  if (name == N_S0)
+    return G_SEMAPHORE;
+  if (name == N_P0)
+    return G_PERMIT;
+  return G_HASH;
+}
+
+uint64_t truth_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t truth_rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+/* The fields are plain memory shared with another process: the release
+ * fences order them against seq, which is all a sequence lock needs. */
+void truth_belief_write(truth_belief_t *b, const truth_belief_t *value) {
+  uint32_t seq = atomic_load_explicit(&b->seq, memory_order_relaxed);
+  atomic_store_explicit(&b->seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  b->name = value->name;
+  b->kind = value->kind;
+  b->count = value->count;
+  b->fixed = value->fixed;
+  b->since_ns = value->since_ns;
+  b->deadline_ns = value->deadline_ns;
+  memcpy(b->field, value->field, sizeof b->field);
+  atomic_store_explicit(&b->seq, seq + 2, memory_order_release);
+}
+
+void truth_belief_clear(truth_belief_t *b) {
+  truth_belief_t empty = {.name = -1};
+  truth_belief_write(b, &empty);
+}
+
+uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out) {
+  for (;;) {
+    uint32_t s1 = atomic_load_explicit(&b->seq, memory_order_acquire);
+    if (s1 & 1u)
+      continue;
+    out->name = b->name;
+    out->kind = b->kind;
+    out->count = b->count;
+    out->fixed = b->fixed;
+    out->since_ns = b->since_ns;
+    out->deadline_ns = b->deadline_ns;
+    memcpy(out->field, b->field, sizeof out->field);
+    out->field[sizeof out->field - 1] = '\0';
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&b->seq, memory_order_relaxed) == s1)
+      return s1;
+  }
+}
+
+void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) {
+  int i = atomic_fetch_add(&w->trace_next, 1) % TRUTH_TRACE;
+  char *line = w->trace[i];
+  int n = snprintf(line, TRUTH_LINE, "%012llu ", (unsigned long long)(truth_now_ns() / 1000000u));
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line + n, (size_t)(TRUTH_LINE - n), fmt, ap);
+  va_end(ap);
+}
+
+static int by_time(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void truth_trace_dump(truth_shared_t *sh, const char *name) {
+  static const char *lines[TRUTH_MAX_WORKERS * TRUTH_TRACE];
+  static char copies[TRUTH_MAX_WORKERS * TRUTH_TRACE][TRUTH_LINE + 8];
+  size_t n = 0;
+  for (int w = 0; w < sh->nworkers; w++)
+    for (int i = 0; i < TRUTH_TRACE; i++) {
+      const char *line = sh->w[w].trace[i];
+      if (line[0] == '\0' || (name != NULL && strstr(line, name) == NULL))
+        continue;
+      /* the stamp sorts as text; the worker goes after it */
+      snprintf(copies[n], sizeof copies[n], "%.13s w%d %s", line, w, line + 13);
+      lines[n] = copies[n];
+      n++;
+    }
+  qsort(lines, n, sizeof lines[0], by_time);
+  for (size_t i = 0; i < n; i++)
+    printf("#   %s\n", lines[i]);
+}

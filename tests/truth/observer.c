@@ -1,0 +1,488 @@
+/* The truth checker's observer: with a connection of its own, straight to
+ * the server's unix socket, it takes an atomic snapshot of everything the
+ * objects keep in Redis (one script: TIME, each lock hash with its PTTL,
+ * the read holds' timeout keys, the semaphores) between two readings of
+ * every worker's beliefs, and checks the invariant of docs/SAFETY.md on
+ * the beliefs that stood unchanged across the snapshot:
+ *
+ *  1. Redis has the owner's field with at least the believed hold count,
+ *     and a TTL not shorter than the belief's remaining validity;
+ *  2. exclusive kinds have one owner; a writer no other owner; a
+ *     semaphore no more holders than permits;
+ *  3. a belief taken before a break of truth (a DEL, a force release, a
+ *     FLUSHALL, a restart that lost data) is exempt from 1 and 2 only
+ *     until the documented bound after the break: after it, it must have
+ *     ended (reported lost) or be true again;
+ *  4. a field or permit nobody believes in is gone within a bound.
+ *
+ * A violation prints the state and the trace of the name and stops the run. */
+#include <config.h>
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "truth/observer.h"
+
+#define HASH_NAMES (N_RW1 + 1) /* the names kept as hashes: h, f, rw */
+#define MAX_BELIEFS (TRUTH_MAX_WORKERS * TRUTH_SLOTS)
+#define MAX_ORPHANS 256
+#define TOLERANCE_MS 2 /* PTTL is whole milliseconds */
+
+static const char snapshot_lua[] =
+    "local out = {redis.call('time')}\n"
+    "local nh = tonumber(ARGV[1])\n"
+    "for i = 1, nh do\n"
+    "  if redis.call('type', KEYS[i]).ok == 'hash' then\n"
+    "    out[#out + 1] = {redis.call('pttl', KEYS[i]), redis.call('hgetall', KEYS[i])}\n"
+    "  else\n"
+    "    out[#out + 1] = {-2, {}}\n"
+    "  end\n"
+    "end\n"
+    "out[#out + 1] = redis.call('get', KEYS[nh + 1]) or '-'\n"
+    "out[#out + 1] = redis.call('get', KEYS[nh + 2]) or '-'\n"
+    "out[#out + 1] = redis.call('zrange', KEYS[nh + 3], 0, -1, 'withscores')\n"
+    "local rt = {}\n"
+    "for j = 2, #ARGV, 2 do\n"
+    "  local m = -2\n"
+    "  for n = 1, tonumber(ARGV[j + 1]) do\n"
+    "    local p = redis.call('pttl', ARGV[j] .. n)\n"
+    "    if p == -1 then m = -1 break end\n"
+    "    if p > m then m = p end\n"
+    "  end\n"
+    "  rt[#rt + 1] = m\n"
+    "end\n"
+    "out[#out + 1] = rt\n"
+    "return out\n";
+
+typedef struct seen {
+  truth_belief_t b;
+  uint32_t seq;
+  int worker, slot;
+  int stable, exempt, counts;
+  int64_t read_timeout_ms; /* a read hold's longest timeout key; -3: n/a */
+} seen_t;
+
+typedef struct orphan {
+  int name;
+  char field[80];
+  uint64_t since_ns;
+  int seen_now;
+} orphan_t;
+
+struct truth_observer {
+  truth_shared_t *sh;
+  char unix_path[256];
+  redisContext *c;
+  seen_t seen[MAX_BELIEFS];
+  int nseen;
+  orphan_t orphans[MAX_ORPHANS];
+  int norphans;
+  uint64_t t0, t1;
+  long checks, failed_snapshots;
+  int64_t server_ms;
+  redisReply *snap;
+  long exempt_seen, permit_beliefs_past_break;
+};
+
+truth_observer_t *truth_observer_new(truth_shared_t *sh, const char *unix_path) {
+  truth_observer_t *o = calloc(1, sizeof *o);
+  if (o == NULL)
+    return NULL;
+  o->sh = sh;
+  snprintf(o->unix_path, sizeof o->unix_path, "%s", unix_path);
+  return o;
+}
+
+void truth_observer_free(truth_observer_t *o) {
+  if (o == NULL)
+    return;
+  if (o->c != NULL)
+    redisFree(o->c);
+  if (o->snap != NULL)
+    freeReplyObject(o->snap);
+  free(o);
+}
+
+long truth_observer_checks(const truth_observer_t *o) {
+  return o->checks;
+}
+
+long truth_observer_exempt(const truth_observer_t *o) {
+  return o->exempt_seen;
+}
+
+static uint64_t last_break(truth_shared_t *sh, int name) {
+  uint64_t a = atomic_load(&sh->breaks[name].at_ns), g = atomic_load(&sh->global_break.at_ns);
+  return a > g ? a : g;
+}
+
+static void read_beliefs(truth_observer_t *o) {
+  o->nseen = 0;
+  for (int w = 0; w < o->sh->nworkers; w++)
+    for (int s = 0; s < TRUTH_SLOTS; s++) {
+      seen_t *x = &o->seen[o->nseen];
+      x->seq = truth_belief_read(&o->sh->w[w].beliefs[s], &x->b);
+      if (x->b.name < 0 || x->b.name >= N_COUNT || x->b.count <= 0)
+        continue;
+      x->worker = w;
+      x->slot = s;
+      x->read_timeout_ms = -3;
+      o->nseen++;
+    }
+}
+
+/* Marks the beliefs that stood unchanged across the snapshot. */
+static void reread_beliefs(truth_observer_t *o) {
+  for (int i = 0; i < o->nseen; i++) {
+    seen_t *x = &o->seen[i];
+    truth_belief_t again;
+    uint32_t seq = truth_belief_read(&o->sh->w[x->worker].beliefs[x->slot], &again);
+    x->stable = seq == x->seq;
+    x->counts = x->stable && x->b.deadline_ns > o->t1;
+    uint64_t brk = last_break(o->sh, x->b.name);
+    x->exempt = brk != 0 && x->b.since_ns < brk;
+    if (x->exempt) {
+      enum truth_group g = truth_name_group(x->b.name);
+      /* permits have no watchdog (yet): nothing can tell their holder */
+      if (g != G_SEMAPHORE && g != G_PERMIT && o->t1 > brk + (uint64_t)TRUTH_BREAK_BOUND_MS * 1000000u)
+        x->exempt = 0;
+    }
+  }
+}
+
+static int is_read_hold(const seen_t *x) {
+  size_t n = strlen(x->b.field);
+  return x->b.kind == K_READ && !(n > 6 && strcmp(x->b.field + n - 6, ":write") == 0);
+}
+
+static int take_snapshot(truth_observer_t *o) {
+  if (o->c == NULL) {
+    struct timeval tv = {1, 0};
+    o->c = redisConnectUnixWithTimeout(o->unix_path, tv);
+    if (o->c == NULL || o->c->err) {
+      if (o->c != NULL)
+        redisFree(o->c);
+      o->c = NULL;
+      return -1;
+    }
+    redisSetTimeout(o->c, tv);
+  }
+  const char *argv[4 + HASH_NAMES + 3 + 2 * MAX_BELIEFS];
+  char keybuf[MAX_BELIEFS][160], countbuf[MAX_BELIEFS][16], nh[16], nkeys[16], zkey[64];
+  int argc = 0;
+  argv[argc++] = "EVAL";
+  argv[argc++] = snapshot_lua;
+  snprintf(nkeys, sizeof nkeys, "%d", HASH_NAMES + 3);
+  argv[argc++] = nkeys;
+  for (int n = 0; n < HASH_NAMES; n++)
+    argv[argc++] = truth_names[n];
+  snprintf(zkey, sizeof zkey, "{%s}:timeout", truth_names[N_P0]);
+  argv[argc++] = truth_names[N_S0];
+  argv[argc++] = truth_names[N_P0];
+  argv[argc++] = zkey;
+  snprintf(nh, sizeof nh, "%d", HASH_NAMES);
+  argv[argc++] = nh;
+  int nread = 0;
+  for (int i = 0; i < o->nseen; i++) {
+    seen_t *x = &o->seen[i];
+    if (!is_read_hold(x))
+      continue;
+    snprintf(keybuf[nread], sizeof keybuf[nread], "{%s}:%s:rwlock_timeout:", truth_names[x->b.name], x->b.field);
+    snprintf(countbuf[nread], sizeof countbuf[nread], "%d", x->b.count);
+    argv[argc++] = keybuf[nread];
+    argv[argc++] = countbuf[nread];
+    nread++;
+  }
+  if (o->snap != NULL)
+    freeReplyObject(o->snap);
+  o->t0 = truth_now_ns();
+  o->snap = redisCommandArgv(o->c, argc, argv, NULL);
+  o->t1 = truth_now_ns();
+  if (o->snap == NULL || o->snap->type != REDIS_REPLY_ARRAY || o->snap->elements != (size_t)HASH_NAMES + 5) {
+    if (o->snap == NULL) {
+      redisFree(o->c); /* timed out or cut: a fresh connection next time */
+      o->c = NULL;
+    }
+    o->failed_snapshots++;
+    return -1;
+  }
+  redisReply *t = o->snap->element[0];
+  o->server_ms = strtoll(t->element[0]->str, NULL, 10) * 1000 + strtoll(t->element[1]->str, NULL, 10) / 1000;
+  redisReply *rt = o->snap->element[HASH_NAMES + 4];
+  nread = 0;
+  for (int i = 0; i < o->nseen; i++)
+    if (is_read_hold(&o->seen[i]) && (size_t)nread < rt->elements)
+      o->seen[i].read_timeout_ms = rt->element[nread++]->integer;
+  return 0;
+}
+
+/* The hash of name in the snapshot: its PTTL and field/value pairs. */
+static redisReply *hash_of(truth_observer_t *o, int name, long long *pttl) {
+  redisReply *h = o->snap->element[1 + name];
+  *pttl = h->element[0]->integer;
+  return h->element[1];
+}
+
+static long long field_count(redisReply *pairs, const char *field) {
+  for (size_t i = 0; i + 1 < pairs->elements; i += 2)
+    if (strcmp(pairs->element[i]->str, field) == 0)
+      return strtoll(pairs->element[i + 1]->str, NULL, 10);
+  return 0;
+}
+
+static void hex16(const char *bytes, size_t len, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < len; i++) {
+    out[2 * i] = digits[(unsigned char)bytes[i] >> 4];
+    out[2 * i + 1] = digits[(unsigned char)bytes[i] & 15];
+  }
+  out[2 * len] = '\0';
+}
+
+/* A permit's remaining life on the server (ms), -2 when it is not taken. */
+static long long permit_left(truth_observer_t *o, const char *id) {
+  redisReply *z = o->snap->element[HASH_NAMES + 3];
+  char hex[80];
+  for (size_t i = 0; i + 1 < z->elements; i += 2) {
+    hex16(z->element[i]->str, z->element[i]->len < 32 ? z->element[i]->len : 32, hex);
+    if (strcasecmp(hex, id) == 0) {
+      long long score = strtoll(z->element[i + 1]->str, NULL, 10);
+      return score >= 922337203685477LL ? -1 : score - o->server_ms;
+    }
+  }
+  return -2;
+}
+
+static void print_state(truth_observer_t *o, int name) {
+  printf("#   Redis (server time %" PRId64 " ms): ", o->server_ms);
+  enum truth_group g = truth_name_group(name);
+  if (g == G_SEMAPHORE) {
+    printf("%s = %s\n", truth_names[name], o->snap->element[HASH_NAMES + 1]->str);
+  } else if (g == G_PERMIT) {
+    redisReply *z = o->snap->element[HASH_NAMES + 3];
+    printf("%s = %s, %zu permits taken:", truth_names[name], o->snap->element[HASH_NAMES + 2]->str, z->elements / 2);
+    for (size_t i = 0; i + 1 < z->elements; i += 2) {
+      char hex[80];
+      hex16(z->element[i]->str, z->element[i]->len < 32 ? z->element[i]->len : 32, hex);
+      printf(" %s until %s", hex, z->element[i + 1]->str);
+    }
+    printf("\n");
+  } else {
+    long long pttl;
+    redisReply *pairs = hash_of(o, name, &pttl);
+    printf("%s PTTL %lld {", truth_names[name], pttl);
+    for (size_t i = 0; i + 1 < pairs->elements; i += 2)
+      printf(" %s: %s", pairs->element[i]->str, pairs->element[i + 1]->str);
+    printf(" }\n");
+  }
+  uint64_t brk = last_break(o->sh, name);
+  printf("#   last break of truth on it: %s\n",
+         brk == 0 ? "none" : truth_fault_names[atomic_load(&o->sh->breaks[name].at_ns) >= brk
+                                                    ? atomic_load(&o->sh->breaks[name].what)
+                                                    : atomic_load(&o->sh->global_break.what)]);
+  if (brk != 0)
+    printf("#     at %llu ms (now %llu ms)\n", (unsigned long long)(brk / 1000000u),
+           (unsigned long long)(o->t1 / 1000000u));
+  for (int i = 0; i < o->nseen; i++) {
+    seen_t *x = &o->seen[i];
+    if (x->b.name != name)
+      continue;
+    printf("#   belief: worker %d slot %d %s %s count %d %s lease, since %llu ms, valid for %lld ms%s%s\n", x->worker,
+           x->slot, truth_kind_names[x->b.kind], x->b.field, x->b.count, x->b.fixed ? "fixed" : "watchdog",
+           (unsigned long long)(x->b.since_ns / 1000000u),
+           x->b.deadline_ns == UINT64_MAX ? -1LL : (long long)((int64_t)(x->b.deadline_ns - o->t1) / 1000000),
+           x->stable ? "" : " (changed during the snapshot)", x->exempt ? " (exempt: taken before a break)" : "");
+  }
+}
+
+static int violation(truth_observer_t *o, int name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The kinds of violation seen (their format), for the summary. */
+static const char *classes[32];
+static long class_count[32];
+
+static int violation(truth_observer_t *o, int name, const char *fmt, ...) {
+  atomic_fetch_add(&o->sh->violations, 1);
+  /* with --keep-going: each kind of violation is printed twice at most */
+  int k = 0;
+  while (k < 31 && classes[k] != NULL && classes[k] != fmt)
+    k++;
+  classes[k] = fmt;
+  if (++class_count[k] > 2)
+    return 1;
+  printf("# VIOLATION at %llu ms: ", (unsigned long long)(o->t1 / 1000000u));
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+  print_state(o, name);
+  printf("#   trace of %s:\n", truth_names[name]);
+  truth_trace_dump(o->sh, truth_names[name]);
+  fflush(stdout);
+  return 1;
+}
+
+/* 1: Redis keeps what each standing belief counts on. */
+static int check_truth(truth_observer_t *o, seen_t *x) {
+  int64_t left = (int64_t)(x->b.deadline_ns - o->t1) / 1000000 - TOLERANCE_MS;
+  enum truth_group g = truth_name_group(x->b.name);
+  if (g == G_SEMAPHORE)
+    return 0;
+  if (g == G_PERMIT) {
+    long long p = permit_left(o, x->b.field);
+    if (p == -2)
+      return violation(o, x->b.name, "permit %s believed (%lld ms left) is not taken in Redis", x->b.field,
+                       x->b.deadline_ns == UINT64_MAX ? -1LL : (long long)left);
+    if (p != -1 && (x->b.deadline_ns == UINT64_MAX || p < left))
+      return violation(o, x->b.name, "permit %s: Redis keeps it %lld ms, its holder believes %lld ms", x->b.field, p,
+                       x->b.deadline_ns == UINT64_MAX ? -1LL : (long long)left);
+    return 0;
+  }
+  long long pttl;
+  redisReply *pairs = hash_of(o, x->b.name, &pttl);
+  long long count = field_count(pairs, x->b.field);
+  if (count < x->b.count)
+    return violation(o, x->b.name, "%s: Redis counts %lld holds, its owner believes %d", x->b.field, count,
+                     x->b.count);
+  if (pttl != -1 && pttl < left)
+    return violation(o, x->b.name, "%s: the key expires in %lld ms, its owner believes %lld ms", x->b.field, pttl,
+                     (long long)left);
+  if (is_read_hold(x) && x->read_timeout_ms != -1 && x->read_timeout_ms < left)
+    return violation(o, x->b.name, "%s: its read timeout keys expire in %lld ms, its owner believes %lld ms",
+                     x->b.field, (long long)x->read_timeout_ms, (long long)left);
+  return 0;
+}
+
+static void owner_base(const char *field, char *out, size_t size) {
+  snprintf(out, size, "%s", field);
+  size_t n = strlen(out);
+  if (n > 6 && strcmp(out + n - 6, ":write") == 0)
+    out[n - 6] = '\0';
+}
+
+/* 2: no two owners where the kind allows one. */
+static int check_exclusion(truth_observer_t *o, int name) {
+  enum truth_group g = truth_name_group(name);
+  int permits = 0;
+  const seen_t *first = NULL, *writer = NULL;
+  for (int i = 0; i < o->nseen; i++) {
+    seen_t *x = &o->seen[i];
+    if (x->b.name != name || !x->counts || x->exempt)
+      continue;
+    permits += x->b.count;
+    size_t n = strlen(x->b.field);
+    if (g == G_RW && n > 6 && strcmp(x->b.field + n - 6, ":write") == 0)
+      writer = x;
+    if ((g == G_HASH || g == G_FAIR) && first != NULL && strcmp(first->b.field, x->b.field) != 0)
+      return violation(o, name, "two owners hold it: %s and %s", first->b.field, x->b.field);
+    if (first == NULL)
+      first = x;
+  }
+  if ((g == G_SEMAPHORE || g == G_PERMIT) && permits > TRUTH_PERMITS)
+    return violation(o, name, "%s: %d permits believed held, %d exist", truth_names[name], permits,
+                     TRUTH_PERMITS);
+  if (writer != NULL) {
+    char wb[96], xb[96];
+    owner_base(writer->b.field, wb, sizeof wb);
+    for (int i = 0; i < o->nseen; i++) {
+      seen_t *x = &o->seen[i];
+      if (x->b.name != name || !x->counts || x->exempt)
+        continue;
+      owner_base(x->b.field, xb, sizeof xb);
+      if (strcmp(wb, xb) != 0)
+        return violation(o, name, "writer %s and another owner %s at once", writer->b.field, x->b.field);
+    }
+  }
+  return 0;
+}
+
+static int believed(truth_observer_t *o, int name, const char *field) {
+  for (int i = 0; i < o->nseen; i++)
+    if (o->seen[i].b.name == name && strcasecmp(o->seen[i].b.field, field) == 0)
+      return 1;
+  return 0;
+}
+
+static int track_orphan(truth_observer_t *o, int name, const char *field) {
+  orphan_t *x = NULL;
+  for (int i = 0; i < o->norphans && x == NULL; i++)
+    if (o->orphans[i].name == name && strcmp(o->orphans[i].field, field) == 0)
+      x = &o->orphans[i];
+  if (x == NULL) {
+    if (o->norphans == MAX_ORPHANS)
+      return 0;
+    x = &o->orphans[o->norphans++];
+    x->name = name;
+    snprintf(x->field, sizeof x->field, "%s", field);
+    x->since_ns = o->t0;
+  }
+  x->seen_now = 1;
+  if (o->t1 - x->since_ns > (uint64_t)TRUTH_ORPHAN_BOUND_MS * 1000000u)
+    return violation(o, name, "%s is held in Redis although nobody has believed in it for %lld ms (bound %d)",
+                     field, (long long)((o->t1 - x->since_ns) / 1000000u), TRUTH_ORPHAN_BOUND_MS);
+  return 0;
+}
+
+/* 4: holds nobody believes in go away. */
+static int check_orphans(truth_observer_t *o) {
+  for (int i = 0; i < o->norphans; i++)
+    o->orphans[i].seen_now = 0;
+  int bad = 0;
+  for (int n = 0; n < HASH_NAMES && !bad; n++) {
+    long long pttl;
+    redisReply *pairs = hash_of(o, n, &pttl);
+    for (size_t i = 0; i + 1 < pairs->elements && !bad; i += 2) {
+      const char *f = pairs->element[i]->str;
+      if (strcmp(f, "mode") != 0 && !believed(o, n, f))
+        bad = track_orphan(o, n, f);
+    }
+  }
+  redisReply *z = o->snap->element[HASH_NAMES + 3];
+  for (size_t i = 0; i + 1 < z->elements && !bad; i += 2) {
+    char hex[80];
+    hex16(z->element[i]->str, z->element[i]->len < 32 ? z->element[i]->len : 32, hex);
+    long long score = strtoll(z->element[i + 1]->str, NULL, 10);
+    if (score > o->server_ms && !believed(o, N_P0, hex))
+      bad = track_orphan(o, N_P0, hex);
+  }
+  int k = 0;
+  for (int i = 0; i < o->norphans; i++)
+    if (o->orphans[i].seen_now)
+      o->orphans[k++] = o->orphans[i];
+  o->norphans = k;
+  return bad;
+}
+
+void truth_observer_print_violations(const truth_observer_t *o) {
+  (void)o;
+  for (int k = 0; k < 32 && classes[k] != NULL; k++)
+    printf("#   %ld x \"%s\"\n", class_count[k], classes[k]);
+}
+
+int truth_observer_check(truth_observer_t *o) {
+  read_beliefs(o);
+  if (take_snapshot(o) != 0)
+    return 0;
+  reread_beliefs(o);
+  o->checks++;
+  int bad = 0;
+  for (int i = 0; i < o->nseen && !bad; i++) {
+    seen_t *x = &o->seen[i];
+    if (x->exempt)
+      o->exempt_seen++;
+    if (x->counts && !x->exempt)
+      bad = check_truth(o, x);
+  }
+  for (int n = 0; n < N_COUNT && !bad; n++)
+    bad = check_exclusion(o, n);
+  if (!bad)
+    bad = check_orphans(o);
+  return bad;
+}

@@ -1,0 +1,22 @@
+/* The truth checker's observer (tests/truth/observer.c): compares every
+ * worker's beliefs with an atomic snapshot of Redis. Used by one thread. */
+#ifndef RELOCK_TRUTH_OBSERVER_H
+#define RELOCK_TRUTH_OBSERVER_H
+
+#include "truth/truth.h"
+
+typedef struct truth_observer truth_observer_t;
+
+/* Connects (lazily, and again after each failure) to unix_path. */
+truth_observer_t *truth_observer_new(truth_shared_t *sh, const char *unix_path);
+void truth_observer_free(truth_observer_t *o);
+/* One check; non-zero when it found a violation (already printed, with the
+ * state and trace). A snapshot Redis did not answer is no check. */
+int truth_observer_check(truth_observer_t *o);
+/* Checks made, and beliefs seen exempt (taken before a break). */
+long truth_observer_checks(const truth_observer_t *o);
+long truth_observer_exempt(const truth_observer_t *o);
+/* How many violations of each kind were found (a line each). */
+void truth_observer_print_violations(const truth_observer_t *o);
+
+#endif

@@ -1,0 +1,143 @@
+/* The truth checker's shared state: what every worker process believes it
+ * holds, published in shared memory for the observer, which compares it
+ * with what Redis keeps (tests/truth/README.md).
+ *
+ * The supervisor makes the shared block (a memfd every worker maps), the
+ * workers write their beliefs into their own slots, and the observer reads
+ * every slot under a sequence lock: a slot's seq is odd while its owner
+ * writes it, and a copy taken between two equal, even reads of seq is
+ * consistent. Times are CLOCK_MONOTONIC nanoseconds, which every process
+ * of the machine shares. */
+#ifndef RELOCK_TRUTH_H
+#define RELOCK_TRUTH_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* The objects under test. Names of one group share Redis keys: the
+ * reentrant, spin and fenced locks and the multi-lock all contend on the
+ * "h" names, in Redisson's one hash layout. */
+enum truth_kind {
+  K_REENTRANT, K_SPIN, K_FENCED, K_MULTI, /* the "h" names */
+  K_FAIR,                                 /* "f" */
+  K_READ, K_WRITE,                        /* "rw" */
+  K_SEMAPHORE,                            /* "s" */
+  K_PERMIT,                               /* "p" */
+  K_COUNT
+};
+extern const char *const truth_kind_names[K_COUNT];
+
+/* The names: index -> Redis key. */
+enum { N_H0, N_H1, N_H2, N_F0, N_F1, N_RW0, N_RW1, N_S0, N_P0, N_COUNT };
+extern const char *const truth_names[N_COUNT];
+/* The name group a kind contends on: N_H0.., and how many names. */
+int truth_kind_first_name(enum truth_kind k);
+int truth_kind_name_count(enum truth_kind k);
+/* Whether a name's beliefs exclude each other (locks) or share (read,
+ * semaphores: see the observer). */
+enum truth_group { G_HASH, G_FAIR, G_RW, G_SEMAPHORE, G_PERMIT };
+enum truth_group truth_name_group(int name);
+
+#define TRUTH_PERMITS 2 /* each semaphore's permits */
+#define TRUTH_MAX_WORKERS 8
+#define TRUTH_SLOTS 24 /* belief slots per worker */
+#define TRUTH_TRACE 96 /* trace lines kept per worker */
+#define TRUTH_LINE 120
+
+/* One belief: "owner field holds count on name until deadline". */
+typedef struct truth_belief {
+  _Atomic uint32_t seq;
+  int32_t name;        /* -1: the slot is empty */
+  int32_t kind;        /* enum truth_kind of the first hold */
+  int32_t count;       /* holds (locks), permits (semaphore), 1 (permit) */
+  int32_t fixed;       /* the latest hold's lease was fixed, not the watchdog */
+  uint64_t since_ns;   /* when the first hold's acquisition was sent */
+  uint64_t deadline_ns; /* the library's validity end; UINT64_MAX: none */
+  char field[80];      /* the hash field, or the permit's id in hex */
+} truth_belief_t;
+
+/* The faults the supervisor injects (tests/truth/faults.c); the first ones
+ * break truth (Redis forgets holds). */
+enum truth_fault {
+  F_DEL, F_FLUSHALL, F_RESTART_LOST, F_FORCE_RELEASE, /* truth breaks */
+  F_RESTART_AOF, F_DEBUG_SLEEP, F_CLIENT_KILL, F_CLIENT_PAUSE, F_SERVER_STOP,
+  F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP,
+  F_COUNT
+};
+extern const char *const truth_fault_names[F_COUNT];
+
+/* A break of truth that no client is told of by Redis itself (a DEL, a
+ * FLUSHALL, a restart that lost data) or that is told by a message (a force
+ * release): beliefs taken before it may outlive Redis's state until the
+ * documented bound, never longer. */
+typedef struct truth_break {
+  _Atomic uint64_t at_ns; /* 0: none yet */
+  _Atomic int what;       /* enum truth_fault */
+} truth_break_t;
+
+typedef struct truth_worker_slot {
+  truth_belief_t beliefs[TRUTH_SLOTS];
+  _Atomic long ops;         /* operations completed */
+  _Atomic long acquired;    /* acquisitions that succeeded */
+  _Atomic long errors;      /* operations failed with an error (clear codes) */
+  _Atomic long lost;        /* lost callbacks */
+  _Atomic long hung;        /* operations over their bound */
+  _Atomic long closes;      /* client closes and reopenings */
+  _Atomic long interrupts;
+  _Atomic long cancels;
+  _Atomic long force_releases;
+  _Atomic uint64_t last_loss_latency_ms; /* max loss notice after a break */
+  _Atomic int trace_next;
+  char trace[TRUTH_TRACE][TRUTH_LINE];
+  _Atomic int done;
+  _Atomic int quiet; /* the worker holds nothing and has nothing in flight */
+} truth_worker_slot_t;
+
+typedef struct truth_shared {
+  _Atomic int stop;     /* workers: release everything and exit */
+  /* After a break of truth the semaphores' counts are set anew, once
+   * nobody holds or is taking a permit: while sem_paused no worker starts
+   * a semaphore acquisition; sem_inflight counts those under way. */
+  _Atomic int sem_paused;
+  _Atomic int sem_inflight;
+  _Atomic long acquired_by_kind[K_COUNT];
+  truth_break_t breaks[N_COUNT];
+  truth_break_t global_break;
+  _Atomic long violations;
+  int nworkers;
+  truth_worker_slot_t w[TRUTH_MAX_WORKERS];
+} truth_shared_t;
+
+/* The client's settings every worker uses; the bounds follow from them. */
+#define TRUTH_COMMAND_TIMEOUT_MS 500
+#define TRUTH_WATCHDOG_MS 2100
+/* How long after a break of truth a belief may still stand: the next
+ * renewal or check (a third of the watchdog timeout), its answer within a
+ * command timeout and its retries, and scheduling slack. */
+#define TRUTH_BREAK_BOUND_MS (TRUTH_WATCHDOG_MS / 3 + 3 * TRUTH_COMMAND_TIMEOUT_MS + 500)
+/* How long a hold nobody believes in may stay: the longest fixed lease the
+ * workers ask for, an acquisition in flight, slack. */
+#define TRUTH_MAX_FIXED_LEASE_MS 4000
+#define TRUTH_ORPHAN_BOUND_MS (TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 6 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
+
+uint64_t truth_now_ns(void);
+uint64_t truth_rnd(uint64_t *s);
+
+/* Beliefs: the owner writes (one writer at a time per slot: callers keep
+ * their own mutex when several threads write), the observer reads. */
+void truth_belief_write(truth_belief_t *b, const truth_belief_t *value);
+void truth_belief_clear(truth_belief_t *b);
+/* A consistent copy; returns its seq (even). */
+uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out);
+
+/* One line into a worker's trace ring (monotonic ms stamp first). */
+void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the trace lines of every worker that mention name (NULL: all),
+ * merged by time, to stdout as TAP comments. */
+void truth_trace_dump(truth_shared_t *sh, const char *name);
+
+/* The worker process (tests/truth/worker.c). embedded: the client on this
+ * process's own libev loop; else threaded. */
+int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int embedded);
+
+#endif

@@ -1,0 +1,876 @@
+/* A truth checker worker: one process, one relock client (embedded on its
+ * own libev loop, or threaded), several owners ("actors") doing random
+ * operations on every kind of object, each publishing what it believes it
+ * holds (tests/truth/truth.h) for the observer to check against Redis.
+ *
+ * An actor holds one object at a time, with re-entries: of the same object,
+ * of another object of the same name, or of another kind on the same hash
+ * (a spin or fenced lock inside a reentrant one: one field in Redis). A
+ * belief is published only after Redis granted it, and withdrawn before a
+ * release is sent, so that without faults Redis always has at least what
+ * is published. Its deadline is the library's own validity
+ * (relock_lock_validity_ms), refreshed every few milliseconds.
+ *
+ * Rule for the two locks here: the worker's mutex is never held while the
+ * library is called (in threaded mode the library calls back into
+ * on_lost with its own lock held). */
+#include <config.h>
+
+#define _GNU_SOURCE /* pthread_tryjoin_np */
+
+#include <errno.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <relock/relock.h>
+
+#include "truth/truth.h"
+
+#define MAX_ACTORS 8
+#define SLOTS_PER_ACTOR 3
+#define MAX_DEPTH 6
+#define MAX_TARGETS 40
+
+typedef struct target {
+  enum truth_kind kind;
+  int name, name2; /* name2: a multi-lock's second member, else -1 */
+  relock_lock_t *lock;
+  relock_multi_lock_t *multi;
+  relock_semaphore_t *sem;
+  relock_permit_semaphore_t *permit;
+} target_t;
+
+typedef struct hold {
+  int target;
+  int slot, slot2; /* belief slots (slot2: a multi-lock's second name) */
+  int64_t lease_ms;
+  char permit_id[RELOCK_PERMIT_ID_SIZE];
+} hold_t;
+
+enum op_type { OP_ACQUIRE, OP_RELEASE, OP_FORCE, OP_VALIDATE, OP_THINK };
+
+typedef struct op {
+  enum op_type type;
+  int target;
+  int64_t wait_ms, lease_ms;
+  int cancel_after_ms; /* >= 0: cancel the acquisition then */
+  int blocking;        /* threaded: through the blocking wrapper */
+  uint64_t start_ns;
+} op_t;
+
+typedef struct worker worker_t;
+
+typedef struct actor {
+  worker_t *w;
+  int idx;
+  uint64_t owner;
+  uint64_t rng;
+  hold_t holds[MAX_DEPTH];
+  int depth;
+  op_t op;
+  relock_future_t *inflight; /* embedded */
+  ev_timer think, cancel;    /* embedded */
+  pthread_t thread;          /* threaded */
+  _Atomic(relock_lock_t *) blocked_in; /* threaded: a blocking call's lock */
+  int idle;
+} actor_t;
+
+/* What the worker knows of each belief slot beyond what it publishes: the
+ * object to ask for its validity, and the lease of its natural end. */
+typedef struct local_belief {
+  truth_belief_t b;
+  int target;
+  uint64_t natural_end_ns; /* a fixed lease's end; UINT64_MAX: none */
+} local_belief_t;
+
+struct worker {
+  truth_shared_t *sh;
+  truth_worker_slot_t *slot;
+  int id, port, embedded;
+  uint64_t rng;
+  relock_client_t *client;
+  struct ev_loop *loop;
+  target_t targets[MAX_TARGETS];
+  int ntargets;
+  actor_t actors[MAX_ACTORS];
+  int nactors;
+  local_belief_t mine[TRUTH_SLOTS];
+  pthread_mutex_t mu;
+  _Atomic int closing; /* actors stop at their next idle moment */
+  ev_timer refresh;    /* embedded */
+};
+
+static void msleep(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+static int rnd_below(uint64_t *rng, int n) {
+  return n <= 0 ? 0 : (int)(truth_rnd(rng) % (uint64_t)n);
+}
+
+/* -- beliefs ----------------------------------------------------------------*/
+
+static void publish(worker_t *w, int slot) {
+  truth_belief_write(&w->slot->beliefs[slot], &w->mine[slot].b);
+}
+
+/* The actor's slot for (name, field), or a free one; -1 if none is free. */
+static int slot_for(actor_t *a, int name, const char *field) {
+  int free_slot = -1;
+  for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+    int s = a->idx * SLOTS_PER_ACTOR + j;
+    truth_belief_t *b = &a->w->mine[s].b;
+    if (b->name == name && strcmp(b->field, field) == 0)
+      return s;
+    if (b->name < 0 && free_slot < 0)
+      free_slot = s;
+  }
+  return free_slot;
+}
+
+static int64_t drift_margin_ms(int64_t lease_ms) {
+  return lease_ms / 100 + 2;
+}
+
+/* Adds one hold (or permits) to a belief; called with w->mu held. */
+static int believe(actor_t *a, int target, int name, const char *field, int count, int64_t lease_ms,
+                   uint64_t since_ns, uint64_t deadline_ns) {
+  worker_t *w = a->w;
+  int s = slot_for(a, name, field);
+  if (s < 0)
+    return -1;
+  local_belief_t *l = &w->mine[s];
+  if (l->b.name < 0) {
+    memset(l, 0, sizeof *l);
+    l->b.name = name;
+    l->b.kind = (int32_t)w->targets[target].kind;
+    l->b.since_ns = since_ns;
+    snprintf(l->b.field, sizeof l->b.field, "%s", field);
+    l->target = target;
+    l->natural_end_ns = UINT64_MAX;
+  }
+  l->b.count += count;
+  l->b.fixed = lease_ms > 0;
+  if (deadline_ns > l->b.deadline_ns)
+    l->b.deadline_ns = deadline_ns;
+  if (lease_ms > 0) {
+    uint64_t end = since_ns + (uint64_t)lease_ms * 1000000u;
+    if (l->natural_end_ns == UINT64_MAX || end > l->natural_end_ns)
+      l->natural_end_ns = end;
+  } else {
+    l->natural_end_ns = UINT64_MAX; /* a watchdog hold keeps it */
+  }
+  publish(w, s);
+  return s;
+}
+
+static void disbelieve(worker_t *w, int s, int count) {
+  if (s < 0 || w->mine[s].b.name < 0)
+    return;
+  local_belief_t *l = &w->mine[s];
+  l->b.count -= count;
+  if (l->b.count <= 0) {
+    memset(l, 0, sizeof *l);
+    l->b.name = -1;
+  }
+  publish(w, s);
+}
+
+/* Drops every hold of the actor that counts on slot s (its loss). */
+static void forget_slot(actor_t *a, int s) {
+  int k = 0;
+  for (int i = 0; i < a->depth; i++)
+    if (a->holds[i].slot != s && a->holds[i].slot2 != s)
+      a->holds[k++] = a->holds[i];
+    else if (a->holds[i].slot2 >= 0) /* a multi-lock: its other name goes too */
+      disbelieve(a->w, a->holds[i].slot == s ? a->holds[i].slot2 : a->holds[i].slot, 1 << 20);
+  a->depth = k;
+  disbelieve(a->w, s, 1 << 20);
+}
+
+static actor_t *actor_of(worker_t *w, uint64_t owner) {
+  for (int i = 0; i < w->nactors; i++)
+    if (w->actors[i].owner == owner)
+      return &w->actors[i];
+  return NULL;
+}
+
+static void note_loss(worker_t *w, int name, const char *what) {
+  uint64_t now = truth_now_ns(), brk = atomic_load(&w->sh->breaks[name].at_ns);
+  uint64_t g = atomic_load(&w->sh->global_break.at_ns);
+  if (g > brk)
+    brk = g;
+  uint64_t ms = brk != 0 && now > brk ? (now - brk) / 1000000u : 0;
+  if (ms < 60000 && ms > atomic_load(&w->slot->last_loss_latency_ms))
+    atomic_store(&w->slot->last_loss_latency_ms, ms);
+  atomic_fetch_add(&w->slot->lost, 1);
+  truth_trace(w->slot, "%s lost %s (%llu ms after the last break)", what, truth_names[name], (unsigned long long)ms);
+}
+
+static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)reason;
+  (void)message;
+  worker_t *w = arg;
+  char field[96];
+  relock_lock_field(lock, owner, field, sizeof field);
+  pthread_mutex_lock(&w->mu);
+  actor_t *a = actor_of(w, owner);
+  int name = -1;
+  for (int t = 0; t < w->ntargets; t++)
+    if (w->targets[t].lock == lock)
+      name = w->targets[t].name; /* a write lock's field ends in ":write" */
+  if (a != NULL && name >= 0) {
+    int s = slot_for(a, name, field);
+    if (s >= 0 && w->mine[s].b.name == name) {
+      note_loss(w, name, field);
+      forget_slot(a, s);
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+static void on_multi_lost(relock_multi_lock_t *m, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)reason;
+  (void)message;
+  worker_t *w = arg;
+  pthread_mutex_lock(&w->mu);
+  actor_t *a = actor_of(w, owner);
+  for (int i = 0; a != NULL && i < a->depth; i++) {
+    target_t *t = &w->targets[a->holds[i].target];
+    if (t->multi == m) {
+      note_loss(w, t->name, "multi");
+      forget_slot(a, a->holds[i].slot);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* The library's validity for a belief, asked without the mutex. */
+static int64_t validity_of(worker_t *w, int target, uint64_t owner) {
+  target_t *t = &w->targets[target];
+  if (t->multi != NULL)
+    return relock_multi_lock_validity_ms(t->multi, owner);
+  if (t->lock != NULL)
+    return relock_lock_validity_ms(t->lock, owner);
+  return INT64_MAX; /* semaphores: no lease (permits: their own deadline) */
+}
+
+static uint64_t owner_of_slot(worker_t *w, int s) {
+  return w->actors[s / SLOTS_PER_ACTOR].owner;
+}
+
+/* Brings each lock belief's deadline to the library's validity now. A
+ * belief the library dropped without a lost callback is withdrawn; if its
+ * fixed lease had not run out, that is a silent loss (counted). */
+static void refresh_all(worker_t *w) {
+  for (int s = 0; s < w->nactors * SLOTS_PER_ACTOR; s++) {
+    pthread_mutex_lock(&w->mu);
+    int target = w->mine[s].b.name >= 0 ? w->mine[s].target : -1;
+    uint32_t gen = atomic_load(&w->slot->beliefs[s].seq);
+    pthread_mutex_unlock(&w->mu);
+    if (target < 0 || (w->targets[target].lock == NULL && w->targets[target].multi == NULL))
+      continue;
+    uint64_t now = truth_now_ns();
+    int64_t v = validity_of(w, target, owner_of_slot(w, s));
+    pthread_mutex_lock(&w->mu);
+    local_belief_t *l = &w->mine[s];
+    if (atomic_load(&w->slot->beliefs[s].seq) == gen && l->b.name >= 0) {
+      if (v > 0) {
+        l->b.deadline_ns = now + (uint64_t)v * 1000000u;
+        publish(w, s);
+      } else if (now + 50000000u < l->natural_end_ns) {
+        truth_trace(w->slot, "%s %s: validity %lld without a lost callback", truth_names[l->b.name], l->b.field,
+                    (long long)v);
+      }
+    }
+    pthread_mutex_unlock(&w->mu);
+  }
+}
+
+/* -- objects ----------------------------------------------------------------*/
+
+static void add_target(worker_t *w, enum truth_kind kind, int name) {
+  target_t *t = &w->targets[w->ntargets++];
+  memset(t, 0, sizeof *t);
+  t->kind = kind;
+  t->name = name;
+  t->name2 = -1;
+  relock_error_t err;
+  const char *n = truth_names[name];
+  switch (kind) {
+  case K_REENTRANT: t->lock = relock_lock_new(w->client, n, &err); break;
+  case K_SPIN: t->lock = relock_spin_lock_new(w->client, n, &err); break;
+  case K_FENCED: t->lock = relock_fenced_lock_new(w->client, n, &err); break;
+  case K_FAIR: t->lock = relock_fair_lock_new(w->client, n, &err); break;
+  case K_READ: t->lock = relock_read_lock_new(w->client, n, &err); break;
+  case K_WRITE: t->lock = relock_write_lock_new(w->client, n, &err); break;
+  case K_SEMAPHORE: t->sem = relock_semaphore_new(w->client, n, &err); break;
+  case K_PERMIT: t->permit = relock_permit_semaphore_new(w->client, n, &err); break;
+  case K_MULTI: {
+    relock_lock_t *members[2] = {relock_lock_new(w->client, truth_names[name], &err),
+                                 relock_lock_new(w->client, truth_names[name + 1], &err)};
+    t->name2 = name + 1;
+    t->multi = relock_multi_lock_new(members, 2, &err);
+    /* the group owns its members from here on */
+    if (t->multi != NULL)
+      relock_multi_lock_on_lost(t->multi, on_multi_lost, w);
+    break;
+  }
+  default: break;
+  }
+  if (t->lock != NULL) {
+    relock_lock_on_lost(t->lock, on_lost, w);
+    relock_lock_watch_loss(t->lock, 1);
+  }
+  if (t->lock == NULL && t->multi == NULL && t->sem == NULL && t->permit == NULL) {
+    fprintf(stderr, "truth worker %d: cannot make a %s: %s\n", w->id, truth_kind_names[kind], err.message);
+    _exit(2);
+  }
+}
+
+static void open_client(worker_t *w) {
+  relock_options_t *o = relock_options_new(NULL);
+  relock_options_set_string(o, RELOCK_OPT_HOST, "127.0.0.1", NULL);
+  relock_options_set_int(o, RELOCK_OPT_PORT, w->port, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, TRUTH_COMMAND_TIMEOUT_MS, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_CONNECT_TIMEOUT, TRUTH_COMMAND_TIMEOUT_MS, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_RETRY_INTERVAL, 150, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_RECONNECT_MIN, 20, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_RECONNECT_MAX, 300, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_WATCHDOG_TIMEOUT, TRUTH_WATCHDOG_MS, NULL);
+  relock_options_set_ms(o, RELOCK_OPT_PING_INTERVAL, 300, NULL);
+  relock_error_t err;
+  w->client = relock_client_new(w->embedded ? w->loop : NULL, o, &err);
+  relock_options_free(o);
+  if (w->client == NULL) {
+    fprintf(stderr, "truth worker %d: client: %s\n", w->id, err.message);
+    _exit(2);
+  }
+  w->ntargets = 0;
+  for (int n = N_H0; n <= N_H2; n++) {
+    add_target(w, K_REENTRANT, n);
+    add_target(w, K_REENTRANT, n);
+    add_target(w, K_SPIN, n);
+    add_target(w, K_FENCED, n);
+  }
+  add_target(w, K_MULTI, N_H0);
+  add_target(w, K_MULTI, N_H1);
+  for (int n = N_F0; n <= N_F1; n++) {
+    add_target(w, K_FAIR, n);
+    add_target(w, K_FAIR, n);
+  }
+  for (int n = N_RW0; n <= N_RW1; n++) {
+    add_target(w, K_READ, n);
+    add_target(w, K_READ, n);
+    add_target(w, K_WRITE, n);
+  }
+  add_target(w, K_SEMAPHORE, N_S0);
+  add_target(w, K_PERMIT, N_P0);
+}
+
+static void close_client(worker_t *w) {
+  pthread_mutex_lock(&w->mu);
+  for (int s = 0; s < TRUTH_SLOTS; s++) {
+    memset(&w->mine[s], 0, sizeof w->mine[s]);
+    w->mine[s].b.name = -1;
+    publish(w, s);
+  }
+  for (int i = 0; i < w->nactors; i++)
+    w->actors[i].depth = 0;
+  pthread_mutex_unlock(&w->mu);
+  for (int i = 0; i < w->ntargets; i++) {
+    target_t *t = &w->targets[i];
+    if (t->lock != NULL)
+      relock_lock_free(t->lock);
+    if (t->multi != NULL)
+      relock_multi_lock_free(t->multi);
+    if (t->sem != NULL)
+      relock_semaphore_free(t->sem);
+    if (t->permit != NULL)
+      relock_permit_semaphore_free(t->permit);
+  }
+  relock_client_free(w->client);
+  w->client = NULL;
+}
+
+/* -- choosing an operation ----------------------------------------------------*/
+
+static int is_lock(enum truth_kind k) {
+  return k != K_SEMAPHORE && k != K_PERMIT;
+}
+
+/* A target that re-enters what the actor holds on top, or -1. */
+static int reentry_target(actor_t *a) {
+  worker_t *w = a->w;
+  target_t *top = &w->targets[a->holds[a->depth - 1].target];
+  int picks[MAX_TARGETS], n = 0;
+  for (int i = 0; i < w->ntargets; i++) {
+    target_t *t = &w->targets[i];
+    if (t->name != top->name || t->multi != NULL || top->multi != NULL)
+      continue;
+    int ok = 0;
+    switch (top->kind) {
+    case K_REENTRANT:
+    case K_SPIN:
+    case K_FENCED: ok = t->kind == K_REENTRANT || t->kind == K_SPIN || t->kind == K_FENCED; break;
+    case K_FAIR: ok = t->kind == K_FAIR; break;
+    case K_READ: ok = t->kind == K_READ; break;
+    case K_WRITE: ok = t->kind == K_WRITE || t->kind == K_READ; break;
+    case K_SEMAPHORE:
+    case K_PERMIT: ok = t->kind == top->kind; break;
+    default: break;
+    }
+    if (ok)
+      picks[n++] = i;
+  }
+  return n == 0 ? -1 : picks[rnd_below(&a->rng, n)];
+}
+
+static int64_t random_lease(actor_t *a) {
+  if (rnd_below(&a->rng, 2) == 0)
+    return RELOCK_INFINITE;
+  return 300 + rnd_below(&a->rng, TRUTH_MAX_FIXED_LEASE_MS - 300);
+}
+
+static int64_t random_wait(actor_t *a) {
+  static const int64_t waits[] = {0, 50, 300, 1000, 2500};
+  return waits[rnd_below(&a->rng, 5)];
+}
+
+static op_t choose(actor_t *a) {
+  worker_t *w = a->w;
+  op_t op = {.type = OP_THINK, .target = -1, .cancel_after_ms = -1};
+  op.start_ns = truth_now_ns();
+  int r = rnd_below(&a->rng, 100);
+  if (r < 2) {
+    /* a force release of a lock name: Redis forgets every hold on it */
+    int t;
+    do
+      t = rnd_below(&a->rng, w->ntargets);
+    while (!is_lock(w->targets[t].kind) || w->targets[t].multi != NULL || w->targets[t].kind == K_READ);
+    op.type = OP_FORCE;
+    op.target = t;
+    return op;
+  }
+  if (a->depth == 0) {
+    op.type = OP_ACQUIRE;
+    op.target = rnd_below(&a->rng, w->ntargets);
+    if (!is_lock(w->targets[op.target].kind) && atomic_load(&w->sh->sem_paused)) {
+      op.type = OP_THINK;
+      return op;
+    }
+    op.wait_ms = random_wait(a);
+    op.lease_ms = random_lease(a);
+    if (w->targets[op.target].kind == K_PERMIT && rnd_below(&a->rng, 3) > 0)
+      op.lease_ms = 500 + rnd_below(&a->rng, 2000); /* mostly leased permits */
+    if (rnd_below(&a->rng, 8) == 0)
+      op.cancel_after_ms = rnd_below(&a->rng, 200);
+    op.blocking = !w->embedded && w->targets[op.target].lock != NULL && rnd_below(&a->rng, 2) == 0;
+    return op;
+  }
+  hold_t *top = &a->holds[a->depth - 1];
+  if (r < 12 && a->depth < MAX_DEPTH) {
+    int t = reentry_target(a);
+    if (t >= 0 && !is_lock(w->targets[t].kind) && atomic_load(&w->sh->sem_paused))
+      t = -1;
+    if (t >= 0) {
+      op.type = OP_ACQUIRE;
+      op.target = t;
+      op.wait_ms = random_wait(a);
+      op.lease_ms = random_lease(a);
+      op.blocking = !w->embedded && w->targets[t].lock != NULL && rnd_below(&a->rng, 2) == 0;
+      return op;
+    }
+  }
+  if (r < 18 && w->targets[top->target].lock != NULL) {
+    op.type = OP_VALIDATE;
+    op.target = top->target;
+    return op;
+  }
+  if (r < 55) {
+    op.type = OP_RELEASE;
+    op.target = top->target;
+    return op;
+  }
+  return op; /* think: hold a little longer */
+}
+
+/* -- running an operation -------------------------------------------------------*/
+
+static relock_future_t *start_op(actor_t *a, op_t *op) {
+  worker_t *w = a->w;
+  target_t *t = op->target >= 0 ? &w->targets[op->target] : NULL;
+  switch (op->type) {
+  case OP_ACQUIRE:
+    truth_trace(w->slot, "a%d acquire %s %s wait %lld lease %lld%s", a->idx, truth_kind_names[t->kind],
+                truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms,
+                op->cancel_after_ms >= 0 ? " (to cancel)" : "");
+    if (t->multi != NULL)
+      return relock_multi_lock_acquire_async(t->multi, a->owner, op->wait_ms, op->lease_ms);
+    if (t->lock != NULL)
+      return relock_lock_acquire_async(t->lock, a->owner, op->wait_ms, op->lease_ms);
+    atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
+    if (t->sem != NULL)
+      return relock_semaphore_acquire_async(t->sem, 1, op->wait_ms);
+    return relock_permit_semaphore_acquire_async(t->permit, op->wait_ms, op->lease_ms);
+  case OP_RELEASE: {
+    /* withdraw the belief first: from now on the actor counts on nothing */
+    pthread_mutex_lock(&w->mu);
+    hold_t h = a->holds[--a->depth];
+    disbelieve(w, h.slot, 1);
+    disbelieve(w, h.slot2, 1);
+    pthread_mutex_unlock(&w->mu);
+    truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
+                h.permit_id);
+    if (t->multi != NULL)
+      return relock_multi_lock_release_async(t->multi, a->owner);
+    if (t->lock != NULL)
+      return relock_lock_release_async(t->lock, a->owner);
+    if (t->sem != NULL)
+      return relock_semaphore_release_async(t->sem, 1);
+    return relock_permit_semaphore_release_async(t->permit, h.permit_id);
+  }
+  case OP_FORCE: {
+    /* the break is announced before it happens, so that the observer never
+     * sees its effect without it */
+    truth_break_t *b = &w->sh->breaks[t->name];
+    atomic_store(&b->what, F_FORCE_RELEASE);
+    atomic_store(&b->at_ns, truth_now_ns());
+    atomic_fetch_add(&w->slot->force_releases, 1);
+    truth_trace(w->slot, "a%d force release %s", a->idx, truth_names[t->name]);
+    return relock_lock_force_release_async(t->lock);
+  }
+  case OP_VALIDATE: return relock_lock_validate_async(t->lock, a->owner);
+  default: return NULL;
+  }
+}
+
+static int acquired_value(relock_future_t *f) {
+  switch (relock_future_value_type(f)) {
+  case RELOCK_VALUE_BOOL: return relock_future_bool(f);
+  case RELOCK_VALUE_INT: return relock_future_int(f) > 0;
+  case RELOCK_VALUE_STRING: return 1;
+  default: return 0;
+  }
+}
+
+/* An acquisition's outcome: rc 0 and acquired, or not. */
+static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const char *permit_id) {
+  worker_t *w = a->w;
+  target_t *t = &w->targets[op->target];
+  if (rc != 0 || !acquired) {
+    truth_trace(w->slot, "a%d acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
+                rc != 0 ? relock_err_name(rc) : "not acquired");
+    return;
+  }
+  atomic_fetch_add(&w->slot->acquired, 1);
+  atomic_fetch_add(&w->sh->acquired_by_kind[t->kind], 1);
+  char field[96] = "";
+  uint64_t deadline = UINT64_MAX;
+  if (t->lock != NULL || t->multi != NULL) {
+    int64_t v = validity_of(w, op->target, a->owner);
+    deadline = truth_now_ns() + (uint64_t)(v > 0 ? v : 0) * 1000000u;
+  }
+  if (t->lock != NULL) {
+    relock_lock_field(t->lock, a->owner, field, sizeof field);
+  } else if (t->multi != NULL) {
+    snprintf(field, sizeof field, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
+  } else if (t->permit != NULL) {
+    snprintf(field, sizeof field, "%s", permit_id);
+    if (op->lease_ms > 0)
+      deadline = op->start_ns + (uint64_t)(op->lease_ms - drift_margin_ms(op->lease_ms)) * 1000000u;
+  } else {
+    snprintf(field, sizeof field, "permits");
+  }
+  pthread_mutex_lock(&w->mu);
+  hold_t *h = &a->holds[a->depth];
+  memset(h, 0, sizeof *h);
+  h->target = op->target;
+  h->lease_ms = op->lease_ms;
+  snprintf(h->permit_id, sizeof h->permit_id, "%s", permit_id != NULL ? permit_id : "");
+  h->slot = believe(a, op->target, t->name, field, 1, op->lease_ms, op->start_ns, deadline);
+  h->slot2 = t->name2 >= 0 ? believe(a, op->target, t->name2, field, 1, op->lease_ms, op->start_ns, deadline) : -1;
+  if (h->slot >= 0)
+    a->depth++;
+  pthread_mutex_unlock(&w->mu);
+  truth_trace(w->slot, "a%d acquired %s %s %s validity %lld ms", a->idx, truth_kind_names[t->kind],
+              truth_names[t->name], field[0] == 'p' ? "" : field,
+              deadline == UINT64_MAX ? -1LL : (long long)((deadline - truth_now_ns()) / 1000000u));
+}
+
+static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
+  worker_t *w = a->w;
+  int rc = relock_future_error(f);
+  if (rc == RELOCK_ECANCELED)
+    atomic_fetch_add(&w->slot->cancels, 1);
+  else if (rc != 0)
+    atomic_fetch_add(&w->slot->errors, 1);
+  switch (op->type) {
+  case OP_ACQUIRE: {
+    if (!is_lock(w->targets[op->target].kind))
+      atomic_fetch_sub(&w->sh->sem_inflight, 1);
+    const char *id = relock_future_value_type(f) == RELOCK_VALUE_STRING ? relock_future_string(f, NULL) : NULL;
+    finish_acquire(a, op, rc, rc == 0 && acquired_value(f), id);
+    break;
+  }
+  case OP_RELEASE:
+  case OP_FORCE:
+  case OP_VALIDATE:
+    if (rc != 0)
+      truth_trace(w->slot, "a%d op %d on %s: %s", a->idx, op->type, truth_names[w->targets[op->target].name],
+                  relock_err_name(rc));
+    break;
+  default: break;
+  }
+  atomic_fetch_add(&w->slot->ops, 1);
+  uint64_t took_ms = (truth_now_ns() - op->start_ns) / 1000000u;
+  int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
+  if ((int64_t)took_ms > bound) {
+    atomic_fetch_add(&w->slot->hung, 1);
+    truth_trace(w->slot, "a%d op %d took %llu ms (bound %lld)", a->idx, op->type, (unsigned long long)took_ms,
+                (long long)bound);
+  }
+}
+
+/* The operations an actor runs before its client closes (or at the end):
+ * give back what has no lease (semaphore permits, endless permits), and
+ * at the end everything. */
+static int needs_give_back(actor_t *a, int everything) {
+  if (a->depth == 0)
+    return 0;
+  hold_t *h = &a->holds[a->depth - 1];
+  enum truth_kind k = a->w->targets[h->target].kind;
+  return everything || k == K_SEMAPHORE || (k == K_PERMIT && h->lease_ms <= 0);
+}
+
+/* -- threaded actors --------------------------------------------------------*/
+
+static void run_blocking_acquire(actor_t *a, op_t *op) {
+  target_t *t = &a->w->targets[op->target];
+  int acquired = 0;
+  atomic_store(&a->blocked_in, t->lock);
+  int rc = relock_lock_try_lock(t->lock, op->wait_ms, op->lease_ms, &acquired);
+  atomic_store(&a->blocked_in, NULL);
+  if (rc == RELOCK_EINTERRUPTED)
+    atomic_fetch_add(&a->w->slot->interrupts, 1);
+  else if (rc != 0)
+    atomic_fetch_add(&a->w->slot->errors, 1);
+  truth_trace(a->w->slot, "a%d blocking acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
+              rc != 0 ? relock_err_name(rc) : acquired ? "acquired" : "not acquired");
+  finish_acquire(a, op, rc, acquired, NULL);
+  atomic_fetch_add(&a->w->slot->ops, 1);
+}
+
+static void run_op_blocking(actor_t *a, op_t *op) {
+  if (op->type == OP_THINK) {
+    msleep(rnd_below(&a->rng, 60));
+    return;
+  }
+  if (op->blocking && op->type == OP_ACQUIRE) {
+    run_blocking_acquire(a, op);
+    return;
+  }
+  relock_future_t *f = start_op(a, op);
+  if (f == NULL)
+    return;
+  if (op->cancel_after_ms >= 0) {
+    msleep(op->cancel_after_ms);
+    relock_future_cancel(f);
+  }
+  int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
+  if (relock_future_wait(f, bound) == RELOCK_ETIMEDOUT && !relock_future_is_done(f)) {
+    atomic_fetch_add(&a->w->slot->hung, 1);
+    truth_trace(a->w->slot, "a%d op %d hung past %lld ms", a->idx, op->type, (long long)bound);
+    relock_future_cancel(f);
+    relock_future_wait(f, RELOCK_INFINITE);
+  }
+  finish_op(a, op, f);
+  relock_future_release(f);
+}
+
+static void *actor_thread(void *arg) {
+  actor_t *a = arg;
+  a->owner = relock_thread_owner();
+  while (!atomic_load(&a->w->closing) && !atomic_load(&a->w->sh->stop)) {
+    op_t op = choose(a);
+    a->op = op;
+    run_op_blocking(a, &op);
+  }
+  int everything = atomic_load(&a->w->sh->stop);
+  while (needs_give_back(a, everything)) {
+    op_t op = {.type = OP_RELEASE, .target = a->holds[a->depth - 1].target, .start_ns = truth_now_ns()};
+    run_op_blocking(a, &op);
+  }
+  return NULL;
+}
+
+/* Interrupts a random actor blocked in a blocking acquisition, now and then. */
+static void maybe_interrupt(worker_t *w) {
+  actor_t *a = &w->actors[rnd_below(&w->rng, w->nactors)];
+  relock_lock_t *lock = atomic_load(&a->blocked_in);
+  if (lock != NULL && rnd_below(&w->rng, 4) == 0) {
+    truth_trace(w->slot, "interrupt a%d", a->idx);
+    relock_lock_interrupt(lock, a->owner);
+  }
+}
+
+static void run_threaded(worker_t *w) {
+  while (!atomic_load(&w->sh->stop)) {
+    open_client(w);
+    atomic_store(&w->closing, 0);
+    for (int i = 0; i < w->nactors; i++)
+      pthread_create(&w->actors[i].thread, NULL, actor_thread, &w->actors[i]);
+    uint64_t close_at = truth_now_ns() + (uint64_t)(6000 + rnd_below(&w->rng, 14000)) * 1000000u;
+    while (!atomic_load(&w->sh->stop) && truth_now_ns() < close_at) {
+      msleep(5);
+      refresh_all(w);
+      maybe_interrupt(w);
+    }
+    atomic_store(&w->closing, 1);
+    /* refresh while the actors wind down: their beliefs stay checked */
+    for (int i = 0; i < w->nactors; i++) {
+      while (pthread_tryjoin_np(w->actors[i].thread, NULL) == EBUSY) {
+        msleep(5);
+        refresh_all(w);
+      }
+    }
+    truth_trace(w->slot, "close the client");
+    close_client(w);
+    atomic_fetch_add(&w->slot->closes, 1);
+  }
+}
+
+/* -- embedded actors ----------------------------------------------------------*/
+
+static void actor_step(actor_t *a);
+
+static void think_cb(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  actor_step(t->data);
+}
+
+static void cancel_cb(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)loop;
+  (void)revents;
+  actor_t *a = t->data;
+  if (a->inflight != NULL)
+    relock_future_cancel(a->inflight);
+}
+
+static void later(actor_t *a, int ms) {
+  ev_timer_set(&a->think, ms / 1000.0, 0);
+  ev_timer_start(a->w->loop, &a->think);
+}
+
+static void on_done(relock_future_t *f, void *arg) {
+  actor_t *a = arg;
+  ev_timer_stop(a->w->loop, &a->cancel);
+  finish_op(a, &a->op, f);
+  relock_future_release(f);
+  a->inflight = NULL;
+  later(a, rnd_below(&a->rng, 40));
+}
+
+static void actor_step(actor_t *a) {
+  worker_t *w = a->w;
+  int stopping = atomic_load(&w->sh->stop) || atomic_load(&w->closing);
+  if (stopping && !needs_give_back(a, atomic_load(&w->sh->stop))) {
+    a->idle = 1;
+    return;
+  }
+  op_t op = stopping ? (op_t){.type = OP_RELEASE, .target = a->holds[a->depth - 1].target,
+                              .cancel_after_ms = -1, .start_ns = truth_now_ns()}
+                     : choose(a);
+  a->op = op;
+  if (op.type == OP_THINK) {
+    later(a, rnd_below(&a->rng, 60));
+    return;
+  }
+  relock_future_t *f = start_op(a, &a->op);
+  if (f == NULL) {
+    later(a, 10);
+    return;
+  }
+  a->inflight = f;
+  if (op.cancel_after_ms >= 0) {
+    ev_timer_set(&a->cancel, op.cancel_after_ms / 1000.0, 0);
+    ev_timer_start(w->loop, &a->cancel);
+  }
+  relock_future_on_done(f, on_done, a);
+}
+
+static void refresh_cb(struct ev_loop *loop, ev_timer *t, int revents) {
+  (void)revents;
+  worker_t *w = t->data;
+  refresh_all(w);
+  int idle = 0;
+  for (int i = 0; i < w->nactors; i++)
+    idle += w->actors[i].idle;
+  if (idle == w->nactors)
+    ev_break(loop, EVBREAK_ONE);
+  if (!atomic_load(&w->closing) && rnd_below(&w->rng, 2000) == 0)
+    atomic_store(&w->closing, 1); /* every 10 s or so: close and reopen */
+}
+
+static void run_embedded(worker_t *w) {
+  w->loop = ev_loop_new(EVFLAG_AUTO);
+  while (!atomic_load(&w->sh->stop)) {
+    open_client(w);
+    atomic_store(&w->closing, 0);
+    for (int i = 0; i < w->nactors; i++) {
+      actor_t *a = &w->actors[i];
+      a->idle = 0;
+      ev_timer_init(&a->think, think_cb, 0, 0);
+      ev_timer_init(&a->cancel, cancel_cb, 0, 0);
+      a->think.data = a->cancel.data = a;
+      later(a, 0);
+    }
+    ev_timer_init(&w->refresh, refresh_cb, 0.005, 0.005);
+    w->refresh.data = w;
+    ev_timer_start(w->loop, &w->refresh);
+    ev_run(w->loop, 0);
+    ev_timer_stop(w->loop, &w->refresh);
+    truth_trace(w->slot, "close the client");
+    close_client(w);
+    atomic_fetch_add(&w->slot->closes, 1);
+  }
+  ev_loop_destroy(w->loop);
+}
+
+int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int embedded) {
+  static worker_t w;
+  w.sh = sh;
+  w.slot = &sh->w[id];
+  w.id = id;
+  w.port = port;
+  w.embedded = embedded;
+  w.rng = seed | 1;
+  pthread_mutex_init(&w.mu, NULL);
+  w.nactors = embedded ? 4 : 3;
+  for (int i = 0; i < w.nactors; i++) {
+    w.actors[i].w = &w;
+    w.actors[i].idx = i;
+    w.actors[i].owner = (uint64_t)i + 1;
+    w.actors[i].rng = truth_rnd(&w.rng) | 1;
+  }
+  for (int s = 0; s < TRUTH_SLOTS; s++) {
+    w.mine[s].b.name = -1;
+    publish(&w, s);
+  }
+  truth_trace(w.slot, "worker %d (%s), seed %llu", id, embedded ? "embedded" : "threaded", (unsigned long long)seed);
+  if (embedded)
+    run_embedded(&w);
+  else
+    run_threaded(&w);
+  atomic_store(&w.slot->done, 1);
+  return 0;
+}
