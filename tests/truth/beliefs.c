@@ -58,6 +58,13 @@ uint64_t truth_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void truth_break_at(truth_break_t *b, enum truth_fault what, uint64_t ns) {
+  atomic_store(&b->what, what);
+  uint64_t old = atomic_load(&b->at_ns);
+  while (old < ns && !atomic_compare_exchange_weak(&b->at_ns, &old, ns))
+    ;
+}
+
 uint64_t truth_rnd(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -134,6 +141,6 @@ void truth_trace_dump(truth_shared_t *sh, const char *name) {
       n++;
     }
   qsort(lines, n, sizeof lines[0], by_time);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = n > 80 ? n - 80 : 0; i < n; i++) /* the latest 80 */
     printf("#   %s\n", lines[i]);
 }

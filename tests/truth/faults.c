@@ -1,9 +1,10 @@
 /* The truth checker's faults: what Redis, the network and a client's host
  * do to a lock in production, injected at random (seeded). Faults that make
  * Redis forget holds - a DEL, FLUSHALL, a restart that lost its data - are
- * announced in the shared block (truth_break_t) before they happen, so
- * that the observer holds the beliefs they break to the documented bound
- * and no further. */
+ * announced in the shared block (truth_break_t) before they happen and
+ * again once done (the command ran somewhere in between), so that the
+ * observer holds the beliefs they break to the documented bound and no
+ * further. */
 #include <config.h>
 
 #include <errno.h>
@@ -75,8 +76,7 @@ void truth_faults_set_pid(truth_faults_t *f, int worker, pid_t pid) {
 }
 
 static void announce(truth_break_t *b, enum truth_fault what) {
-  atomic_store(&b->what, what);
-  atomic_store(&b->at_ns, truth_now_ns());
+  truth_break_at(b, what, truth_now_ns());
 }
 
 static void cmd(truth_faults_t *f, const char *a, const char *b, const char *c, const char *d) {
@@ -129,6 +129,7 @@ void truth_faults_inject(truth_faults_t *f) {
     trace_all(f, truth_fault_names[what], detail);
     announce(&f->sh->breaks[name], what);
     cmd(f, "DEL", truth_names[name], NULL, NULL);
+    announce(&f->sh->breaks[name], what); /* it ran in between */
     break;
   }
   case F_FLUSHALL:
@@ -136,12 +137,14 @@ void truth_faults_inject(truth_faults_t *f) {
     atomic_store(&f->sh->sem_paused, 1);
     announce(&f->sh->global_break, what);
     cmd(f, "FLUSHALL", NULL, NULL, NULL);
+    announce(&f->sh->global_break, what);
     break;
   case F_RESTART_LOST:
     trace_all(f, truth_fault_names[what], "(every name)");
     atomic_store(&f->sh->sem_paused, 1);
     announce(&f->sh->global_break, what);
     restart_losing_data(f);
+    announce(&f->sh->global_break, what);
     break;
   case F_RESTART_AOF: relock_test_redis_restart(f->redis); break;
   case F_DEBUG_SLEEP: {

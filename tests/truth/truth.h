@@ -41,7 +41,7 @@ enum truth_group truth_name_group(int name);
 #define TRUTH_PERMITS 2 /* each semaphore's permits */
 #define TRUTH_MAX_WORKERS 8
 #define TRUTH_SLOTS 24 /* belief slots per worker */
-#define TRUTH_TRACE 96 /* trace lines kept per worker */
+#define TRUTH_TRACE 1024 /* trace lines kept per worker */
 #define TRUTH_LINE 120
 
 /* One belief: "owner field holds count on name until deadline". */
@@ -119,6 +119,9 @@ typedef struct truth_shared {
  * workers ask for, an acquisition in flight, slack. */
 #define TRUTH_MAX_FIXED_LEASE_MS 4000
 #define TRUTH_ORPHAN_BOUND_MS (TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 6 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
+
+/* Records a break at ns (never moving an announced break earlier). */
+void truth_break_at(truth_break_t *b, enum truth_fault what, uint64_t ns);
 
 uint64_t truth_now_ns(void);
 uint64_t truth_rnd(uint64_t *s);

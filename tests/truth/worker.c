@@ -541,9 +541,7 @@ static relock_future_t *start_op(actor_t *a, op_t *op) {
   case OP_FORCE: {
     /* the break is announced before it happens, so that the observer never
      * sees its effect without it */
-    truth_break_t *b = &w->sh->breaks[t->name];
-    atomic_store(&b->what, F_FORCE_RELEASE);
-    atomic_store(&b->at_ns, truth_now_ns());
+    truth_break_at(&w->sh->breaks[t->name], F_FORCE_RELEASE, truth_now_ns());
     atomic_fetch_add(&w->slot->force_releases, 1);
     truth_trace(w->slot, "a%d force release %s", a->idx, truth_names[t->name]);
     return relock_lock_force_release_async(t->lock);
@@ -621,8 +619,15 @@ static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
     finish_acquire(a, op, rc, rc == 0 && acquired_value(f), id);
     break;
   }
+  case OP_FORCE: {
+    /* The script ran somewhere between the send and now - or, when the
+     * answer was lost, may still run when a stalled connection delivers
+     * it: the break lasts until then. */
+    uint64_t until = truth_now_ns() + (rc == 0 ? 0 : 3000000000ull);
+    truth_break_at(&w->sh->breaks[w->targets[op->target].name], F_FORCE_RELEASE, until);
+  }
+    /* fall through */
   case OP_RELEASE:
-  case OP_FORCE:
   case OP_VALIDATE:
     if (rc != 0)
       truth_trace(w->slot, "a%d op %d on %s: %s", a->idx, op->type, truth_names[w->targets[op->target].name],
