@@ -133,7 +133,7 @@ void truth_trace_dump(truth_shared_t *sh, const char *name) {
   for (int w = 0; w < sh->nworkers; w++)
     for (int i = 0; i < TRUTH_TRACE; i++) {
       const char *line = sh->w[w].trace[i];
-      if (line[0] == '\0' || (name != NULL && strstr(line, name) == NULL))
+      if (line[0] == '\0' || (name != NULL && strstr(line, name) == NULL && strstr(line, "FAULT") == NULL))
         continue;
       /* the stamp sorts as text; the worker goes after it */
       snprintf(copies[n], sizeof copies[n], "%.13s w%d %s", line, w, line + 13);

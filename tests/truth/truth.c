@@ -1,7 +1,7 @@
 /* The truth checker: a seeded, randomized test of relock's safety
  * invariant (docs/SAFETY.md) against a real redis-server under real faults.
  *
- *   truth [--seconds N] [--seed S] [--workers N] [--keep-going]
+ *   truth [--seconds N] [--seed S] [--workers N] [--keep-going] [--kinds K,K...]
  *
  * Worker processes (tests/truth/worker.c), half with an embedded client and
  * half with a threaded one, each with several owners, take, re-enter and
@@ -169,15 +169,37 @@ static void maybe_reset_semaphores(const char *unix_path) {
   atomic_store(&sh->sem_paused, 0);
 }
 
+/* "fair,read,write" -> a mask of kinds; 0 when a name is unknown. */
+static unsigned parse_kinds(const char *list) {
+  unsigned mask = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *k = strtok_r(buf, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
+    int found_kind = -1;
+    for (int i = 0; i < K_COUNT; i++)
+      if (strcmp(k, truth_kind_names[i]) == 0)
+        found_kind = i;
+    if (found_kind < 0)
+      return 0;
+    mask |= 1u << found_kind;
+  }
+  return mask;
+}
+
 static void usage(const char *self) {
-  fprintf(stderr, "usage: %s [--seconds N] [--seed S] [--workers N (2..%d)] [--keep-going]\n", self,
-          TRUTH_MAX_WORKERS);
+  fprintf(stderr, "usage: %s [--seconds N] [--seed S] [--workers N (2..%d)] [--keep-going] [--kinds K,K...]\n",
+          self, TRUTH_MAX_WORKERS);
+  fprintf(stderr, "kinds:");
+  for (int i = 0; i < K_COUNT; i++)
+    fprintf(stderr, " %s", truth_kind_names[i]);
+  fprintf(stderr, "\n");
 }
 
 int main(int argc, char **argv) {
   if (argc == 7 && strcmp(argv[1], "--worker") == 0)
     return worker_entry(argv);
   int seconds = 20, nworkers = 4;
+  unsigned kinds = (1u << K_COUNT) - 1;
   uint64_t seed = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -188,6 +210,12 @@ int main(int argc, char **argv) {
       nworkers = atoi(argv[++i]);
     else if (strcmp(argv[i], "--keep-going") == 0)
       keep_going = 1;
+    else if (strcmp(argv[i], "--kinds") == 0 && i + 1 < argc) {
+      if ((kinds = parse_kinds(argv[++i])) == 0) {
+        usage(argv[0]);
+        return 2;
+      }
+    }
     else {
       usage(argv[0]);
       return 2;
@@ -215,6 +243,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   sh->nworkers = nworkers;
+  sh->kinds = kinds;
   const char *unix_path = relock_test_redis_unix_path(redis);
   reset_semaphores(unix_path);
   truth_faults_t *faults = truth_faults_new(sh, redis, nworkers, seed);
@@ -292,7 +321,7 @@ int main(int argc, char **argv) {
   int kinds_seen = 0;
   for (int k = 0; k < K_COUNT; k++) {
     printf(" %s %ld", truth_kind_names[k], (long)sh->acquired_by_kind[k]);
-    kinds_seen += sh->acquired_by_kind[k] > 0;
+    kinds_seen += sh->acquired_by_kind[k] > 0 || !(kinds & (1u << k));
   }
   printf("\n# faults: %ld (%.0f/min):", nfaults, nfaults / minutes);
   truth_faults_print(faults);

@@ -105,6 +105,7 @@ typedef struct truth_shared {
   truth_break_t global_break;
   _Atomic long violations;
   int nworkers;
+  unsigned kinds; /* the kinds the workers use (bit k: enum truth_kind k) */
   truth_worker_slot_t w[TRUTH_MAX_WORKERS];
 } truth_shared_t;
 
@@ -135,8 +136,8 @@ uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out);
 
 /* One line into a worker's trace ring (monotonic ms stamp first). */
 void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prints the trace lines of every worker that mention name (NULL: all),
- * merged by time, to stdout as TAP comments. */
+/* Prints the latest trace lines of every worker that mention name (NULL:
+ * all) or a fault, merged by time, to stdout as TAP comments. */
 void truth_trace_dump(truth_shared_t *sh, const char *name);
 
 /* The worker process (tests/truth/worker.c). embedded: the client on this

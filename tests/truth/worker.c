@@ -428,7 +428,7 @@ static int reentry_target(actor_t *a) {
     case K_PERMIT: ok = t->kind == top->kind; break;
     default: break;
     }
-    if (ok)
+    if (ok && (w->sh->kinds & (1u << t->kind)))
       picks[n++] = i;
   }
   return n == 0 ? -1 : picks[rnd_below(&a->rng, n)];
@@ -452,10 +452,10 @@ static op_t choose(actor_t *a) {
   int r = rnd_below(&a->rng, 100);
   if (r < 2) {
     /* a force release of a lock name: Redis forgets every hold on it */
-    int t;
-    do
-      t = rnd_below(&a->rng, w->ntargets);
-    while (!is_lock(w->targets[t].kind) || w->targets[t].multi != NULL || w->targets[t].kind == K_READ);
+    int t = rnd_below(&a->rng, w->ntargets);
+    if (!is_lock(w->targets[t].kind) || w->targets[t].multi != NULL || w->targets[t].kind == K_READ ||
+        !(w->sh->kinds & (1u << w->targets[t].kind)))
+      return op; /* think instead */
     op.type = OP_FORCE;
     op.target = t;
     return op;
@@ -463,7 +463,8 @@ static op_t choose(actor_t *a) {
   if (a->depth == 0) {
     op.type = OP_ACQUIRE;
     op.target = rnd_below(&a->rng, w->ntargets);
-    if (!is_lock(w->targets[op.target].kind) && atomic_load(&w->sh->sem_paused)) {
+    if ((!is_lock(w->targets[op.target].kind) && atomic_load(&w->sh->sem_paused)) ||
+        !(w->sh->kinds & (1u << w->targets[op.target].kind))) {
       op.type = OP_THINK;
       return op;
     }
