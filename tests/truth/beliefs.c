@@ -82,6 +82,7 @@ void truth_belief_write(truth_belief_t *b, const truth_belief_t *value) {
   b->kind = value->kind;
   b->count = value->count;
   b->fixed = value->fixed;
+  b->foreign = value->foreign;
   b->since_ns = value->since_ns;
   b->deadline_ns = value->deadline_ns;
   memcpy(b->field, value->field, sizeof b->field);
@@ -102,6 +103,7 @@ uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out) {
     out->kind = b->kind;
     out->count = b->count;
     out->fixed = b->fixed;
+    out->foreign = b->foreign;
     out->since_ns = b->since_ns;
     out->deadline_ns = b->deadline_ns;
     memcpy(out->field, b->field, sizeof out->field);

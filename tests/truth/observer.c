@@ -148,8 +148,10 @@ static void reread_beliefs(truth_observer_t *o) {
     x->exempt = brk != 0 && x->b.since_ns < brk;
     if (x->exempt) {
       enum truth_group g = truth_name_group(x->b.name);
-      /* permits have no watchdog (yet): nothing can tell their holder */
-      if (g != G_SEMAPHORE && g != G_PERMIT && o->t1 > brk + (uint64_t)TRUTH_BREAK_BOUND_MS * 1000000u)
+      /* permits have no watchdog (yet), and Redisson tells its threads of
+       * no loss: nothing can tell those holders */
+      if (g != G_SEMAPHORE && g != G_PERMIT && !x->b.foreign &&
+          o->t1 > brk + (uint64_t)TRUTH_BREAK_BOUND_MS * 1000000u)
         x->exempt = 0;
     }
   }
@@ -351,6 +353,8 @@ static int check_truth(truth_observer_t *o, seen_t *x) {
   if (count < x->b.count)
     return violation(o, x->b.name, "%s: Redis counts %lld holds, its owner believes %d", x->b.field, count,
                      x->b.count);
+  if (x->b.deadline_ns == UINT64_MAX) /* Redisson's watchdog: no deadline */
+    return 0;
   if (pttl != -1 && pttl < left)
     return violation(o, x->b.name, "%s: the key expires in %lld ms, its owner believes %lld ms", x->b.field, pttl,
                      (long long)left);

@@ -1,7 +1,7 @@
 /* The truth checker: a seeded, randomized test of relock's safety
  * invariant (docs/SAFETY.md) against a real redis-server under real faults.
  *
- *   truth [--seconds N] [--seed S] [--workers N] [--keep-going] [--kinds K,K...]
+ *   truth [--seconds N] [--seed S] [--workers N] [--java N] [--keep-going] [--kinds K,K...]
  *
  * Worker processes (tests/truth/worker.c), half with an embedded client and
  * half with a threaded one, each with several owners, take, re-enter and
@@ -35,6 +35,8 @@
 #include "truth/observer.h"
 #include "truth/truth.h"
 
+enum { WORKER_THREADED, WORKER_EMBEDDED, WORKER_JAVA };
+
 static truth_shared_t *sh;
 static int shared_fd = -1;
 static pid_t pids[TRUTH_MAX_WORKERS];
@@ -48,13 +50,13 @@ static void msleep(long ms) {
 /* A worker is a fresh exec of this program, not a bare fork: this process
  * runs threads (the proxies', the observer), and a forked child of a
  * threaded process may inherit a lock one of them held. */
-static pid_t start_worker(int id, int port, uint64_t seed, int embedded) {
+static pid_t start_worker(int id, int port, uint64_t seed, int mode) {
   char self[] = "truth", flag[] = "--worker", sid[16], sport[16], sseed[32], sfd[16], semb[4];
   snprintf(sid, sizeof sid, "%d", id);
   snprintf(sport, sizeof sport, "%d", port);
   snprintf(sseed, sizeof sseed, "%llu", (unsigned long long)seed);
   snprintf(sfd, sizeof sfd, "%d", shared_fd);
-  snprintf(semb, sizeof semb, "%d", embedded);
+  snprintf(semb, sizeof semb, "%d", mode);
   char *const args[] = {self, flag, sid, sport, sseed, sfd, semb, NULL};
   pid_t pid = fork();
   if (pid == 0) {
@@ -73,7 +75,10 @@ static int worker_entry(char **argv) {
   if (id < 0 || id >= TRUTH_MAX_WORKERS)
     return 3;
   signal(SIGPIPE, SIG_IGN);
-  return truth_worker_main(sh, id, atoi(argv[3]), strtoull(argv[4], NULL, 10), atoi(argv[6]));
+  int mode = atoi(argv[6]);
+  if (mode == WORKER_JAVA)
+    return truth_java_worker_main(sh, id, atoi(argv[3]), strtoull(argv[4], NULL, 10));
+  return truth_worker_main(sh, id, atoi(argv[3]), strtoull(argv[4], NULL, 10), mode == WORKER_EMBEDDED);
 }
 
 /* -- the observer thread ----------------------------------------------------*/
@@ -169,6 +174,30 @@ static void maybe_reset_semaphores(const char *unix_path) {
   atomic_store(&sh->sem_paused, 0);
 }
 
+/* The interop peer, built (or found up to date) where make check keeps it. */
+static int build_java_peer(void) {
+  const char *src = getenv("RELOCK_SRCDIR"), *build = getenv("RELOCK_BUILDDIR");
+  if (src == NULL || build == NULL) {
+    fprintf(stderr, "truth: RELOCK_SRCDIR and RELOCK_BUILDDIR are not set: run it through make check\n");
+    return -1;
+  }
+  char cmd[2200];
+  snprintf(cmd, sizeof cmd, "sh '%s/tests/interop/build.sh' '%s/tests/interop/peer' >&2", src, build);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static int wait_java_ready(int first, int n) {
+  uint64_t end = truth_now_ns() + 60000000000ull;
+  for (int i = first; i < n; i++)
+    while (!atomic_load(&sh->w[i].ready)) {
+      int status;
+      if (truth_now_ns() > end || waitpid(pids[i], &status, WNOHANG) != 0)
+        return -1;
+      msleep(50);
+    }
+  return 0;
+}
+
 /* "fair,read,write" -> a mask of kinds; 0 when a name is unknown. */
 static unsigned parse_kinds(const char *list) {
   unsigned mask = 0;
@@ -187,7 +216,9 @@ static unsigned parse_kinds(const char *list) {
 }
 
 static void usage(const char *self) {
-  fprintf(stderr, "usage: %s [--seconds N] [--seed S] [--workers N (2..%d)] [--keep-going] [--kinds K,K...]\n",
+  fprintf(stderr,
+          "usage: %s [--seconds N] [--seed S] [--workers N] [--java N] [--keep-going] [--kinds K,K...]\n"
+          "  (2 <= workers, workers + java <= %d)\n",
           self, TRUTH_MAX_WORKERS);
   fprintf(stderr, "kinds:");
   for (int i = 0; i < K_COUNT; i++)
@@ -198,7 +229,7 @@ static void usage(const char *self) {
 int main(int argc, char **argv) {
   if (argc == 7 && strcmp(argv[1], "--worker") == 0)
     return worker_entry(argv);
-  int seconds = 20, nworkers = 4;
+  int seconds = 20, nworkers = 4, njava = 0;
   unsigned kinds = (1u << K_COUNT) - 1;
   uint64_t seed = 0;
   for (int i = 1; i < argc; i++) {
@@ -208,6 +239,8 @@ int main(int argc, char **argv) {
       seed = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc)
       nworkers = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--java") == 0 && i + 1 < argc)
+      njava = atoi(argv[++i]);
     else if (strcmp(argv[i], "--keep-going") == 0)
       keep_going = 1;
     else if (strcmp(argv[i], "--kinds") == 0 && i + 1 < argc) {
@@ -221,7 +254,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (seconds < 1 || nworkers < 2 || nworkers > TRUTH_MAX_WORKERS) {
+  if (seconds < 1 || nworkers < 2 || njava < 0 || nworkers + njava > TRUTH_MAX_WORKERS) {
     usage(argv[0]);
     return 2;
   }
@@ -242,18 +275,30 @@ int main(int argc, char **argv) {
     printf("Bail out! cannot run: cannot start the checker's redis-server\n");
     return 1;
   }
-  sh->nworkers = nworkers;
+  if (njava > 0 && build_java_peer() != 0) {
+    printf("Bail out! cannot run: tests/interop/build.sh could not build the Redisson peer (./bootstrap --deps "
+           "installs java and maven and fetches Redisson)\n");
+    return 1;
+  }
+  sh->nworkers = nworkers + njava;
   sh->kinds = kinds;
   const char *unix_path = relock_test_redis_unix_path(redis);
   reset_semaphores(unix_path);
-  truth_faults_t *faults = truth_faults_new(sh, redis, nworkers, seed);
-  printf("# truth: %d workers, %d s, seed %llu (replay: truth --seconds %d --seed %llu --workers %d)\n", nworkers,
-         seconds, (unsigned long long)seed, seconds, (unsigned long long)seed, nworkers);
+  truth_faults_t *faults = truth_faults_new(sh, redis, sh->nworkers, seed);
+  printf("# truth: %d relock workers, %d Redisson workers, %d s, seed %llu (replay: truth --seconds %d --seed %llu "
+         "--workers %d --java %d)\n",
+         nworkers, njava, seconds, (unsigned long long)seed, seconds, (unsigned long long)seed, nworkers, njava);
   fflush(stdout);
   uint64_t rng = seed;
-  for (int i = 0; i < nworkers; i++) {
-    pids[i] = start_worker(i, truth_faults_port(faults, i), truth_rnd(&rng), i % 2 == 0);
+  for (int i = 0; i < sh->nworkers; i++) {
+    int mode = i >= nworkers ? WORKER_JAVA : i % 2 == 0 ? WORKER_EMBEDDED : WORKER_THREADED;
+    pids[i] = start_worker(i, truth_faults_port(faults, i), truth_rnd(&rng), mode);
     truth_faults_set_pid(faults, i, pids[i]);
+  }
+  if (wait_java_ready(nworkers, sh->nworkers) != 0) {
+    printf("Bail out! cannot run: the Redisson peer did not start within 60 s\n");
+    atomic_store(&sh->stop, 1);
+    return 1;
   }
   truth_observer_t *o = truth_observer_new(sh, unix_path);
   pthread_t observer;
@@ -271,7 +316,7 @@ int main(int argc, char **argv) {
   /* wind down: every worker releases everything it holds and exits */
   atomic_store(&sh->stop, 1);
   int exited = 0;
-  for (int i = 0; i < nworkers; i++) {
+  for (int i = 0; i < sh->nworkers; i++) {
     int status = 0;
     uint64_t deadline = truth_now_ns() + 30000000000ull;
     while (waitpid(pids[i], &status, WNOHANG) == 0 && truth_now_ns() < deadline) {
@@ -299,7 +344,7 @@ int main(int argc, char **argv) {
 
   long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0;
   uint64_t loss_ms = 0;
-  for (int i = 0; i < nworkers; i++) {
+  for (int i = 0; i < sh->nworkers; i++) {
     truth_worker_slot_t *w = &sh->w[i];
     ops += w->ops;
     acquired += w->acquired;
@@ -349,7 +394,7 @@ int main(int argc, char **argv) {
         "every kind was acquired under faults (%d of %d kinds, %ld faults, %ld checks)", kinds_seen, K_COUNT, nfaults,
         truth_observer_checks(o));
   CHECK(hung == 0, "no operation overran its bound (%ld did)", hung);
-  CHECK(exited == nworkers, "every worker wound down cleanly (%d of %d)", exited, nworkers);
+  CHECK(exited == sh->nworkers, "every worker wound down cleanly (%d of %d)", exited, sh->nworkers);
   if (sem_checked)
     CHECK(quiet, "nothing is left held once everyone released: %s", quiet_why);
   else
@@ -357,7 +402,8 @@ int main(int argc, char **argv) {
           "nothing is left held once everyone released (semaphores not checked: reset pending): %s", quiet_why);
   printf("1..%d\n", t);
   if (failed)
-    printf("# replay: truth --seconds %d --seed %llu --workers %d\n", seconds, (unsigned long long)seed, nworkers);
+    printf("# replay: truth --seconds %d --seed %llu --workers %d --java %d\n", seconds, (unsigned long long)seed,
+           nworkers, njava);
 
   truth_observer_free(o);
   truth_faults_free(faults);

@@ -51,6 +51,7 @@ typedef struct truth_belief {
   int32_t kind;        /* enum truth_kind of the first hold */
   int32_t count;       /* holds (locks), permits (semaphore), 1 (permit) */
   int32_t fixed;       /* the latest hold's lease was fixed, not the watchdog */
+  int32_t foreign;     /* a Redisson thread's: never told of a loss */
   uint64_t since_ns;   /* when the first hold's acquisition was sent */
   uint64_t deadline_ns; /* the library's validity end; UINT64_MAX: none */
   char field[80];      /* the hash field, or the permit's id in hex */
@@ -90,7 +91,7 @@ typedef struct truth_worker_slot {
   _Atomic int trace_next;
   char trace[TRUTH_TRACE][TRUTH_LINE];
   _Atomic int done;
-  _Atomic int quiet; /* the worker holds nothing and has nothing in flight */
+  _Atomic int ready; /* a Java worker's peer has started */
 } truth_worker_slot_t;
 
 typedef struct truth_shared {
@@ -143,5 +144,8 @@ void truth_trace_dump(truth_shared_t *sh, const char *name);
 /* The worker process (tests/truth/worker.c). embedded: the client on this
  * process's own libev loop; else threaded. */
 int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int embedded);
+/* A Redisson worker (tests/truth/java_worker.c): the interop peer, built in
+ * $RELOCK_BUILDDIR/tests/interop/peer. */
+int truth_java_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed);
 
 #endif
