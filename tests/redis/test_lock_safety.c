@@ -416,8 +416,10 @@ static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms
   fx_run_until(fx->a->loop, never, NULL, outage_ms);
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_FAILED); /* never reported taken */
   relock_future_release(f);
-  /* Nothing came through meanwhile: the give-back has not happened yet. */
+  /* Nothing came through meanwhile: the give-back has not happened yet,
+   * and the client says it owes it. */
   assert_int_equal(gb_taken(fx, name, kind), take);
+  assert_int_equal(relock_client_unreturned(fx->a), 1);
   relock_test_proxy_blackhole_accept(fx->proxy, 0);
   uint64_t t0 = relock__now_ns();
   g.want = 0;
@@ -428,6 +430,7 @@ static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms
   /* Given back once: it stays so, and no acquisition latch is left behind. */
   fx_run_until(fx->a->loop, never, NULL, 300);
   assert_int_equal(gb_taken(fx, name, kind), 0);
+  assert_int_equal(relock_client_unreturned(fx->a), 0);
   char keys[256];
   assert_int_equal(relock_test_redis_cmd(fx->redis, keys, sizeof keys, "KEYS", "relock_lock_latch:*", NULL), 0);
   assert_string_equal(keys, "*0\r\n");
@@ -455,6 +458,65 @@ static void test_give_back_outlives_any_outage(void **state) {
     int64_t permits = 1 + (int64_t)(relock__random(&rng) % GB_PERMITS);
     int64_t outage = 2 * budget + 500 + (int64_t)(relock__random(&rng) % (uint64_t)(2 * budget));
     gb_case(fx, kind, permits, outage, n++);
+  }
+}
+
+static void on_closed_count(relock_client_t *c, void *arg) {
+  *(size_t *)arg = relock_client_unreturned(c);
+}
+
+/* A close while a give-back is owed and Redis is out of reach: the close
+ * ends within its bound and counts the give-back it could not make; a
+ * close with Redis back makes it. */
+static void test_close_reports_what_it_could_not_give_back(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(300));
+  fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  fx_set_ms(fx->via, RELOCK_OPT_RETRY_INTERVAL, 20000);
+  for (int reachable = 0; reachable < 2; reachable++) {
+    fx->a = fx_client(fx->via);
+    relock_future_release(FX_CMD(fx->a, "PING"));
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SET", "gbclose", GB_PERMITS_S, NULL), 0);
+    relock_semaphore_t *s = relock_semaphore_new(fx->a, "gbclose", NULL);
+    relock_test_proxy_delay(fx->proxy, 200);
+    relock_future_t *f = relock_semaphore_acquire_async(s, 2, 0);
+    gb_state_t g = {fx, "gbclose", GB_SEMAPHORE, 2};
+    assert_true(fx_run_until(fx->a->loop, gb_taken_is, &g, 3000));
+    relock_test_proxy_stall(fx->proxy, 1);
+    relock_test_proxy_blackhole_current(fx->proxy);
+    relock_test_proxy_blackhole_accept(fx->proxy, 1);
+    relock_test_proxy_stall(fx->proxy, 0);
+    relock_test_proxy_delay(fx->proxy, 0);
+    assert_int_equal(relock_future_wait(f, fx_slack_ms(3000)), RELOCK_ETIMEDOUT);
+    relock_future_release(f);
+    /* The give-back's first try timed out too: it waits 10-20 s to retry. */
+    fx_run_until(fx->a->loop, never, NULL, fx_slack_ms(400));
+    assert_int_equal(relock_client_unreturned(fx->a), 1);
+    if (reachable) { /* connected again, the give-back still waiting for its retry */
+      relock_test_proxy_blackhole_accept(fx->proxy, 0);
+      uint64_t t1 = relock__now_ns();
+      int up = 0;
+      while (!up && fx_ms_since(t1) < fx_slack_ms(5000)) {
+        relock_future_t *ping = FX_CMD(fx->a, "PING");
+        up = relock_future_wait(ping, fx_slack_ms(3000)) == 0;
+        relock_future_release(ping);
+      }
+      assert_true(up);
+      assert_int_equal(relock_client_unreturned(fx->a), 1);
+      assert_int_equal(gb_taken(fx, "gbclose", GB_SEMAPHORE), 2);
+    }
+    size_t unreturned = 99;
+    uint64_t t0 = relock__now_ns();
+    assert_int_equal(relock_client_close(fx->a, on_closed_count, &unreturned), 0);
+    relock_semaphore_free(s);
+    relock_client_free(fx->a); /* waits for the close */
+    fx->a = NULL;
+    print_message("# Redis %s: the close took %.0f ms, %zu not given back\n", reachable ? "back" : "out of reach",
+                  fx_ms_since(t0), unreturned);
+    assert_true(fx_ms_since(t0) < fx_slack_ms(2000)); /* within its bound, not the retry's */
+    assert_int_equal(unreturned, reachable ? 0 : 1);
+    assert_int_equal(gb_taken(fx, "gbclose", GB_SEMAPHORE), reachable ? 0 : 2);
+    relock_test_proxy_blackhole_accept(fx->proxy, 0);
   }
 }
 
@@ -837,6 +899,7 @@ int main(void) {
       T(test_failed_acquire_gives_back_its_hold),
       T(test_bounded_wait_bounds_the_try_in_flight),
       T(test_give_back_outlives_any_outage),
+      T(test_close_reports_what_it_could_not_give_back),
       T(test_busy_server_is_retried),
       T(test_lost_and_expired_holds_leave_the_registry),
       T(test_release_of_a_lost_hold_reports_it),
