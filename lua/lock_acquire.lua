@@ -6,7 +6,8 @@
 --          the registration holds (ms, the server's clock)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the holder's field
--- ARGV[3]  how long the latch remembers a success, in milliseconds
+-- ARGV[3]  how long the latch remembers a success at least (the retry
+--          window), in milliseconds
 -- ARGV[4]  (a wait only) the waiting process's waker id: a number the
 --          release publishes on the unlock channel to wake that process
 --          only (lua/lock_release.lua)
@@ -69,7 +70,12 @@ end
 if mine or redis.call('exists', KEYS[1]) == 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
-  redis.call('set', KEYS[2], 1, 'px', ARGV[3])
+  -- The latch lasts the retry window and at least as long as the hold it
+  -- counted can last without a renewal (the key's TTL now), so that the
+  -- give-back of an acquisition whose answer was lost, retried until Redis
+  -- answers, finds it while that hold may still be there; never longer,
+  -- so that it can never take away a later hold of the owner.
+  redis.call('set', KEYS[2], 1, 'px', math.max(tonumber(ARGV[3]), redis.call('pttl', KEYS[1])))
   registered(true)
   return nil
 end

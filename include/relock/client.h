@@ -110,6 +110,20 @@ RELOCK_EXTERN relock_future_t *relock_client_command_async(relock_client_t *clie
  * A format of no words fails with RELOCK_EINVAL. */
 RELOCK_EXTERN relock_future_t *relock_client_commandf_async(relock_client_t *client, const char *format, ...);
 
+/* How many give-backs this client owes Redis: acquisitions (of a lock, a
+ * semaphore's permits, a permit of a permit-expirable semaphore) whose
+ * answer was lost, came too late, or was abandoned by a cancel or a
+ * deadline, and whose give-back Redis has not answered yet. The client
+ * retries each until Redis answers, for as long as it lives, however long
+ * Redis is out of reach; a close tries those still owed within its bound
+ * (a command timeout). Once the close is done (in its callback, or before
+ * relock_client_free) the count is final: what could not be given back. A
+ * semaphore's permits counted there stay taken in Redis (they have no
+ * lease); a lock's hold ends with its lease. An acquisition whose outcome
+ * was unknown is counted even if it took nothing. 0 for NULL. Any
+ * thread. */
+RELOCK_EXTERN size_t relock_client_unreturned(const relock_client_t *client);
+
 /* -- pub/sub ---------------------------------------------------------------*/
 
 typedef struct relock_subscription relock_subscription_t;

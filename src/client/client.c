@@ -84,6 +84,7 @@ static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   c->close_cb = cb;
   c->close_arg = arg;
   relock__renewal_close(&c->renewal); /* no renewal outlives close */
+  relock__call_hurry(&c->redis);       /* give-backs waiting to retry: now, within the close */
   relock__redis_close(&c->redis);
   return 0;
 }
@@ -283,6 +284,13 @@ relock_client_t *relock_client_new_beside(relock_client_t *peer, const relock_op
 struct ev_loop *relock_client_loop(const relock_client_t *c) { return c != NULL ? c->loop : NULL; }
 
 const char *relock_client_id(const relock_client_t *c) { return c != NULL ? c->settings.client_id : NULL; }
+
+size_t relock_client_unreturned(const relock_client_t *c) {
+  if (c == NULL)
+    return 0;
+  return __atomic_load_n(&c->give_backs_owed, __ATOMIC_RELAXED) +
+         __atomic_load_n(&c->give_backs_failed, __ATOMIC_RELAXED);
+}
 
 /* -- commands ---------------------------------------------------------------*/
 

@@ -28,6 +28,11 @@ struct relock_client {
   uint64_t rng;             /* xorshift state for jitter and request ids */
   char waker_id[19];        /* "": none yet; what wakes this client's waiters only (objects/keys.h) */
   int64_t handed_fallback_ms; /* 0: lock_acquire.c's; tests under valgrind lengthen it */
+  /* Give-backs (lock_acquire.c's undo): those not yet answered, and those
+   * over without an answer (relock_client_unreturned). Changed on the loop
+   * thread, read from any (atomic). */
+  size_t give_backs_owed;
+  size_t give_backs_failed;
 
   int closing;
   int down;                 /* everything is down; the close callback is due */

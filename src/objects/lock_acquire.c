@@ -466,22 +466,48 @@ static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK_
   return call->latch != NULL ? 0 : -1;
 }
 
-/* Gives back the hold op's try took, if it took one: the latch says so in
- * Redis (op's place in a queue in Redis goes when op finishes). Sent after the try on the same connection, so it runs after it;
- * a close of the client waits for it, so that cancelling and closing at
- * once (the relock tool on a signal) leaves nothing held. */
+/* A give-back is over: answered (it gave back what the try took, or found
+ * nothing taken), or not, for good (the client closed first, or Redis
+ * refused it): then it counts as unreturned (relock_client_unreturned). */
+static void on_give_back_done(relock_future_t *f, void *arg) {
+  relock_client_t *c = arg;
+  __atomic_sub_fetch(&c->give_backs_owed, 1, __ATOMIC_RELAXED);
+  if (relock_future_error(f) != 0)
+    __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED);
+  relock_future_release(f);
+}
+
+/* Gives back the hold (the permits) op's try took, if it took any: the
+ * latch says so in Redis (op's place in a queue in Redis goes when op
+ * finishes). Sent after the try on the same connection, so it runs after
+ * it. It is retried until Redis answers, for as long as the client lives
+ * (call.h, until_answered), however long Redis stays out of reach: a
+ * semaphore's permits have no lease, and would stay taken for good. The
+ * latch lives until then (a semaphore's has no expiry; a lock's lasts its
+ * lease, which bounds the hold anyway), and running it twice gives back
+ * once. A close tries it within its bound (it waits for the answer), so
+ * that cancelling and closing at once (the relock tool on a signal) leaves
+ * nothing held, and counts what it could not give back. */
 static void undo(acquire_t *op) {
   if (op->lock->kind->undo == NULL)
     return; /* it takes nothing: a latch's await */
+  relock_client_t *c = op->lock->client;
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
-  if (try_call(op, &call, field) != 0)
-    return; /* out of memory: the hold ends with its lease */
+  if (try_call(op, &call, field) != 0) {
+    __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED); /* out of memory */
+    return;
+  }
   call.spec.flush_on_close = 1; /* retry_safe: deleting the latch makes a repeat harmless */
+  call.spec.until_answered = 1;
   relock_future_t *f = op->lock->kind->undo(&call);
   free((char *)call.latch);
-  if (f != NULL)
-    relock_future_on_done(f, on_fire_and_forget, NULL);
+  if (f == NULL) {
+    __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  __atomic_add_fetch(&c->give_backs_owed, 1, __ATOMIC_RELAXED);
+  relock_future_on_done(f, on_give_back_done, c);
 }
 
 /* op gives up waiting: its place in the lock's queue in Redis, if the
@@ -520,7 +546,8 @@ static void unregister(acquire_t *op) {
 }
 
 /* The answer came back in time: the latch is not needed any more (it would
- * otherwise stay in Redis for the whole retry window). */
+ * otherwise stay in Redis for its whole life: a semaphore's has no expiry,
+ * so the DEL is retried until answered, and a close waits for it). */
 static void drop_latch(acquire_t *op) {
   if (op->lock->kind->undo == NULL)
     return; /* no latch kept: nothing to give back */
@@ -530,7 +557,8 @@ static void drop_latch(acquire_t *op) {
     return; /* it expires by itself */
   const char *argv[] = {"DEL", latch};
   const size_t lens[] = {3, len};
-  relock__call_spec_t spec = {.argc = 2, .argv = argv, .lens = lens, .retry_safe = 1};
+  relock__call_spec_t spec = {
+      .argc = 2, .argv = argv, .lens = lens, .retry_safe = 1, .flush_on_close = 1, .until_answered = 1};
   relock_future_t *f = relock__call(&op->lock->client->redis, &spec);
   free(latch);
   if (f != NULL)

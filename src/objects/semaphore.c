@@ -14,12 +14,13 @@
 #include "objects/lock_impl.h"
 #include "redis/scripts.h"
 
+/* The latch has no expiry (lua/semaphore_acquire.lua): a give-back may come
+ * however late (lock_acquire.c). */
 static relock_future_t *acquire(relock__lock_call_t *call) {
-  char permits[24], ttl[24];
-  const char *argv[] = {call->lock->name, call->latch, permits, ttl};
-  const size_t lens[] = {call->lock->len, call->latch_len, relock__lock_number(permits, call->permits),
-                         relock__lock_number(ttl, call->latch_ttl_ms)};
-  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_ACQUIRE, 2, 4, argv, lens);
+  char permits[24];
+  const char *argv[] = {call->lock->name, call->latch, permits};
+  const size_t lens[] = {call->lock->len, call->latch_len, relock__lock_number(permits, call->permits)};
+  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_ACQUIRE, 2, 3, argv, lens);
 }
 
 static relock_future_t *undo(relock__lock_call_t *call) {

@@ -26,6 +26,8 @@ typedef struct call {
   const relock__script_t *script;
   int retry_safe;
   int flush_on_close;
+  int until_answered;       /* retried for as long as the client lives (call.h) */
+  relock__link_t persist;   /* in redis->until_answered when until_answered */
   int attempts_left;
   int slot;                 /* of its key (Cluster), -1: keyless */
   int redirects;            /* MOVED / ASK followed so far */
@@ -62,6 +64,7 @@ static void release_held(call_t *call) {
 }
 
 static void call_free(call_t *call) {
+  relock__list_remove(&call->persist);
   relock__timer_stop(&call->backoff);
   cancel_wait(call);
   release_held(call);
@@ -157,10 +160,11 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
   /* A server's "not now" (CLUSTERDOWN, TRYAGAIN, LOADING...) is retried
    * for as long as a deadline allows, attempts or not: it says the command
    * did not run, and a bounded wait is the caller's own limit. */
-  int more = call->attempts_left > 0 || (call->deadline_ns != 0 && err == RELOCK_ESERVER && not_now(msg));
+  int more = call->attempts_left > 0 || call->until_answered ||
+             (call->deadline_ns != 0 && err == RELOCK_ESERVER && not_now(msg));
   if (transient(err, msg) && call->retry_safe && more && !call->redis->closing &&
       !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
-      (call->deadline_ns == 0 || relock__now_ns() < call->deadline_ns)) {
+      (call->deadline_ns == 0 || call->until_answered || relock__now_ns() < call->deadline_ns)) {
     /* The connection lost under the attempt, or down: the next attempt
      * waits for the reconnect (or the new master) in the connection's
      * queue, within its timeout, sending nothing meanwhile, and goes the
@@ -169,7 +173,11 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
     int down = err == RELOCK_ECONNLOST || call->conn->state != RELOCK__CONN_READY;
     if (call->redis->cluster != NULL && call->slot >= 0) /* the map may have moved the slot meanwhile */
       call->conn = relock__cluster_conn(call->redis->cluster, call->slot);
-    int64_t delay = down ? 0 : relock__jitter_ms(call->redis->rng, call->redis->settings->opt.retry_interval_ms);
+    int64_t interval = call->redis->settings->opt.retry_interval_ms;
+    /* Past the budget, an until_answered call backs off even from a
+     * connection that is down: Redis may stay out of reach for hours, and
+     * an attempt that fails at once must not make a busy loop. */
+    int64_t delay = down && (call->attempts_left > 0 || !call->until_answered) ? 0 : relock__jitter_ms(call->redis->rng, interval);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
   } else if (of_wait && err == RELOCK_ESERVER) {
     /* Not RELOCK_ESERVER, which tells callers the command did not run: it
@@ -397,8 +405,33 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->wait_timeout_ms = spec->wait_timeout_ms;
   call->wrote = spec->wrote;
   call->attempts_left = 1 + redis->settings->opt.retry_attempts;
+  call->until_answered = spec->until_answered && spec->retry_safe;
+  relock__list_init(&call->persist);
+  if (call->until_answered)
+    relock__list_push_back(&redis->until_answered, &call->persist);
   relock__timer_init(&call->backoff, on_backoff, call);
   relock__future_set_cancel(out, on_call_cancel, call);
   start_attempt(call);
   return out;
+}
+
+void relock__call_hurry(relock__redis_t *redis) {
+  /* Set apart first: an attempt may end (and free its call) at once. */
+  relock__link_t waiting;
+  relock__list_init(&waiting);
+  for (relock__link_t *l = redis->until_answered.next, *next; l != &redis->until_answered; l = next) {
+    next = l->next;
+    call_t *call = relock__container_of(l, call_t, persist);
+    if (relock__timer_pending(&call->backoff)) {
+      relock__list_remove(l);
+      relock__list_push_back(&waiting, l);
+    }
+  }
+  while (!relock__list_empty(&waiting)) {
+    call_t *call = relock__container_of(waiting.next, call_t, persist);
+    relock__list_remove(&call->persist);
+    relock__list_push_back(&redis->until_answered, &call->persist);
+    relock__timer_stop(&call->backoff);
+    start_attempt(call);
+  }
 }

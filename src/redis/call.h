@@ -20,7 +20,17 @@
  * error reply of the command is delivered at once, whatever WAIT says, and
  * so is a reply that wrote_replicas says wrote nothing. A transient
  * failure of either half retries the pair (retry_safe). WAIT blocks the
- * connection for up to its timeout, and every command behind it waits. */
+ * connection for up to its timeout, and every command behind it waits.
+ *
+ * Until answered: a call that gives something back (what an acquisition
+ * whose answer was lost took) must not stop at the retry budget, or what
+ * it gives back stays taken for good once Redis is out of reach a little
+ * longer (a semaphore's permits have no lease). With until_answered, a
+ * transient failure is retried for as long as the client lives: within the
+ * budget as above, then every retry interval (jittered), whatever the
+ * attempts and the deadline. A close sends one waiting for its next
+ * attempt at once (relock__call_hurry), so that a close gives back what it
+ * can; what it cannot, fails with RELOCK_ECLOSED. */
 #ifndef RELOCK__REDIS_CALL_H
 #define RELOCK__REDIS_CALL_H
 
@@ -43,6 +53,7 @@ typedef struct relock__call_spec {
   void *arg;
   int retry_safe;
   int flush_on_close;             /* it gives back a hold: a close waits for it (conn.h) */
+  int until_answered;             /* retry_safe and transient failures retried for as long as the client lives */
   uint64_t deadline_ns;           /* 0, or no retry starts after it (monotonic) */
   int wait_replicas;              /* > 0: WAIT for that many replicas (above) */
   int64_t wait_timeout_ms;        /* WAIT's timeout: > 0, < the command timeout */
@@ -54,5 +65,11 @@ typedef struct relock__call_spec {
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a
  * command) routes it. Returns NULL only when out of memory. */
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec);
+
+/* The client closes: every until_answered call waiting for its next
+ * attempt makes it now, before the connections close (then one sent on a
+ * ready connection is answered within its timeout; the others fail with
+ * RELOCK_ECLOSED). Call right before relock__redis_close. */
+void relock__call_hurry(relock__redis_t *redis);
 
 #endif /* RELOCK__REDIS_CALL_H */

@@ -42,6 +42,7 @@ int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t
   r->wheel = wheel;
   r->settings = settings;
   r->rng = rng;
+  relock__list_init(&r->until_answered);
   relock__conn_t *steered[] = {&r->cmd, &r->pubsub.conn};
   if (settings->nsentinels > 0 &&
       (r->sentinel = relock__sentinel_new(exec, wheel, settings, tls, rng, steered, 2, on_sentinel_closed, r)) == NULL)

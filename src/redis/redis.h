@@ -10,6 +10,7 @@
 
 #include <ev.h>
 
+#include "base/list.h"
 #include "config/settings.h"
 #include "loop/exec.h"
 #include "loop/wheel.h"
@@ -31,6 +32,8 @@ struct relock__redis {
   relock__pubsub_t pubsub;  /* the subscriber connection, opened on first use */
   relock__sentinel_t *sentinel; /* where both go, with Sentinel; NULL: the settings' node */
   relock__cluster_t *cluster;   /* Redis Cluster: the masters; cmd and pubsub then go to any node */
+  relock__link_t until_answered; /* the calls retried until answered (call.h): a close sends those
+                                    waiting for their next attempt at once */
   int closing;              /* no retry starts any more */
   int open;                 /* connections not yet fully down after close */
   void (*on_closed)(relock__redis_t *r, void *arg);
@@ -45,7 +48,9 @@ int relock__redis_init(relock__redis_t *r, relock__exec_t *exec, relock__wheel_t
                        void (*on_closed)(relock__redis_t *r, void *arg), void *closed_arg);
 
 /* Fails everything pending with RELOCK_ECLOSED and closes the connections;
- * on_closed runs once all are fully down (possibly from inside this call). */
+ * on_closed runs once all are fully down (possibly from inside this call).
+ * A call retried until answered that waits for its next attempt is sent
+ * first: it gives something back (call.h). */
 void relock__redis_close(relock__redis_t *r);
 
 #endif /* RELOCK__REDIS_REDIS_H */

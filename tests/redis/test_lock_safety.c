@@ -14,9 +14,14 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <relock/permit_semaphore.h>
+#include <relock/semaphore.h>
+
 #include "support/client_fixture.h"
+#include "base/random.h"
 #include "base/hashtab.h"
 #include "objects/lock_impl.h"
 #include "support/proxy.h"
@@ -340,6 +345,179 @@ static void test_bounded_wait_bounds_the_try_in_flight(void **state) {
   assert_true(until_count(fx, fx->a, l, 1, 0, 5000));
   assert_null(hold_of(fx->a, l, 1));
   relock_lock_free(l);
+}
+
+/* -- item 14: a give-back outlives any outage ------------------------------*/
+
+/* One acquisition whose answer is lost, then Redis out of reach for
+ * outage_ms, longer than the retry budget and the old latch's life; then
+ * back. What it took must be given back once Redis is back, for every kind
+ * of acquisition that takes something (a semaphore's permits leak for good
+ * otherwise: they have no lease). */
+typedef enum { GB_SEMAPHORE, GB_PERMIT, GB_LOCK, GB_KINDS } gb_kind_t;
+
+static const char *const gb_kind_names[] = {"semaphore", "permit-expirable semaphore", "lock"};
+
+typedef struct {
+  fx_t *fx;
+  const char *name;
+  gb_kind_t kind;
+  long long want;
+} gb_state_t;
+
+#define GB_PERMITS 3
+#define GB_PERMITS_S "3"
+
+/* What the acquisition took that is still taken in Redis: permits, or the
+ * lock's holds. */
+static long long gb_taken(fx_t *fx, const char *name, gb_kind_t kind) {
+  if (kind == GB_LOCK)
+    return fx_raw_int(fx->redis, "EXISTS", name, NULL);
+  return GB_PERMITS - fx_raw_get(fx->redis, name);
+}
+
+static int gb_taken_is(void *arg) {
+  gb_state_t *g = arg;
+  return gb_taken(g->fx, g->name, g->kind) == g->want;
+}
+
+/* Sends the acquisition through the proxy, which holds each direction
+ * 200 ms (the command timeout is 300 ms); once the script has run in
+ * Redis, the proxy stalls and the connection becomes a black hole for
+ * good: the answer is lost, and no retry or give-back sent on it arrives.
+ * So do the connections made during the outage (no stale request reaches
+ * Redis when it ends, as it would if they were only stalled). New
+ * connections get through again after outage_ms. */
+static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms, int n) {
+  char name[64];
+  snprintf(name, sizeof name, "gb%d", n);
+  if (kind != GB_LOCK)
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SET", name, GB_PERMITS_S, NULL), 0);
+  relock_lock_t *obj = kind == GB_LOCK ? lock_of(fx->a, name)
+                       : kind == GB_SEMAPHORE
+                           ? (relock_lock_t *)(void *)relock_semaphore_new(fx->a, name, NULL)
+                           : (relock_lock_t *)(void *)relock_permit_semaphore_new(fx->a, name, NULL);
+  assert_non_null(obj);
+  long long take = kind == GB_PERMIT || kind == GB_LOCK ? 1 : permits;
+  relock_test_proxy_delay(fx->proxy, 200);
+  relock_future_t *f =
+      kind == GB_LOCK      ? relock_lock_acquire_async(obj, 1, 0, 60000)
+      : kind == GB_PERMIT  ? relock_permit_semaphore_acquire_async((relock_permit_semaphore_t *)(void *)obj, 0,
+                                                                   RELOCK_INFINITE)
+                           : relock_semaphore_acquire_async((relock_semaphore_t *)(void *)obj, take, 0);
+  assert_non_null(f);
+  gb_state_t g = {fx, name, kind, take};
+  assert_true(fx_run_until(fx->a->loop, gb_taken_is, &g, 3000)); /* the script ran */
+  relock_test_proxy_stall(fx->proxy, 1);
+  relock_test_proxy_blackhole_current(fx->proxy);
+  relock_test_proxy_blackhole_accept(fx->proxy, 1);
+  relock_test_proxy_stall(fx->proxy, 0);
+  relock_test_proxy_delay(fx->proxy, 0);
+  fx_run_until(fx->a->loop, never, NULL, outage_ms);
+  assert_int_equal(relock_future_state(f), RELOCK_FUTURE_FAILED); /* never reported taken */
+  relock_future_release(f);
+  /* Nothing came through meanwhile: the give-back has not happened yet,
+   * and the client says it owes it. */
+  assert_int_equal(gb_taken(fx, name, kind), take);
+  assert_int_equal(relock_client_unreturned(fx->a), 1);
+  relock_test_proxy_blackhole_accept(fx->proxy, 0);
+  uint64_t t0 = relock__now_ns();
+  g.want = 0;
+  int back = fx_run_until(fx->a->loop, gb_taken_is, &g, 5000);
+  print_message("# %s, %lld taken, Redis out of reach %lld ms: %s after %.0f ms\n", gb_kind_names[kind], take,
+                (long long)outage_ms, back ? "given back" : "NOT given back", fx_ms_since(t0));
+  assert_true(back); /* on the old code: still taken, for good */
+  /* Given back once: it stays so, and no acquisition latch is left behind. */
+  fx_run_until(fx->a->loop, never, NULL, 300);
+  assert_int_equal(gb_taken(fx, name, kind), 0);
+  assert_int_equal(relock_client_unreturned(fx->a), 0);
+  char keys[256];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, keys, sizeof keys, "KEYS", "relock_lock_latch:*", NULL), 0);
+  assert_string_equal(keys, "*0\r\n");
+  relock_lock_free(obj);
+}
+
+static void test_give_back_outlives_any_outage(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(300));
+  fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 1);
+  fx_set_ms(fx->via, RELOCK_OPT_RETRY_INTERVAL, 100);
+  fx_set_ms(fx->via, RELOCK_OPT_PING_INTERVAL, 200);
+  fx->a = fx_client(fx->via);
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  /* The retry budget (and the old latch's life): 2 * (300 + 100) + 300 ms;
+   * the acquisition's retries and then its give-back's are over after
+   * twice that. */
+  int64_t budget = 2 * (fx_slack_ms(300) + 100) + fx_slack_ms(300);
+  const char *env = getenv("RELOCK_TEST_SEED");
+  uint64_t seed = env != NULL ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+  print_message("# seed %llu (RELOCK_TEST_SEED to repeat)\n", (unsigned long long)seed);
+  uint64_t rng = seed * 2654435761u + 1;
+  int n = 0;
+  for (gb_kind_t kind = 0; kind < GB_KINDS; kind++) {
+    int64_t permits = 1 + (int64_t)(relock__random(&rng) % GB_PERMITS);
+    int64_t outage = 2 * budget + 500 + (int64_t)(relock__random(&rng) % (uint64_t)(2 * budget));
+    gb_case(fx, kind, permits, outage, n++);
+  }
+}
+
+static void on_closed_count(relock_client_t *c, void *arg) {
+  *(size_t *)arg = relock_client_unreturned(c);
+}
+
+/* A close while a give-back is owed and Redis is out of reach: the close
+ * ends within its bound and counts the give-back it could not make; a
+ * close with Redis back makes it. */
+static void test_close_reports_what_it_could_not_give_back(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(300));
+  fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  fx_set_ms(fx->via, RELOCK_OPT_RETRY_INTERVAL, 20000);
+  for (int reachable = 0; reachable < 2; reachable++) {
+    fx->a = fx_client(fx->via);
+    relock_future_release(FX_CMD(fx->a, "PING"));
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SET", "gbclose", GB_PERMITS_S, NULL), 0);
+    relock_semaphore_t *s = relock_semaphore_new(fx->a, "gbclose", NULL);
+    relock_test_proxy_delay(fx->proxy, 200);
+    relock_future_t *f = relock_semaphore_acquire_async(s, 2, 0);
+    gb_state_t g = {fx, "gbclose", GB_SEMAPHORE, 2};
+    assert_true(fx_run_until(fx->a->loop, gb_taken_is, &g, 3000));
+    relock_test_proxy_stall(fx->proxy, 1);
+    relock_test_proxy_blackhole_current(fx->proxy);
+    relock_test_proxy_blackhole_accept(fx->proxy, 1);
+    relock_test_proxy_stall(fx->proxy, 0);
+    relock_test_proxy_delay(fx->proxy, 0);
+    assert_int_equal(relock_future_wait(f, fx_slack_ms(3000)), RELOCK_ETIMEDOUT);
+    relock_future_release(f);
+    /* The give-back's first try timed out too: it waits 10-20 s to retry. */
+    fx_run_until(fx->a->loop, never, NULL, fx_slack_ms(400));
+    assert_int_equal(relock_client_unreturned(fx->a), 1);
+    if (reachable) { /* connected again, the give-back still waiting for its retry */
+      relock_test_proxy_blackhole_accept(fx->proxy, 0);
+      uint64_t t1 = relock__now_ns();
+      int up = 0;
+      while (!up && fx_ms_since(t1) < fx_slack_ms(5000)) {
+        relock_future_t *ping = FX_CMD(fx->a, "PING");
+        up = relock_future_wait(ping, fx_slack_ms(3000)) == 0;
+        relock_future_release(ping);
+      }
+      assert_true(up);
+      assert_int_equal(relock_client_unreturned(fx->a), 1);
+      assert_int_equal(gb_taken(fx, "gbclose", GB_SEMAPHORE), 2);
+    }
+    size_t unreturned = 99;
+    uint64_t t0 = relock__now_ns();
+    assert_int_equal(relock_client_close(fx->a, on_closed_count, &unreturned), 0);
+    relock_semaphore_free(s);
+    relock_client_free(fx->a); /* waits for the close */
+    fx->a = NULL;
+    print_message("# Redis %s: the close took %.0f ms, %zu not given back\n", reachable ? "back" : "out of reach",
+                  fx_ms_since(t0), unreturned);
+    assert_true(fx_ms_since(t0) < fx_slack_ms(2000)); /* within its bound, not the retry's */
+    assert_int_equal(unreturned, reachable ? 0 : 1);
+    assert_int_equal(gb_taken(fx, "gbclose", GB_SEMAPHORE), reachable ? 0 : 2);
+    relock_test_proxy_blackhole_accept(fx->proxy, 0);
+  }
 }
 
 /* -- item 9: "not now" answers are retried ----------------------------------*/
@@ -720,6 +898,8 @@ int main(void) {
       T(test_release_in_flight_past_the_deadline_keeps_the_check_near),
       T(test_failed_acquire_gives_back_its_hold),
       T(test_bounded_wait_bounds_the_try_in_flight),
+      T(test_give_back_outlives_any_outage),
+      T(test_close_reports_what_it_could_not_give_back),
       T(test_busy_server_is_retried),
       T(test_lost_and_expired_holds_leave_the_registry),
       T(test_release_of_a_lost_hold_reports_it),
