@@ -291,7 +291,7 @@ int truth_java_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed) 
       busy += w.tags[i].busy || w.tags[i].count > 0;
       if (w.tags[i].busy && now > w.tags[i].bound_ns) {
         atomic_fetch_add(&w.slot->hung, 1);
-        truth_trace(w.slot, "j%d: no answer within its bound", i);
+        truth_trace(w.slot, "j%d: took longer than its bound (no answer)", i);
         w.tags[i].bound_ns = UINT64_MAX;
       }
     }

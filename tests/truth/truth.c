@@ -375,6 +375,10 @@ int main(int argc, char **argv) {
          truth_observer_checks(o), truth_observer_checks(o) / (minutes * 60), truth_observer_exempt(o), lost,
          (unsigned long long)loss_ms);
 
+  if (hung > 0) {
+    printf("# operations over their bound (and the faults around them):\n");
+    truth_trace_dump(sh, " took ");
+  }
   if (atomic_load(&sh->violations) > 0) {
     printf("# violations by kind:\n");
     truth_observer_print_violations(o);

@@ -694,7 +694,7 @@ static void run_op_blocking(actor_t *a, op_t *op) {
   int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
   if (relock_future_wait(f, bound) == RELOCK_ETIMEDOUT && !relock_future_is_done(f)) {
     atomic_fetch_add(&a->w->slot->hung, 1);
-    truth_trace(a->w->slot, "a%d op %d hung past %lld ms", a->idx, op->type, (long long)bound);
+    truth_trace(a->w->slot, "a%d op %d took over %lld ms (hung)", a->idx, op->type, (long long)bound);
     relock_future_cancel(f);
     relock_future_wait(f, RELOCK_INFINITE);
   }
