@@ -20,7 +20,14 @@
  * error reply of the command is delivered at once, whatever WAIT says, and
  * so is a reply that wrote_replicas says wrote nothing. A transient
  * failure of either half retries the pair (retry_safe). WAIT blocks the
- * connection for up to its timeout, and every command behind it waits. */
+ * connection for up to its timeout, and every command behind it waits.
+ *
+ * The publish command: an argument that is relock__publish_undecided
+ * (router.h, the pointer itself) is sent as the command the cluster's
+ * lock channels are published with. Until the cluster has said which (its
+ * PUBSUB SHARDNUMSUB probe, asked with the first slot map), the call
+ * waits before its first attempt, within the probe's command timeout; a
+ * probe that fails counts as a failed attempt (retried as one). */
 #ifndef RELOCK__REDIS_CALL_H
 #define RELOCK__REDIS_CALL_H
 
