@@ -8,7 +8,9 @@
  * forth between two masters, a dead seed, no seed at all, a name whose
  * keys cannot share a slot, the URL, TLS with a password; a fresh client's
  * (and the relock tool's) first force release, semaphore release and
- * count-down heard at once by sharded subscribers.
+ * count-down heard at once by sharded subscribers; a fresh client's first
+ * acquisition that too few replicas acknowledged given back at once, even
+ * when the client (or the tool) closes right after.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -836,6 +838,60 @@ static void test_fresh_client_semaphore_and_latch_wake(void **state) {
   printf("# latch waiter woken %lld ms after the count-down\n", (long long)(now_ms() - t0));
 }
 
+/* Options asking 2 replicas to acknowledge (each master has 1), of a
+ * client whose first connection goes to name's master: its first
+ * acquisition runs there, on the seed connection, before the slot map is
+ * known. */
+static relock_options_t *unreplicated_options(const char *name) {
+  char seeds[512];
+  snprintf(seeds, sizeof seeds, "127.0.0.1:%d,%s", relock_test_redis_port(owner_node(name)),
+           relock_test_cluster_seeds(topo));
+  relock_options_t *opts = cluster_options(seeds);
+  fx_set_int(opts, RELOCK_OPT_MIN_REPLICAS_ACKED, 2);
+  fx_set_ms(opts, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 300);
+  return opts;
+}
+
+static int key_gone(void *name) { return fx_raw_int(owner_node(name), "EXISTS", (const char *)name, NULL) == 0; }
+
+/* A fresh client's first acquisition, which too few replicas acknowledged,
+ * fails with RELOCK_ENOTREPLICATED and is given back at once, not at the
+ * end of its lease: while the client lives, and when it is freed right
+ * after the failure (the give-back, routed to the master's own connection
+ * that is not open yet, is sent before the close completes). The relock
+ * tool likewise exits 69 and leaves nothing held. */
+static void test_unreplicated_first_acquisition_given_back(void **state) {
+  (void)state;
+  const char *name = "unsynced";
+  relock_options_t *opts = unreplicated_options(name);
+  char msg[512];
+  /* the client lives on */
+  relock_lock_t *l = lock_of(client_of(opts), name);
+  assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg),
+                   RELOCK_ENOTREPLICATED);
+  printf("# %s\n", msg);
+  assert_true(within(1000, key_gone, (void *)name));
+  /* freed at once (an embedded client: no loop turn between the failure
+   * and the close) */
+  relock_client_t *c = fx_client(opts);
+  relock_options_free(opts);
+  l = relock_lock_new(c, name, NULL);
+  assert_non_null(l);
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  relock_lock_free(l);
+  relock_client_free(c);
+  assert_int_equal(r, RELOCK_ENOTREPLICATED);
+  assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
+  /* the tool */
+  char seeds[512];
+  snprintf(seeds, sizeof seeds, "cluster-nodes=127.0.0.1:%d,%s", relock_test_redis_port(owner_node(name)),
+           relock_test_cluster_seeds(topo));
+  const char *args[] = {"relock", "-o", seeds, "-o", "min-replicas-acked=2", "-o", "min-replicas-timeout=300",
+                        name, "--", "true", NULL};
+  assert_int_equal(run_tool(args), 69);
+  assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -843,6 +899,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fresh_client_force_release_is_heard, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tool_force_release_is_heard, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fresh_client_semaphore_and_latch_wake, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unreplicated_first_acquisition_given_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_renewals_batched_per_slot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_sharded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_classic, setup, teardown),
