@@ -75,9 +75,12 @@ RELOCK_EXTERN relock_client_t *relock_client_new_beside(relock_client_t *peer, c
 
 typedef void (*relock_close_cb)(relock_client_t *client, void *arg);
 
-/* Starts closing: everything pending fails with RELOCK_ECLOSED, the
- * connections close, and cb(client, arg) (if not NULL) is called once when
- * all is down, never from inside this call. Calls after this fail with
+/* Starts closing: everything pending fails with RELOCK_ECLOSED - but
+ * what gives back a hold (a failed, timed-out or cancelled acquisition's
+ * undo), which is still sent, on a connection not ready yet too, and
+ * answered, each within the command timeout - the connections close, and
+ * cb(client, arg) (if not NULL) is called once when all is down, never
+ * from inside this call. Calls after this fail with
  * RELOCK_ECLOSED. Safe from inside any callback. Returns 0, or
  * RELOCK_ECLOSED if closing had already started. */
 RELOCK_EXTERN int relock_client_close(relock_client_t *client, relock_close_cb cb, void *arg);

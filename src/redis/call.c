@@ -41,6 +41,11 @@ typedef struct call {
   relock_reply_t *held;     /* the command's reply, kept until WAIT answers */
   relock_reply_t held_scalar; /* held points here for a reply without strings */
   relock__timer_t backoff;
+  /* Made before the cluster said whether it has sharded pub/sub: cmd
+   * holds the PUBLISH form, then (after its NUL) the SPUBLISH one, of
+   * spub_len bytes; the first attempt waits for the answer and keeps one. */
+  int undecided;
+  size_t spub_len;
   size_t len;
   char cmd[]; /* the request's bytes, for every attempt */
 } call_t;
@@ -311,7 +316,54 @@ static void on_call_cancel(relock_future_t *out, void *arg) {
   }
 }
 
+/* The publish command is known now: cmd keeps its form. */
+static void decide_publish(call_t *call) {
+  if (relock__cluster_sharded(call->redis->cluster)) {
+    memmove(call->cmd, call->cmd + call->len + 1, call->spub_len + 1);
+    call->len = call->spub_len;
+  }
+  call->undecided = 0;
+}
+
+static void on_probe_waited(relock_future_t *f, void *arg) {
+  call_t *call = arg;
+  call->attempt = NULL;
+  int err = relock_future_error(f);
+  if (relock_future_is_done(call->out)) { /* cancelled */
+    call_free(call);
+  } else if (err == 0) {
+    if (call->slot >= 0) /* the map may have come meanwhile */
+      call->conn = relock__cluster_conn(call->redis->cluster, call->slot);
+    start_attempt(call);
+  } else {
+    call->attempts_left--; /* the probe's failure is this attempt's */
+    retry_or_fail(call, err, relock_future_message(f), 0);
+  }
+  relock_future_release(f);
+}
+
+/* A call that publishes waits, before its first attempt, until the
+ * cluster has said whether it has sharded pub/sub: the wait stands for an
+ * attempt (cancelled as one). 1 when it waits (or failed: out of memory). */
+static int wait_for_probe(call_t *call) {
+  if (relock__cluster_probed(call->redis->cluster)) {
+    decide_publish(call);
+    return 0;
+  }
+  relock_future_t *f = relock__cluster_await_probe(call->redis->cluster);
+  if (f == NULL) {
+    relock__future_fail(call->out, RELOCK_ENOMEM, "out of memory waiting for the cluster's pub/sub kind");
+    call_free(call);
+    return 1;
+  }
+  call->attempt = f;
+  relock_future_on_done(f, on_probe_waited, call); /* the inline slot: cannot fail */
+  return 1;
+}
+
 static void start_attempt(call_t *call) {
+  if (call->undecided && wait_for_probe(call))
+    return;
   call->attempts_left--;
   relock_future_t *attempt = relock__future_new(call->redis->exec);
   relock__request_t *req = attempt != NULL ? relock__request_new(relock_future_retain(attempt), call->len) : NULL;
@@ -357,8 +409,38 @@ static int other_slot_key(const relock__redis_t *redis, const relock__call_spec_
   return -1;
 }
 
+/* The index of the argument that stands for the publish command
+ * (relock__publish_undecided), -1 if none. */
+static int publish_arg(const relock__call_spec_t *spec) {
+  for (int i = 0; i < spec->argc; i++)
+    if (spec->argv[i] == relock__publish_undecided)
+      return i;
+  return -1;
+}
+
+/* The call's bytes, through a throw-away request, with the command publish
+ * in argument pub (if >= 0). NULL when out of memory or too many arguments. */
+static relock__request_t *format(const relock__call_spec_t *spec, int pub, const char *publish) {
+  enum { MAX_ARGS = 256 };
+  const char *argv[MAX_ARGS];
+  size_t lens[MAX_ARGS];
+  if (pub >= 0) {
+    if (spec->argc > MAX_ARGS)
+      return NULL;
+    memcpy(argv, spec->argv, (size_t)spec->argc * sizeof(*argv));
+    memcpy(lens, spec->lens, (size_t)spec->argc * sizeof(*lens));
+    argv[pub] = publish;
+    lens[pub] = strlen(publish);
+  }
+  const char *const *a = pub >= 0 ? argv : spec->argv;
+  const size_t *l = pub >= 0 ? lens : spec->lens;
+  return spec->script != NULL ? relock__request_script(NULL, spec->script, spec->nkeys, spec->argc, a, l)
+                              : relock__request_argv(NULL, spec->argc, a, l);
+}
+
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec) {
-  /* Format once, through a throw-away request, and keep the bytes. */
+  /* Format once, through a throw-away request, and keep the bytes: both
+   * forms while the publish command is not known (call_t.undecided). */
   relock_future_t *out = relock__future_new(redis->exec);
   if (out == NULL)
     return NULL;
@@ -373,14 +455,17 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
                         relock__route_slot(redis, spec->argv[other], spec->lens[other]));
     return out;
   }
-  relock__request_t *tmp =
-      spec->script != NULL
-          ? relock__request_script(NULL, spec->script, spec->nkeys, spec->argc, spec->argv, spec->lens)
-          : relock__request_argv(NULL, spec->argc, spec->argv, spec->lens);
-  call_t *call = tmp != NULL ? malloc(sizeof(*call) + tmp->len + 1) : NULL;
+  int pub = publish_arg(spec);
+  int undecided = pub >= 0 && redis->cluster != NULL && !relock__cluster_probed(redis->cluster);
+  relock__request_t *tmp = format(spec, pub, undecided ? "PUBLISH" : relock__route_publish_command(redis));
+  relock__request_t *spub = tmp != NULL && undecided ? format(spec, pub, "SPUBLISH") : NULL;
+  size_t extra = spub != NULL ? spub->len + 1 : 0;
+  call_t *call = tmp != NULL && (spub != NULL || !undecided) ? malloc(sizeof(*call) + tmp->len + 1 + extra) : NULL;
   if (call == NULL) {
     if (tmp != NULL)
       relock__request_discard(tmp);
+    if (spub != NULL)
+      relock__request_discard(spub);
     relock_future_release(out);
     return NULL;
   }
@@ -388,6 +473,12 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->len = tmp->len;
   memcpy(call->cmd, tmp->cmd, tmp->len + 1);
   relock__request_discard(tmp);
+  if (spub != NULL) {
+    call->undecided = 1;
+    call->spub_len = spub->len;
+    memcpy(call->cmd + call->len + 1, spub->cmd, spub->len + 1);
+    relock__request_discard(spub);
+  }
 
   call->redis = redis;
   call->out = relock_future_retain(out);

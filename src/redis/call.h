@@ -30,7 +30,14 @@
  * budget as above, then every retry interval (jittered), whatever the
  * attempts and the deadline. A close sends one waiting for its next
  * attempt at once (relock__call_hurry), so that a close gives back what it
- * can; what it cannot, fails with RELOCK_ECLOSED. */
+ * can; what it cannot, fails with RELOCK_ECLOSED.
+ *
+ * The publish command: an argument that is relock__publish_undecided
+ * (router.h, the pointer itself) is sent as the command the cluster's
+ * lock channels are published with. Until the cluster has said which (its
+ * PUBSUB SHARDNUMSUB probe, asked with the first slot map), the call
+ * waits before its first attempt, within the probe's command timeout; a
+ * probe that fails counts as a failed attempt (retried as one). */
 #ifndef RELOCK__REDIS_CALL_H
 #define RELOCK__REDIS_CALL_H
 

@@ -59,6 +59,10 @@ struct relock__cluster {
   uint16_t owner[RELOCK__SLOTS]; /* node index + 1; 0: no master known */
   int loaded;                    /* a map has been loaded */
   int sharded;                   /* sharded pub/sub: 1, 0, or -1 not known yet */
+  int probing;                   /* PUBSUB SHARDNUMSUB in flight */
+  relock_future_t **probe_waiters; /* what waits for its answer (relock__cluster_await_probe) */
+  int nprobe_waiters, probe_waiters_cap;
+  int requests;                  /* loads and probes in flight: the object stays until they are over */
   int use_slots;                 /* CLUSTER SHARDS is unknown here: CLUSTER SLOTS */
 
   relock__timer_t load_timer;
@@ -346,8 +350,11 @@ static void on_map_done(relock_future_t *f, void *arg) {
   char msg[128];
   snprintf(msg, sizeof msg, "%s", err != 0 ? relock_future_message(f) : "");
   relock_future_release(f);
-  if (cl->closing)
+  cl->requests--;
+  if (cl->closing) {
+    part_closed(cl, 0);
     return;
+  }
   if (err == RELOCK_ESERVER && !cl->use_slots && strstr(msg, "nknown subcommand") != NULL) {
     cl->use_slots = 1; /* Redis before 7.0 */
     send_load(cl);
@@ -377,30 +384,62 @@ static void on_probe_reply(relock_future_t *f, const relock_reply_t *reply, void
   relock__future_succeed(f);
 }
 
-static void on_request_done(relock_future_t *f, void *arg) {
-  (void)arg;
-  relock_future_release(f);
+/* Completes what waits for the probe: succeeded once the kind of channels
+ * is known, else failed with err and msg. Their callbacks may wait again
+ * (a new probe, a new list). */
+static void wake_probe_waiters(relock__cluster_t *cl, int err, const char *msg) {
+  relock_future_t **w = cl->probe_waiters;
+  int n = cl->nprobe_waiters;
+  cl->probe_waiters = NULL;
+  cl->nprobe_waiters = cl->probe_waiters_cap = 0;
+  for (int i = 0; i < n; i++) {
+    if (cl->sharded >= 0)
+      relock__future_succeed(w[i]);
+    else
+      relock__future_fail(w[i], err, "the cluster has not said whether it has sharded pub/sub: %s", msg);
+    relock_future_release(w[i]);
+  }
+  free(w);
 }
 
-/* Sends argv on the "any" connection, answered to on_reply. */
-static void send_any(relock__cluster_t *cl, int argc, const char *const *argv, relock__reply_fn on_reply,
-                     relock_future_cb on_done) {
+static void on_probe_done(relock_future_t *f, void *arg) {
+  relock__cluster_t *cl = arg;
+  int err = relock_future_error(f);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", err != 0 ? relock_future_message(f) : "");
+  relock_future_release(f);
+  cl->probing = 0;
+  cl->requests--;
+  if (cl->closing) {
+    part_closed(cl, 0);
+    return;
+  }
+  wake_probe_waiters(cl, err != 0 ? err : RELOCK_EPROTO, err != 0 ? msg : "no answer to PUBSUB SHARDNUMSUB");
+}
+
+/* Sends argv on the "any" connection, answered to on_reply; on_done
+ * counts it over (cl->requests). -1 when out of memory before anything
+ * was counted (on_done does not run). */
+static int send_any(relock__cluster_t *cl, int argc, const char *const *argv, relock__reply_fn on_reply,
+                    relock_future_cb on_done) {
   size_t lens[4];
   for (int i = 0; i < argc; i++)
     lens[i] = strlen(argv[i]);
   relock_future_t *f = relock__future_new(cl->exec);
-  relock__request_t *req = f != NULL ? relock__request_argv(relock_future_retain(f), argc, argv, lens) : NULL;
+  if (f == NULL)
+    return -1;
+  cl->requests++;
+  relock__request_t *req = relock__request_argv(relock_future_retain(f), argc, argv, lens);
   if (req == NULL) {
-    if (f != NULL) {
-      relock_future_release(f);
-      on_done(f, cl); /* fails as not done: tried again later */
-    }
-    return;
+    relock_future_release(f);
+    on_done(f, cl); /* fails as not done: tried again later */
+    return 0;
   }
   req->on_reply = on_reply;
   req->arg = cl;
   relock_future_on_done(f, on_done, cl);
   relock__conn_send(cl->any.conn, req, cl->settings->opt.command_timeout_ms);
+  return 0;
 }
 
 static void send_load(relock__cluster_t *cl) {
@@ -408,14 +447,25 @@ static void send_load(relock__cluster_t *cl) {
   static const char *const slots[] = {"CLUSTER", "SLOTS"};
   cl->loading = 1;
   cl->last_load_ns = relock__now_ns();
-  send_any(cl, 2, cl->use_slots ? slots : shards, on_map_reply, on_map_done);
+  if (send_any(cl, 2, cl->use_slots ? slots : shards, on_map_reply, on_map_done) != 0)
+    cl->loading = 0; /* out of memory: the next sign of change loads again */
+}
+
+/* Asks whether the cluster has sharded pub/sub, unless that is known or
+ * being asked. */
+static void probe(relock__cluster_t *cl) {
+  static const char *const argv[] = {"PUBSUB", "SHARDNUMSUB"};
+  if (cl->sharded >= 0 || cl->probing || cl->closing)
+    return;
+  cl->probing = 1;
+  if (send_any(cl, 2, argv, on_probe_reply, on_probe_done) != 0) {
+    cl->probing = 0;
+    wake_probe_waiters(cl, RELOCK_ENOMEM, "out of memory");
+  }
 }
 
 static void load(relock__cluster_t *cl) {
-  if (cl->sharded < 0) { /* first: a lock answered after the map knows its channel's kind */
-    static const char *const probe[] = {"PUBSUB", "SHARDNUMSUB"};
-    send_any(cl, 2, probe, on_probe_reply, on_request_done);
-  }
+  probe(cl); /* first: a lock answered after the map knows its channel's kind */
   send_load(cl);
 }
 
@@ -630,6 +680,34 @@ relock__conn_t *relock__cluster_conn(relock__cluster_t *cl, int slot) {
 
 int relock__cluster_sharded(const relock__cluster_t *cl) { return cl->sharded == 1; }
 
+int relock__cluster_probed(const relock__cluster_t *cl) { return cl->sharded >= 0; }
+
+relock_future_t *relock__cluster_await_probe(relock__cluster_t *cl) {
+  if (cl->closing)
+    return relock__future_failed(cl->exec, RELOCK_ECLOSED, "client closed");
+  relock_future_t *f = relock__future_new(cl->exec);
+  if (f == NULL)
+    return NULL;
+  if (cl->sharded >= 0) {
+    relock__future_succeed(f);
+    return f;
+  }
+  if (cl->nprobe_waiters == cl->probe_waiters_cap) {
+    int cap = cl->probe_waiters_cap ? 2 * cl->probe_waiters_cap : 8;
+    relock_future_t **w = realloc(cl->probe_waiters, (size_t)cap * sizeof(*w));
+    if (w == NULL) {
+      relock_future_release(f);
+      return NULL;
+    }
+    cl->probe_waiters = w;
+    cl->probe_waiters_cap = cap;
+  }
+  /* A cancelled waiter stays listed: completing it then changes nothing. */
+  cl->probe_waiters[cl->nprobe_waiters++] = relock_future_retain(f);
+  probe(cl);
+  return f;
+}
+
 relock__pubsub_t *relock__cluster_subscriber(relock__cluster_t *cl, int slot) {
   node_t *n = cl->sharded == 1 ? owner_of(cl, slot) : NULL;
   return n != NULL ? node_subscriber(n) : cl->classic;
@@ -639,7 +717,7 @@ relock__pubsub_t *relock__cluster_subscriber(relock__cluster_t *cl, int slot) {
  * when none is and no walk is in progress. */
 static void part_closed(relock__cluster_t *cl, int parts) {
   cl->open -= parts;
-  if (cl->open > 0 || cl->busy > 0 || cl->freed)
+  if (cl->open > 0 || cl->busy > 0 || cl->requests > 0 || cl->freed)
     return;
   cl->freed = 1;
   for (int i = 0; i < cl->nnodes; i++) {
@@ -670,6 +748,7 @@ void relock__cluster_close(relock__cluster_t *cl) {
   cl->closing = 1;
   relock__timer_stop(&cl->load_timer);
   relock__timer_stop(&cl->rehome_timer);
+  wake_probe_waiters(cl, RELOCK_ECLOSED, "client closed");
   cl->open = 1; /* held until every close below has started */
   int n = cl->nnodes;
   for (int i = 0; i < n; i++)

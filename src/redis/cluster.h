@@ -19,7 +19,8 @@
  * failed as not sent (RELOCK_ECONNLOST, so that calls re-route at once).
  *
  * Sharded pub/sub: once, with the first load, PUBSUB SHARDNUMSUB is asked
- * (as Redisson does); if the cluster knows it, lock channels are
+ * (as Redisson does; again with each load, or at once for a script that
+ * waits for it, while no answer came); if the cluster knows it, lock channels are
  * subscribed with SSUBSCRIBE on the master of their slot (one subscriber
  * connection per master) and published with SPUBLISH; otherwise with the
  * classic SUBSCRIBE on one node (the client's subscriber connection,
@@ -72,9 +73,19 @@ relock__conn_t *relock__cluster_conn(relock__cluster_t *cl, int slot);
 int relock__cluster_redirect(relock__cluster_t *cl, const relock__conn_t *from, const char *err, size_t len,
                              relock__conn_t **to);
 
-/* Whether lock channels use sharded pub/sub (known once the first load is
- * done; 0 before). */
+/* Whether lock channels use sharded pub/sub (known once the probe that
+ * goes with the first load has answered; 0 before). */
 int relock__cluster_sharded(const relock__cluster_t *cl);
+
+/* Whether that is known. */
+int relock__cluster_probed(const relock__cluster_t *cl);
+
+/* A future that succeeds once it is known (at once if it is), or fails
+ * with the probe's error when the probe gets no answer (the "any"
+ * connection failed, or timed out: within the command timeout) or the
+ * client closes; a probe is sent if none is in flight. Cancelling it is
+ * allowed. NULL when out of memory. */
+relock_future_t *relock__cluster_await_probe(relock__cluster_t *cl);
 
 /* The subscriber for a lock channel of slot: the master's sharded one, or
  * classic. NULL when out of memory. */

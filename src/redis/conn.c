@@ -148,10 +148,11 @@ static void request_fail(relock__request_t *req, int err, const char *fmt, ...) 
   relock_future_release(f);
 }
 
-/* A draining connection goes once the last request it waits for is over.
- * Called where hiredis's context is sure to be alive (a reply, a timer). */
+/* A draining connection goes once the last request it waits for is over
+ * (those in flight, and those waiting for it to be ready). Called where
+ * hiredis's context is sure to be alive (a reply, a timer). */
 static void drain_check(relock__conn_t *c) {
-  if (c->draining && c->nflush == 0) {
+  if (c->draining && c->nflush == 0 && c->nwaiting == 0) {
     c->draining = 0;
     drop_context(c);
   }
@@ -368,7 +369,7 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   req->state = REQ_WAITING;
   c->nwaiting++;
   relock__list_push_back(&c->waiting, &req->link);
-  if (c->closing && !(req->flush_on_close && c->state == RELOCK__CONN_READY && c->ac != NULL)) {
+  if (c->closing && !(req->flush_on_close && c->draining)) {
     request_fail(req, RELOCK_ECLOSED, "client closed");
     return;
   }
@@ -510,6 +511,11 @@ static int context_gone(relock__conn_t *c) {
     c->reader = NULL;
   }
   if (c->closing) {
+    /* Kept for a close (they give back holds), and now never to be sent. */
+    if (c->last_err != 0)
+      fail_waiting(c, c->last_err, c->last_msg);
+    else
+      fail_waiting(c, RELOCK_ECLOSED, NULL);
     c->state = RELOCK__CONN_CLOSED;
     if (c->hooks.on_closed)
       c->hooks.on_closed(c, c->hooks.arg);
@@ -1221,36 +1227,53 @@ void relock__conn_start(relock__conn_t *c) {
     connect_now(c);
 }
 
+/* Moves the requests of list that a close does not wait for to doomed. */
+static void set_apart_doomed(relock__link_t *list, relock__link_t *doomed) {
+  for (relock__link_t *l = list->next, *next; l != list; l = next) {
+    next = l->next;
+    if (!relock__container_of(l, relock__request_t, link)->flush_on_close) {
+      relock__list_remove(l);
+      relock__list_push_back(doomed, l);
+    }
+  }
+}
+
 void relock__conn_close(relock__conn_t *c) {
   if (c->closing)
     return;
   c->closing = 1;
   relock__timer_stop(&c->reconnect_timer);
-  relock__timer_stop(&c->connect_timer);
   relock__timer_stop(&c->health_timer);
-  fail_waiting(c, RELOCK_ECLOSED, NULL);
+  /* Requests that give back a hold are kept, waiting or in flight: a
+   * connection not ready yet (a cluster node's, opened for the give-back)
+   * or in its reconnect back-off gets one more attempt, and they go once
+   * it is ready. While it drains, such requests are still accepted. */
+  if (c->ac == NULL && c->state == RELOCK__CONN_IDLE && c->has_target) {
+    for (relock__link_t *l = c->waiting.next; l != &c->waiting; l = l->next)
+      if (relock__container_of(l, relock__request_t, link)->flush_on_close) {
+        connect_now(c);
+        break;
+      }
+  }
+  c->draining = c->ac != NULL;
   /* The requests to fail are set apart first: their callbacks may send
-   * flush_on_close requests, which join c->inflight behind the kept ones. */
-  relock__link_t doomed, kept;
+   * flush_on_close requests, which join the lists behind the kept ones. */
+  relock__link_t doomed;
   relock__list_init(&doomed);
-  relock__list_init(&kept);
-  while (!relock__list_empty(&c->inflight)) {
-    relock__link_t *l = c->inflight.next;
-    relock__list_remove(l);
-    relock__list_push_back(relock__container_of(l, relock__request_t, link)->flush_on_close ? &kept : &doomed, l);
-  }
-  while (!relock__list_empty(&kept)) {
-    relock__link_t *l = kept.next;
-    relock__list_remove(l);
-    relock__list_push_back(&c->inflight, l);
-  }
+  set_apart_doomed(&c->waiting, &doomed);
+  set_apart_doomed(&c->inflight, &doomed);
   while (!relock__list_empty(&doomed)) {
     relock__request_t *req = relock__container_of(doomed.next, relock__request_t, link);
     request_fail(req, RELOCK_ECLOSED, "client closed");
   }
-  if (c->nflush > 0 && c->ac != NULL) {
+  if (c->ac != NULL && c->nflush + c->nwaiting > 0) {
     c->draining = 1; /* the context goes with the last of them (drain_check) */
-  } else if (c->ac == NULL) {
+    release_waiting(c); /* a failed probe held them back */
+    drain_check(c);     /* none of them could be sent after all */
+    return;
+  }
+  c->draining = 0;
+  if (c->ac == NULL) {
     context_gone(c);
   } else if (!c->free_deferred) {
     drop_context(c); /* inside on_connect this defers; the deferred free ends it */

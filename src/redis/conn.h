@@ -152,7 +152,7 @@ struct relock__conn {
   size_t nwaiting;
   size_t ninflight;
   size_t nflush;           /* requests in flight that a close waits for */
-  int draining;            /* closing: the context goes when nflush is 0 */
+  int draining;            /* closing: the context goes when nflush and nwaiting are 0 */
 
   relock__timer_t connect_timer;
   relock__timer_t reconnect_timer;
@@ -217,11 +217,14 @@ void relock__conn_start(relock__conn_t *c);
 
 /* Fails everything pending with RELOCK_ECLOSED and drops the connection;
  * hooks.on_closed runs once it is fully down (possibly from inside this call).
- * Requests marked flush_on_close are the exception: those in flight, and
- * those sent while the connection drains (an answer to a failed one may
- * send one), are answered first, each within its own timeout. They give
- * back holds: dropped unsent, a lock would stay held by a client that is
- * gone, until its lease ran out. */
+ * Requests marked flush_on_close are the exception: those in flight, those
+ * waiting (for a connection still connecting, or in its reconnect
+ * back-off: it makes one more attempt at once), and those sent while the
+ * connection drains (an answer to a failed one may send one), are sent
+ * and answered first, each within its own timeout; if the connection
+ * fails meanwhile, those not sent fail with its error. They give back
+ * holds: dropped unsent, a lock would stay held by a client that is gone,
+ * until its lease ran out. */
 void relock__conn_close(relock__conn_t *c);
 
 /* A request with room for a command of len bytes (to be written into
@@ -248,8 +251,9 @@ void relock__request_discard(relock__request_t *req);
 
 /* Sends req (or queues it until the connection is ready), bounded by
  * timeout_ms. Never fails directly: every outcome completes req->future.
- * After close, only a flush_on_close request on a draining connection is
- * sent; others fail with RELOCK_ECLOSED. */
+ * After close, only a flush_on_close request on a draining connection
+ * (one still connecting included) is sent; others fail with
+ * RELOCK_ECLOSED. */
 void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeout_ms);
 
 /* Whether requests fail at once instead of waiting for the connection: it

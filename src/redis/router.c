@@ -23,6 +23,14 @@ relock_future_t *relock__route_subscribe(relock__redis_t *redis, relock__listene
   return relock__pubsub_subscribe(ps, l, channel, len, 1, fn, arg);
 }
 
+/* Its own object, so that its address tells it apart from any "PUBLISH"
+ * (it says PUBLISH too, should it ever be sent as it is). */
+const char relock__publish_undecided[] = "PUBLISH";
+
 const char *relock__route_publish_command(const relock__redis_t *redis) {
-  return redis->cluster != NULL && relock__cluster_sharded(redis->cluster) ? "SPUBLISH" : "PUBLISH";
+  if (redis->cluster == NULL)
+    return "PUBLISH";
+  if (!relock__cluster_probed(redis->cluster))
+    return relock__publish_undecided;
+  return relock__cluster_sharded(redis->cluster) ? "SPUBLISH" : "PUBLISH";
 }

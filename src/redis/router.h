@@ -27,7 +27,14 @@ relock_future_t *relock__route_subscribe(relock__redis_t *redis, relock__listene
                                          size_t len, relock__message_fn fn, void *arg);
 
 /* The command a script publishes unlocks with: SPUBLISH on a cluster with
- * sharded pub/sub, else PUBLISH. */
+ * sharded pub/sub, else PUBLISH - or, on a cluster that has not answered
+ * whether it has sharded pub/sub yet, relock__publish_undecided: passed as
+ * an argument of a call (the pointer itself, not a copy), it is replaced
+ * by the command once the cluster has answered, and the script waits for
+ * that (call.h). A guess would publish where nobody listens: a waiter
+ * not woken, a force release the holder does not hear. */
 const char *relock__route_publish_command(const relock__redis_t *redis);
+
+extern const char relock__publish_undecided[];
 
 #endif /* RELOCK__REDIS_ROUTER_H */

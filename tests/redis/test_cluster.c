@@ -6,7 +6,11 @@
  * FAILOVER and kill -9 of a master under held locks, the counter test
  * (8 processes, 16 names) across a failover, CLUSTERDOWN, MOVED back and
  * forth between two masters, a dead seed, no seed at all, a name whose
- * keys cannot share a slot, the URL, TLS with a password.
+ * keys cannot share a slot, the URL, TLS with a password; a fresh client's
+ * (and the relock tool's) first force release, semaphore release and
+ * count-down heard at once by sharded subscribers; a fresh client's first
+ * acquisition that too few replicas acknowledged given back at once, even
+ * when the client (or the tool) closes right after.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -705,10 +709,197 @@ static void test_tls_and_password(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* -- f. a fresh client's first calls ---------------------------------------------*/
+
+/* The relock tool with args (argv[0] included, NULL-terminated): its exit
+ * status, -1 if it did not exit. */
+static int run_tool(const char *const *args) {
+  const char *bin = getenv("RELOCK") != NULL ? getenv("RELOCK") : "tools/relock";
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execv(bin, (char *const *)args);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* "cluster-nodes=<seeds>", the tool's option for this cluster. */
+static const char *tool_seeds(void) {
+  static char opt[512];
+  snprintf(opt, sizeof opt, "cluster-nodes=%s", relock_test_cluster_seeds(topo));
+  return opt;
+}
+
+/* Waits up to ms for what(arg); whether it came. */
+static int within(int ms, int (*what)(void *), void *arg) {
+  int64_t deadline = now_ms() + fx_slack_ms(ms);
+  while (!what(arg) && now_ms() < deadline)
+    pause_ms(2);
+  return what(arg);
+}
+
+static int was_lost(void *arg) { return lost_count(arg) > 0; }
+
+/* A force release by a client that has just been made (fresh_api) or by
+ * the relock tool (a process of its own, made for it): a waiter is woken,
+ * and the watched holder told of its loss, within 200 ms - not at the
+ * waiter's next try or the holder's next renewal (1 s and more here).
+ * Their subscriptions are sharded (SSUBSCRIBE): the release must publish
+ * with SPUBLISH, though the fresh client has not yet heard whether the
+ * cluster has sharded pub/sub when it is asked. */
+static void force_release_is_heard(const char *name, int by_tool) {
+  relock_client_t *a = cluster_client(), *b = cluster_client();
+  static lost_t lost; /* static: the callback may come until teardown */
+  memset(&lost, 0, sizeof lost);
+  relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
+  relock_lock_on_lost(la, on_lost, &lost);
+  assert_int_equal(relock_lock_watch_loss(la, 1), 0);
+  assert_int_equal(ACQUIRE(la, 1, 0), 1);
+  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_non_null(waiter);
+  char channel[128];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  assert_int_equal(await_subscribers(owner_node(name), channel, 2), 2); /* a's watch, b's wait */
+  if (by_tool) {
+    const char *args[] = {"relock", "-o", tool_seeds(), "release", "--force", name, NULL};
+    assert_int_equal(run_tool(args), 0);
+  } else {
+    relock_lock_t *fresh = lock_of(cluster_client(), name);
+    assert_int_equal(value_of(relock_lock_force_release_async(fresh)), 1);
+  }
+  int64_t t0 = now_ms();
+  int64_t got = -1;
+  char msg[256];
+  int r = outcome(waiter, 200, &got, msg, sizeof msg);
+  if (r != 0)
+    fail_msg("waiter not woken within 200 ms of the force release: %s (%s)", msg, relock_err_name(r));
+  assert_int_equal(got, 1);
+  printf("# waiter woken %lld ms after the force release\n", (long long)(now_ms() - t0));
+  if (!within(200, was_lost, &lost))
+    fail_msg("the holder was not told of its loss within 200 ms of the force release");
+  printf("# holder told %lld ms after the force release\n", (long long)(lost.at_ms - t0));
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(RELEASE(lb, 2), 1);
+}
+
+static void test_fresh_client_force_release_is_heard(void **state) {
+  (void)state;
+  force_release_is_heard("fresh-force", 0);
+}
+
+static void test_tool_force_release_is_heard(void **state) {
+  (void)state;
+  force_release_is_heard("tool-force", 1);
+}
+
+/* A fresh client's first semaphore release and first count-down wake the
+ * waiters at once, through their sharded channels. */
+static void test_fresh_client_semaphore_and_latch_wake(void **state) {
+  (void)state;
+  relock_client_t *b = cluster_client();
+  relock_semaphore_t *sb = relock_semaphore_new(b, "fresh-sem", NULL);
+  assert_non_null(sb);
+  relock_future_t *waiter = relock_semaphore_acquire_async(sb, 1, 10000);
+  assert_non_null(waiter);
+  assert_int_equal(await_subscribers(owner_node("fresh-sem"), "redisson_sc:{fresh-sem}", 1), 1);
+  relock_semaphore_t *sc = relock_semaphore_new(cluster_client(), "fresh-sem", NULL);
+  assert_non_null(sc);
+  value_of(relock_semaphore_release_async(sc, 1));
+  int64_t t0 = now_ms(), got = -1;
+  char msg[256];
+  int r = outcome(waiter, 200, &got, msg, sizeof msg);
+  relock_semaphore_free(sc);
+  relock_semaphore_free(sb);
+  if (r != 0)
+    fail_msg("semaphore waiter not woken within 200 ms of the release: %s (%s)", msg, relock_err_name(r));
+  assert_int_equal(got, 1);
+  printf("# semaphore waiter woken %lld ms after the release\n", (long long)(now_ms() - t0));
+
+  relock_latch_t *lb = relock_latch_new(b, "fresh-latch", NULL);
+  assert_non_null(lb);
+  assert_int_equal(value_of(relock_latch_try_set_count_async(lb, 1)), 1);
+  waiter = relock_latch_await_async(lb, 10000);
+  assert_non_null(waiter);
+  assert_int_equal(await_subscribers(owner_node("fresh-latch"), "redisson_countdownlatch__channel__{fresh-latch}", 1), 1);
+  relock_latch_t *lc = relock_latch_new(cluster_client(), "fresh-latch", NULL);
+  assert_non_null(lc);
+  value_of(relock_latch_count_down_async(lc));
+  t0 = now_ms();
+  r = outcome(waiter, 200, &got, msg, sizeof msg);
+  relock_latch_free(lc);
+  relock_latch_free(lb);
+  if (r != 0)
+    fail_msg("latch waiter not woken within 200 ms of the count-down: %s (%s)", msg, relock_err_name(r));
+  assert_int_equal(got, 1);
+  printf("# latch waiter woken %lld ms after the count-down\n", (long long)(now_ms() - t0));
+}
+
+/* Options asking 2 replicas to acknowledge (each master has 1), of a
+ * client whose first connection goes to name's master: its first
+ * acquisition runs there, on the seed connection, before the slot map is
+ * known. */
+static relock_options_t *unreplicated_options(const char *name) {
+  char seeds[512];
+  snprintf(seeds, sizeof seeds, "127.0.0.1:%d,%s", relock_test_redis_port(owner_node(name)),
+           relock_test_cluster_seeds(topo));
+  relock_options_t *opts = cluster_options(seeds);
+  fx_set_int(opts, RELOCK_OPT_MIN_REPLICAS_ACKED, 2);
+  fx_set_ms(opts, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, 300);
+  return opts;
+}
+
+static int key_gone(void *name) { return fx_raw_int(owner_node(name), "EXISTS", (const char *)name, NULL) == 0; }
+
+/* A fresh client's first acquisition, which too few replicas acknowledged,
+ * fails with RELOCK_ENOTREPLICATED and is given back at once, not at the
+ * end of its lease: while the client lives, and when it is freed right
+ * after the failure (the give-back, routed to the master's own connection
+ * that is not open yet, is sent before the close completes). The relock
+ * tool likewise exits 69 and leaves nothing held. */
+static void test_unreplicated_first_acquisition_given_back(void **state) {
+  (void)state;
+  const char *name = "unsynced";
+  relock_options_t *opts = unreplicated_options(name);
+  char msg[512];
+  /* the client lives on */
+  relock_lock_t *l = lock_of(client_of(opts), name);
+  assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg),
+                   RELOCK_ENOTREPLICATED);
+  printf("# %s\n", msg);
+  assert_true(within(1000, key_gone, (void *)name));
+  /* freed at once (an embedded client: no loop turn between the failure
+   * and the close) */
+  relock_client_t *c = fx_client(opts);
+  relock_options_free(opts);
+  l = relock_lock_new(c, name, NULL);
+  assert_non_null(l);
+  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  relock_lock_free(l);
+  relock_client_free(c);
+  assert_int_equal(r, RELOCK_ENOTREPLICATED);
+  assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
+  /* the tool */
+  char seeds[512];
+  snprintf(seeds, sizeof seeds, "cluster-nodes=127.0.0.1:%d,%s", relock_test_redis_port(owner_node(name)),
+           relock_test_cluster_seeds(topo));
+  const char *args[] = {"relock", "-o", seeds, "-o", "min-replicas-acked=2", "-o", "min-replicas-timeout=300",
+                        name, "--", "true", NULL};
+  assert_int_equal(run_tool(args), 69);
+  assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_locks_on_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fresh_client_force_release_is_heard, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_force_release_is_heard, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fresh_client_semaphore_and_latch_wake, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unreplicated_first_acquisition_given_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_renewals_batched_per_slot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_sharded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wait_and_wake_on_every_master_classic, setup, teardown),
