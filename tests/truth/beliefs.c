@@ -1,5 +1,6 @@
 /* The truth checker's tables, the beliefs' sequence lock and the trace
  * rings (tests/truth/truth.h). */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,12 @@ uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out) {
   }
 }
 
+/* The rings are written by several threads of a process (a worker's, or
+ * the supervisor's fault lines beside the observer's dump). */
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) {
+  pthread_mutex_lock(&trace_mu);
   int i = atomic_fetch_add(&w->trace_next, 1) % TRUTH_TRACE;
   char *line = w->trace[i];
   int n = snprintf(line, TRUTH_LINE, "%012llu ", (unsigned long long)(truth_now_ns() / 1000000u));
@@ -122,6 +128,7 @@ void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line + n, (size_t)(TRUTH_LINE - n), fmt, ap);
   va_end(ap);
+  pthread_mutex_unlock(&trace_mu);
 }
 
 static int by_time(const void *a, const void *b) {
@@ -132,6 +139,7 @@ void truth_trace_dump(truth_shared_t *sh, const char *name) {
   static const char *lines[TRUTH_MAX_WORKERS * TRUTH_TRACE];
   static char copies[TRUTH_MAX_WORKERS * TRUTH_TRACE][TRUTH_LINE + 8];
   size_t n = 0;
+  pthread_mutex_lock(&trace_mu);
   for (int w = 0; w < sh->nworkers; w++)
     for (int i = 0; i < TRUTH_TRACE; i++) {
       const char *line = sh->w[w].trace[i];
@@ -142,6 +150,7 @@ void truth_trace_dump(truth_shared_t *sh, const char *name) {
       lines[n] = copies[n];
       n++;
     }
+  pthread_mutex_unlock(&trace_mu);
   qsort(lines, n, sizeof lines[0], by_time);
   for (size_t i = n > 80 ? n - 80 : 0; i < n; i++) /* the latest 80 */
     printf("#   %s\n", lines[i]);

@@ -263,6 +263,7 @@ static int64_t validity_of(worker_t *w, int target, uint64_t owner) {
   return INT64_MAX; /* semaphores: no lease (permits: their own deadline) */
 }
 
+/* Called with w->mu held (a threaded actor sets its owner under it). */
 static uint64_t owner_of_slot(worker_t *w, int s) {
   return w->actors[s / SLOTS_PER_ACTOR].owner;
 }
@@ -275,11 +276,12 @@ static void refresh_all(worker_t *w) {
     pthread_mutex_lock(&w->mu);
     int target = w->mine[s].b.name >= 0 ? w->mine[s].target : -1;
     uint32_t gen = atomic_load(&w->slot->beliefs[s].seq);
+    uint64_t owner = owner_of_slot(w, s);
     pthread_mutex_unlock(&w->mu);
     if (target < 0 || (w->targets[target].lock == NULL && w->targets[target].multi == NULL))
       continue;
     uint64_t now = truth_now_ns();
-    int64_t v = validity_of(w, target, owner_of_slot(w, s));
+    int64_t v = validity_of(w, target, owner);
     pthread_mutex_lock(&w->mu);
     local_belief_t *l = &w->mine[s];
     if (atomic_load(&w->slot->beliefs[s].seq) == gen && l->b.name >= 0) {
@@ -523,12 +525,19 @@ static relock_future_t *start_op(actor_t *a, op_t *op) {
       return relock_semaphore_acquire_async(t->sem, 1, op->wait_ms);
     return relock_permit_semaphore_acquire_async(t->permit, op->wait_ms, op->lease_ms);
   case OP_RELEASE: {
-    /* withdraw the belief first: from now on the actor counts on nothing */
+    /* withdraw the belief first: from now on the actor counts on nothing
+     * (the hold on top: a loss may have taken the one chosen meanwhile) */
     pthread_mutex_lock(&w->mu);
+    if (a->depth == 0) {
+      pthread_mutex_unlock(&w->mu);
+      return NULL;
+    }
     hold_t h = a->holds[--a->depth];
     disbelieve(w, h.slot, 1);
     disbelieve(w, h.slot2, 1);
     pthread_mutex_unlock(&w->mu);
+    op->target = h.target;
+    t = &w->targets[h.target];
     truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 h.permit_id);
     if (t->multi != NULL)
@@ -590,6 +599,10 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
     snprintf(field, sizeof field, "permits");
   }
   pthread_mutex_lock(&w->mu);
+  if (a->depth == MAX_DEPTH) { /* cannot happen: choose() re-enters below it */
+    pthread_mutex_unlock(&w->mu);
+    return;
+  }
   hold_t *h = &a->holds[a->depth];
   memset(h, 0, sizeof *h);
   h->target = op->target;
@@ -702,19 +715,38 @@ static void run_op_blocking(actor_t *a, op_t *op) {
   relock_future_release(f);
 }
 
+/* The actor's holds change under w->mu (a loss, on the loop thread). */
+static op_t choose_locked(actor_t *a) {
+  pthread_mutex_lock(&a->w->mu);
+  op_t op = choose(a);
+  pthread_mutex_unlock(&a->w->mu);
+  return op;
+}
+
+static int give_back_locked(actor_t *a, int everything, op_t *op) {
+  pthread_mutex_lock(&a->w->mu);
+  int more = needs_give_back(a, everything);
+  if (more)
+    *op = (op_t){.type = OP_RELEASE, .target = a->holds[a->depth - 1].target, .cancel_after_ms = -1,
+                 .start_ns = truth_now_ns()};
+  pthread_mutex_unlock(&a->w->mu);
+  return more;
+}
+
 static void *actor_thread(void *arg) {
   actor_t *a = arg;
-  a->owner = relock_thread_owner();
+  uint64_t owner = relock_thread_owner();
+  pthread_mutex_lock(&a->w->mu);
+  a->owner = owner;
+  pthread_mutex_unlock(&a->w->mu);
   while (!atomic_load(&a->w->closing) && !atomic_load(&a->w->sh->stop)) {
-    op_t op = choose(a);
-    a->op = op;
+    op_t op = choose_locked(a);
     run_op_blocking(a, &op);
   }
   int everything = atomic_load(&a->w->sh->stop);
-  while (needs_give_back(a, everything)) {
-    op_t op = {.type = OP_RELEASE, .target = a->holds[a->depth - 1].target, .start_ns = truth_now_ns()};
+  op_t op;
+  while (give_back_locked(a, everything, &op))
     run_op_blocking(a, &op);
-  }
   return NULL;
 }
 
@@ -723,8 +755,11 @@ static void maybe_interrupt(worker_t *w) {
   actor_t *a = &w->actors[rnd_below(&w->rng, w->nactors)];
   relock_lock_t *lock = atomic_load(&a->blocked_in);
   if (lock != NULL && rnd_below(&w->rng, 4) == 0) {
+    pthread_mutex_lock(&w->mu);
+    uint64_t owner = a->owner;
+    pthread_mutex_unlock(&w->mu);
     truth_trace(w->slot, "interrupt a%d", a->idx);
-    relock_lock_interrupt(lock, a->owner);
+    relock_lock_interrupt(lock, owner);
   }
 }
 
