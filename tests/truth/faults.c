@@ -75,8 +75,15 @@ void truth_faults_set_pid(truth_faults_t *f, int worker, pid_t pid) {
   f->pids[worker] = pid;
 }
 
+/* Before the command: the break is under way; after it: it happened by now. */
 static void announce(truth_break_t *b, enum truth_fault what) {
+  atomic_fetch_add(&b->pending, 1);
   truth_break_at(b, what, truth_now_ns());
+}
+
+static void done(truth_break_t *b, enum truth_fault what) {
+  truth_break_at(b, what, truth_now_ns());
+  atomic_fetch_sub(&b->pending, 1);
 }
 
 static void cmd(truth_faults_t *f, const char *a, const char *b, const char *c, const char *d) {
@@ -129,7 +136,7 @@ void truth_faults_inject(truth_faults_t *f) {
     trace_all(f, truth_fault_names[what], detail);
     announce(&f->sh->breaks[name], what);
     cmd(f, "DEL", truth_names[name], NULL, NULL);
-    announce(&f->sh->breaks[name], what); /* it ran in between */
+    done(&f->sh->breaks[name], what);
     break;
   }
   case F_FLUSHALL:
@@ -137,14 +144,14 @@ void truth_faults_inject(truth_faults_t *f) {
     atomic_store(&f->sh->sem_paused, 1);
     announce(&f->sh->global_break, what);
     cmd(f, "FLUSHALL", NULL, NULL, NULL);
-    announce(&f->sh->global_break, what);
+    done(&f->sh->global_break, what);
     break;
   case F_RESTART_LOST:
     trace_all(f, truth_fault_names[what], "(every name)");
     atomic_store(&f->sh->sem_paused, 1);
     announce(&f->sh->global_break, what);
     restart_losing_data(f);
-    announce(&f->sh->global_break, what);
+    done(&f->sh->global_break, what);
     break;
   case F_RESTART_AOF: relock_test_redis_restart(f->redis); break;
   case F_DEBUG_SLEEP: {

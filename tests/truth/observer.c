@@ -116,7 +116,11 @@ long truth_observer_exempt(const truth_observer_t *o) {
   return o->exempt_seen;
 }
 
+/* The latest break of truth on name; UINT64_MAX while one is under way
+ * (sent, not answered: it may run at any moment until then). */
 static uint64_t last_break(truth_shared_t *sh, int name) {
+  if (atomic_load(&sh->breaks[name].pending) > 0 || atomic_load(&sh->global_break.pending) > 0)
+    return UINT64_MAX;
   uint64_t a = atomic_load(&sh->breaks[name].at_ns), g = atomic_load(&sh->global_break.at_ns);
   return a > g ? a : g;
 }
@@ -150,7 +154,7 @@ static void reread_beliefs(truth_observer_t *o) {
       enum truth_group g = truth_name_group(x->b.name);
       /* permits have no watchdog (yet), and Redisson tells its threads of
        * no loss: nothing can tell those holders */
-      if (g != G_SEMAPHORE && g != G_PERMIT && !x->b.foreign &&
+      if (g != G_SEMAPHORE && g != G_PERMIT && !x->b.foreign && brk != UINT64_MAX &&
           o->t1 > brk + (uint64_t)TRUTH_BREAK_BOUND_MS * 1000000u)
         x->exempt = 0;
     }
@@ -283,11 +287,11 @@ static void print_state(truth_observer_t *o, int name) {
     printf(" }\n");
   }
   uint64_t brk = last_break(o->sh, name);
-  printf("#   last break of truth on it: %s\n",
+  printf("#   last break of truth on it: %s%s\n", brk == UINT64_MAX ? "(one under way) " : "",
          brk == 0 ? "none" : truth_fault_names[atomic_load(&o->sh->breaks[name].at_ns) >= brk
                                                     ? atomic_load(&o->sh->breaks[name].what)
                                                     : atomic_load(&o->sh->global_break.what)]);
-  if (brk != 0)
+  if (brk != 0 && brk != UINT64_MAX)
     printf("#     at %llu ms (now %llu ms)\n", (unsigned long long)(brk / 1000000u),
            (unsigned long long)(o->t1 / 1000000u));
   for (int i = 0; i < o->nseen; i++) {

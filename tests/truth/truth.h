@@ -74,6 +74,7 @@ extern const char *const truth_fault_names[F_COUNT];
 typedef struct truth_break {
   _Atomic uint64_t at_ns; /* 0: none yet */
   _Atomic int what;       /* enum truth_fault */
+  _Atomic int pending;    /* breaks sent and not yet answered */
 } truth_break_t;
 
 typedef struct truth_worker_slot {

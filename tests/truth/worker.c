@@ -551,6 +551,7 @@ static relock_future_t *start_op(actor_t *a, op_t *op) {
   case OP_FORCE: {
     /* the break is announced before it happens, so that the observer never
      * sees its effect without it */
+    atomic_fetch_add(&w->sh->breaks[t->name].pending, 1);
     truth_break_at(&w->sh->breaks[t->name], F_FORCE_RELEASE, truth_now_ns());
     atomic_fetch_add(&w->slot->force_releases, 1);
     truth_trace(w->slot, "a%d force release %s", a->idx, truth_names[t->name]);
@@ -638,7 +639,9 @@ static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
      * answer was lost, may still run when a stalled connection delivers
      * it: the break lasts until then. */
     uint64_t until = truth_now_ns() + (rc == 0 ? 0 : 3000000000ull);
-    truth_break_at(&w->sh->breaks[w->targets[op->target].name], F_FORCE_RELEASE, until);
+    truth_break_t *b = &w->sh->breaks[w->targets[op->target].name];
+    truth_break_at(b, F_FORCE_RELEASE, until);
+    atomic_fetch_sub(&b->pending, 1); /* after the time: the observer reads them the other way round */
   }
     /* fall through */
   case OP_RELEASE:
