@@ -306,9 +306,11 @@ expect "a fixed lease longer than the command: the command's status" "0 0" "$? $
 
 # A hold is lost like any other whatever its lease (fixed or the watchdog's)
 # and kind: its command is stopped with 76 within the renewal cycle (a third
-# of the watchdog timeout) when its key is deleted. Before, a fixed-lease
-# hold was never checked: its command ran on until the lease ended (20 s),
-# with the lock free for others.
+# of the watchdog timeout) when its key is deleted, and at once when relock
+# force-releases it (the holder hears it). Before, a fixed-lease hold was
+# never checked: its command ran on until the lease ended (20 s), with the
+# lock free for others; and the fair and spin locks' force releases were
+# heard only at the next renewal (10 s here).
 
 # listened CHANNEL: until someone listens on it (the holder's loss watch), 1 s at most
 listened() {
@@ -339,6 +341,17 @@ lose_hold() {
   code=$?
   echo "$code $(($(now_ms) - t0))"
 }
+
+late=
+for kind in "" --fair --read --write --fenced --spin; do
+  for lease in "--lease 20s" ""; do
+    got=$(lose_hold force "$kind" "$lease")
+    code=${got% *} took=${got#* }
+    [ "$code $([ "$took" -lt $((1000 * slack)) ] && echo prompt)" = "76 prompt" ] ||
+      late="$late${late:+, }${kind:-reentrant} ${lease:-watchdog}: exit $code after $took ms"
+  done
+done
+expect "a force release stops the holder's command at once: every kind, fixed lease or watchdog" "" "$late"
 
 late=
 for kind in "" --fair --read --write --fenced --spin; do

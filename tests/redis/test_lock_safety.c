@@ -866,6 +866,24 @@ static void test_every_loss_is_told_within_a_cycle(void **state) {
   lose_holds(fx, cases, n, (double)fx_slack_ms(watchdog_ms / 3 + 100));
 }
 
+/* A watched hold of every kind, fixed lease or watchdog, hears relock's own
+ * force release at once (the renewal cycle is 10 s here). Before, the fair
+ * lock's force release woke only the head of its queue, the spin lock's
+ * published nothing, and a fixed lease found gone was forgotten untold. */
+static void test_watched_hold_of_every_kind_hears_a_force_release(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  uint64_t rng = test_seed("force release heard");
+  loss_case_t cases[NKINDS * 2];
+  int n = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int fixed = 0; fixed < 2; fixed++)
+      cases[n++] = (loss_case_t){kind, fixed, 1, 1, (int64_t)(relock__random(&rng) % 50)};
+  lose_holds(fx, cases, n, (double)fx_slack_ms(100));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -887,6 +905,7 @@ int main(void) {
       T(test_cancel_then_close_leaves_nothing_held),
       T(test_release_of_a_lost_hold_needs_no_redis),
       T(test_every_loss_is_told_within_a_cycle),
+      T(test_watched_hold_of_every_kind_hears_a_force_release),
 #undef T
   };
   if (!relock_test_redis_available())
