@@ -3,7 +3,9 @@
  * "redisson_lock_timeout:{name}". The lock goes to the head of the queue; a
  * release wakes only the head, on its own channel
  * "redisson_lock__channel:{name}:<field>" (lua/fair_lock_*.lua say how the
- * queue heals itself of dead waiters). Renewal is the reentrant lock's. */
+ * queue heals itself of dead waiters). A force release wakes the head too,
+ * and publishes on "redisson_lock__channel:{name}" itself, where a watched
+ * holder listens (lock_watch.c). Renewal is the reentrant lock's. */
 #include <config.h>
 
 #include <stdlib.h>

@@ -356,6 +356,9 @@ relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
   relock__lock_call_t call;
   relock__lock_call_init(&call, lock, 0, field);
   call.spec.on_reply = relock__reply_to_bool;
+  /* Every kind's force release publishes, the spin lock's too (its other
+   * scripts publish nothing): a watched holder hears it at once. */
+  call.publish = relock__route_publish_command(&lock->client->redis);
   f = lock->kind->force_release(&call);
   relock__exec_leave(lock->client->exec);
   return f;

@@ -88,7 +88,9 @@ typedef struct relock__lock_kind {
    *            registered longest, by its waker id, before the unlock
    *            message.
    *   force_release: deletes it whoever holds it: 1 if it was held (NULL
-   *            for a no_hold kind).
+   *            for a no_hold kind), and publishes (call->publish, set for
+   *            every kind) on the lock's channel, where a watched holder
+   *            listens (lock_watch.c).
    *   leave_queue (NULL: the kind keeps no queue in Redis): a waiter that
    *            ends without the lock (deadline, cancel, error) gives up its
    *            place - a fair lock's queue, a waiting writer's listing. */

@@ -1,16 +1,21 @@
 /* Prompt loss detection (relock_lock_watch_loss): while owners hold a
- * watched lock, its object listens on the lock's channel, where every
- * unlock and every force release (Redisson's forceUnlock, ours) publishes.
- * A message - or a gap in the subscription, or its confirmation - makes
- * each of those holds checked at once (relock__renewal_validate: a renewal
- * of that hold alone, or HEXISTS for a fixed lease), which declares a hold
- * whose field is gone lost: the lost callback runs within a round trip of
- * the force release instead of at the next renewal.
+ * watched lock, its object listens on the lock's channel, where relock's
+ * force release of every kind publishes (the fair lock's and the spin
+ * lock's included), and so do Redisson's forceUnlock of the reentrant,
+ * fenced and read-write locks, and most unlocks. A message - or a gap in
+ * the subscription, or its confirmation - makes each of those holds
+ * checked at once (relock__renewal_validate: a renewal of that hold alone,
+ * or a check of a fixed lease), which declares a hold whose field is gone
+ * lost: the lost callback runs within a round trip of the force release
+ * instead of at the next renewal or check.
  *
  * Our own releases publish too; a check racing one is harmless (the
  * watchdog does not take a release in flight for a loss, and a check sent
- * after it finds no hold to check). A DEL that publishes nothing, or a
- * lease that ran out, is still found by the renewal.
+ * after it finds no hold to check). What publishes nothing the holder
+ * hears - a DEL, Redisson's forceUnlock of a fair lock (it wakes only the
+ * head waiter, on its own channel) or of a spin lock, a failover that lost
+ * the hold - is found by the next renewal or check, within a third of the
+ * watchdog timeout (watchdog/renewal.h).
  *
  * Cost per watched held lock: one subscription (shared with the name's
  * waiters in this client), an owner slot here, and one check per message

@@ -1,7 +1,10 @@
 /* The spin lock (Redisson's RSpinLock): the reentrant lock's hash and
  * scripts, without pub/sub - a waiter tries again after a back-off
  * (lock_acquire.c: 1 ms doubling to 128 ms, jittered, never past the
- * holder's TTL), and its releases publish nothing. */
+ * holder's TTL), and its releases publish nothing. Only relock's force
+ * release publishes (on the reentrant lock's channel), so that a holder
+ * that watches its hold (lock_watch.c) hears it; Redisson's forceUnlock
+ * publishes nothing, and is found at the holder's next renewal. */
 #include <config.h>
 
 #include "objects/lock_impl.h"
@@ -9,7 +12,7 @@
 static const relock__lock_kind_t spin = {
     .what = "spin lock",
     .field_suffix = "",
-    .channel_prefix = "redisson_lock__channel", /* named in the scripts' keys; never published on */
+    .channel_prefix = "redisson_lock__channel", /* named in the scripts' keys; only a force release publishes */
     .role = RELOCK__ROLE_PLAIN,
     .wait = RELOCK__WAIT_SPIN,
     .acquire = relock__rlock_acquire,

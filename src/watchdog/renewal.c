@@ -19,6 +19,8 @@
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
 static void forget(relock__renewal_t *r, relock__hold_t *hold);
+struct batch;
+static void send_spec(relock__renewal_t *r, struct batch *b, const relock__call_spec_t *spec);
 
 /* -- holds ------------------------------------------------------------------*/
 
@@ -63,6 +65,22 @@ static void hold_unref(relock__hold_t *hold) {
 
 static relock__hold_t *hold_at(relock__link_t *l) { return relock__container_of(l, relock__hold_t, link); }
 
+static relock__hold_t *fixed_at(relock__link_t *l) {
+  return relock__container_of(l, relock__hold_lease_t, link)->hold;
+}
+
+/* The cycle runs while some hold is renewed or checked: an idle client
+ * never wakes. */
+static void need_cycle(relock__renewal_t *r) {
+  if (!relock__timer_pending(&r->cycle))
+    relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
+}
+
+static void maybe_stop_cycle(relock__renewal_t *r) {
+  if (r->nrenewing == 0 && r->nfixed == 0)
+    relock__timer_stop(&r->cycle);
+}
+
 /* A fixed lease's end: its hold is forgotten, Redis letting it expire. */
 static void on_lease_end(relock__timer_t *t, int status, void *arg) {
   if (status != 0) /* the client is closing: renewal_close forgets it */
@@ -77,12 +95,19 @@ static relock__hold_lease_t *lease_new(relock__renewal_t *r, relock__hold_t *hol
   relock__timer_init(&fixed->end, on_lease_end, r);
   fixed->hold = hold;
   fixed->lease_ms = 0;
+  relock__list_push_back(&r->fixed, &fixed->link);
+  r->nfixed++;
+  need_cycle(r);
   return fixed;
 }
 
-/* The fixed lease's end goes (the hold is renewed, lost or forgotten). */
-static void lease_free(relock__hold_t *hold) {
+/* The fixed lease's end goes (the hold is renewed, lost or forgotten), and
+ * its checks with it. */
+static void lease_free(relock__renewal_t *r, relock__hold_t *hold) {
   relock__timer_stop(&hold->fixed->end);
+  relock__list_remove(&hold->fixed->link);
+  r->nfixed--;
+  maybe_stop_cycle(r);
   free(hold->fixed);
   relock__list_init(&hold->link); /* in place of fixed: in no list */
 }
@@ -91,19 +116,18 @@ static void lease_free(relock__hold_t *hold) {
  * whose end no longer matters). */
 static void start_renewing(relock__renewal_t *r, relock__hold_t *hold) {
   if (hold->fixed != NULL)
-    lease_free(hold);
+    lease_free(r, hold);
   hold->watchdog = 1;
   relock__list_push_back(&r->renewing, &hold->link);
-  if (r->nrenewing++ == 0)
-    relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
+  r->nrenewing++;
+  need_cycle(r);
 }
 
 static void stop_renewing(relock__renewal_t *r, relock__hold_t *hold) {
   relock__list_remove(&hold->link);
-  if (--r->nrenewing == 0) {
-    relock__timer_stop(&r->cycle);
+  if (--r->nrenewing == 0)
     relock__timer_stop(&r->check);
-  }
+  maybe_stop_cycle(r);
 }
 
 /* Puts a lost hold in r->lost_holds, to be forgotten lost_kept_ms from now.
@@ -152,7 +176,7 @@ static void leave_state(relock__renewal_t *r, relock__hold_t *hold) {
   else if (!hold->lost && hold->watchdog)
     stop_renewing(r, hold);
   else if (!hold->lost)
-    lease_free(hold);
+    lease_free(r, hold);
 }
 
 static void forget(relock__renewal_t *r, relock__hold_t *hold) {
@@ -199,6 +223,25 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
   mark_lost(r, hold);
   notify_lost(hold, reason);
   hold_unref(hold);
+}
+
+/* Redis answered (now) that the hold's field is gone: was it taken away?
+ * A renewed hold was. So was a fixed-lease hold still within its validity:
+ * the answer was produced before now, and the deadline comes before
+ * Redis's own expiry (renewal.h), so Redis did not let it expire - it was
+ * deleted, force-released or lost in a failover. Past its deadline a fixed
+ * lease may simply have run out. */
+static int taken_away(const relock__hold_t *hold) {
+  return hold->watchdog || relock__now_ns() < hold->deadline_ns;
+}
+
+/* The hold's field is gone: lost, or (a fixed lease run out) forgotten, as
+ * its end would. */
+static void found_gone(relock__renewal_t *r, relock__hold_t *hold) {
+  if (taken_away(hold))
+    declare_lost(r, hold, RELOCK_ELOST);
+  else
+    forget(r, hold);
 }
 
 /* A new hold, renewed or with a fixed lease; NULL when out of memory. */
@@ -301,13 +344,16 @@ int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *
     forget(r, hold);
     break;
   case RELOCK__RELEASE_NOT_OWNER:
-    /* A watchdog hold Redis no longer has is a loss nobody had seen yet; a
-     * fixed lease simply ran out. */
-    if (!lost && hold->watchdog) {
+    /* A hold Redis no longer has is a loss nobody had seen yet, unless it
+     * was a fixed lease that ran out (found_gone). */
+    hold->refs++; /* the lost callback may do anything, close the client included */
+    if (!lost && taken_away(hold)) {
       declare_lost(r, hold, RELOCK_ELOST);
       lost = 1;
     }
-    forget(r, hold);
+    if (!hold->removed)
+      forget(r, hold);
+    hold_unref(hold);
     break;
   }
   return lost;
@@ -339,10 +385,15 @@ int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_
 
 /* -- renewal ----------------------------------------------------------------*/
 
+/* One script call for up to RELOCK__RENEW_BATCH holds on one node: a
+ * renewal (lua/lock_renew.lua) of renewed holds, or a check
+ * (lua/lock_check.lua) of fixed-lease ones. */
 typedef struct batch {
   relock__renewal_t *r;
   relock_future_t *out;       /* a validation's future, or NULL */
   uint64_t sent_ns;
+  int check;                  /* a check: extends nothing */
+  int gone;                   /* Redis answered that holds[0] is gone (what a validation answers) */
   size_t n;
   relock__hold_t *holds[RELOCK__RENEW_BATCH];
 } batch_t;
@@ -358,19 +409,21 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
     relock__future_fail(f, RELOCK_EPROTO, "renewal answered with an unexpected reply");
     return;
   }
+  b->gone = reply->element[0]->integer != 1;
   for (size_t i = 0; i < b->n; i++) {
     relock__hold_t *hold = b->holds[i];
     if (hold->removed || hold->lost)
       continue;
-    if (reply->element[i]->integer == 1) {
+    if (reply->element[i]->integer != 1) {
+      if (hold->releases_in_flight == 0)
+        found_gone(r, hold);
+    } else if (!b->check) {
       hold->unsynced = 0;
       uint64_t deadline =
           relock__deadline_after(b->sent_ns, r->watchdog_ms - relock__validity_margin_ms(r->watchdog_ms));
       if (deadline > hold->deadline_ns)
         hold->deadline_ns = deadline;
       r->renewed++;
-    } else if (hold->releases_in_flight == 0) {
-      declare_lost(r, hold, RELOCK_ELOST);
     }
   }
   relock__future_succeed(f);
@@ -392,7 +445,7 @@ static void on_batch_done(relock_future_t *f, void *arg) {
     if (err != 0)
       relock__future_fail(b->out, err, "%s", relock_future_message(f));
     else
-      relock__future_succeed_bool(b->out, !b->holds[0]->lost && !b->holds[0]->removed);
+      relock__future_succeed_bool(b->out, !b->gone && !b->holds[0]->lost && !b->holds[0]->removed);
     relock_future_release(b->out);
   }
   for (size_t i = 0; i < b->n; i++)
@@ -412,7 +465,34 @@ static int renewed_any(const relock_reply_t *reply) {
   return 0;
 }
 
+/* A check of fixed-lease holds: KEYS = the keys, ARGV = their fields. No
+ * WAIT: a check extends nothing that the replicas would have to keep. */
+static void send_check(relock__renewal_t *r, batch_t *b) {
+  const char *argv[2 * RELOCK__RENEW_BATCH];
+  size_t lens[2 * RELOCK__RENEW_BATCH];
+  char fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
+  size_t n = b->n;
+  for (size_t i = 0; i < n; i++) {
+    argv[i] = hold_key(b->holds[i], &lens[i]);
+    argv[n + i] = fields[i];
+    lens[n + i] = hold_field(b->holds[i], fields[i]);
+  }
+  relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_CHECK],
+                              .nkeys = (int)n,
+                              .argc = (int)(2 * n),
+                              .argv = argv,
+                              .lens = lens,
+                              .on_reply = on_batch_reply,
+                              .arg = b,
+                              .retry_safe = 1};
+  send_spec(r, b, &spec);
+}
+
 static void send_batch(relock__renewal_t *r, batch_t *b) {
+  if (b->check) {
+    send_check(r, b);
+    return;
+  }
   const char *argv[2 * RELOCK__RENEW_BATCH + 2];
   size_t lens[2 * RELOCK__RENEW_BATCH + 2];
   char lease[24], roles[RELOCK__RENEW_BATCH], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
@@ -440,8 +520,14 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
                               .wait_replicas = r->redis->settings->opt.min_replicas_acked,
                               .wait_timeout_ms = r->redis->settings->opt.min_replicas_timeout_ms,
                               .wrote = renewed_any};
+  send_spec(r, b, &spec);
+}
+
+/* Sends b's script call, and sees to its answer. */
+static void send_spec(relock__renewal_t *r, batch_t *b, const relock__call_spec_t *spec) {
+  size_t n = b->n;
   b->sent_ns = relock__now_ns();
-  relock_future_t *f = relock__call(r->redis, &spec);
+  relock_future_t *f = relock__call(r->redis, spec);
   if (f == NULL) { /* out of memory: the next cycle tries again */
     for (size_t i = 0; i < n; i++)
       hold_unref(b->holds[i]);
@@ -452,7 +538,10 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
     free(b);
     return;
   }
-  r->batches++;
+  if (b->check)
+    r->checks++;
+  else
+    r->batches++;
   relock_future_on_done(f, on_batch_done, b);
 }
 
@@ -522,17 +611,18 @@ static int by_slot(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Renews every watchdog hold, in batches whose keys share a cluster slot
- * (one script's keys must: CROSSSLOT otherwise), so on one node; off a
- * cluster every key has slot 0 and batches are simply full. */
-static void renew_all(relock__renewal_t *r) {
-  size_t n = 0;
-  slotted_t *all = r->nrenewing > 0 ? malloc(r->nrenewing * sizeof(*all)) : NULL;
+/* Renews every watchdog hold (check: checks every fixed-lease hold), in
+ * batches whose keys share a cluster slot (one script's keys must:
+ * CROSSSLOT otherwise), so on one node; off a cluster every key has slot 0
+ * and batches are simply full. */
+static void send_all(relock__renewal_t *r, int check) {
+  size_t n = 0, count = check ? r->nfixed : r->nrenewing;
+  slotted_t *all = count > 0 ? malloc(count * sizeof(*all)) : NULL;
   if (all == NULL)
     return; /* out of memory: the next cycle tries again */
-  relock__link_t *head = &r->renewing;
-  for (relock__link_t *l = head->next; l != head && n < r->nrenewing; l = l->next) {
-    relock__hold_t *hold = hold_at(l);
+  relock__link_t *head = check ? &r->fixed : &r->renewing;
+  for (relock__link_t *l = head->next; l != head && n < count; l = l->next) {
+    relock__hold_t *hold = check ? fixed_at(l) : hold_at(l);
     size_t len;
     const char *key = hold_key(hold, &len);
     all[n].slot = relock__route_slot(r->redis, key, len);
@@ -550,6 +640,8 @@ static void renew_all(relock__renewal_t *r) {
         break;
       b->r = r;
       b->out = NULL;
+      b->check = check;
+      b->gone = 0;
       b->n = 0;
     }
     all[i].hold->refs++;
@@ -569,48 +661,14 @@ static void on_cycle(relock__timer_t *t, int status, void *arg) {
   uint64_t now = relock__now_ns();
   uint64_t earliest = check_deadlines(r, now);
   /* The callbacks above may have released holds: batch what is left. */
-  renew_all(r);
-  if (r->nrenewing > 0) {
+  send_all(r, 0);
+  send_all(r, 1);
+  if (r->nrenewing > 0 || r->nfixed > 0)
     relock__timer_start(r->wheel, &r->cycle, r->watchdog_ms / 3);
-    arm_check(r, now, earliest);
-  }
+  arm_check(r, now, earliest);
 }
 
 /* -- validation -------------------------------------------------------------*/
-
-typedef struct check_fixed {
-  relock__renewal_t *r;
-  relock__hold_t *hold;
-  relock_future_t *out;
-} check_fixed_t;
-
-static void on_fixed_checked(relock_future_t *f, void *arg) {
-  check_fixed_t *op = arg;
-  relock__hold_t *hold = op->hold;
-  int err = relock_future_error(f);
-  if (err != 0) {
-    relock__future_fail(op->out, err, "%s", relock_future_message(f));
-  } else {
-    int held = relock_future_bool(f) && !hold->removed && !hold->lost;
-    if (!held && !hold->removed && hold->releases_in_flight == 0)
-      forget(op->r, hold); /* its lease ran out early (or it was deleted) */
-    relock__future_succeed_bool(op->out, held);
-  }
-  relock_future_release(op->out);
-  hold_unref(hold);
-  free(op);
-  relock_future_release(f);
-}
-
-static void reply_to_bool(relock_future_t *f, const relock_reply_t *reply, void *arg) {
-  (void)arg;
-  if (reply->type == RELOCK_REPLY_INTEGER)
-    relock__future_succeed_bool(f, reply->integer != 0);
-  else if (reply->type == RELOCK_REPLY_ERROR)
-    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
-  else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to HEXISTS", reply->type);
-}
 
 relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id) {
   relock_future_t *out = relock__future_new(r->redis->exec);
@@ -621,39 +679,21 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__ho
     relock__future_succeed_bool(out, 0);
     return out;
   }
-  if (hold->watchdog) { /* a renewal of this hold alone, now */
-    batch_t *b = malloc(sizeof(*b));
-    if (b == NULL) {
-      relock_future_release(out);
-      return NULL;
-    }
-    b->r = r;
-    b->out = relock_future_retain(out);
-    b->n = 1;
-    b->holds[0] = hold;
-    hold->refs++;
-    send_batch(r, b);
-    return out;
-  }
-  /* A fixed lease is not extended by asking: HEXISTS. */
-  check_fixed_t *op = malloc(sizeof(*op));
-  char field[RELOCK__HOLD_FIELD_MAX];
-  size_t key_len, field_len = hold_field(hold, field);
-  const char *key = hold_key(hold, &key_len);
-  const char *argv[] = {"HEXISTS", key, field};
-  const size_t lens[] = {7, key_len, field_len};
-  relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .on_reply = reply_to_bool, .retry_safe = 1};
-  relock_future_t *f = op != NULL ? relock__call(r->redis, &spec) : NULL;
-  if (f == NULL) {
-    free(op);
+  /* This hold alone, now: a renewal, or a check (a fixed lease is not
+   * extended by asking). */
+  batch_t *b = malloc(sizeof(*b));
+  if (b == NULL) {
     relock_future_release(out);
     return NULL;
   }
-  op->r = r;
-  op->hold = hold;
-  op->out = relock_future_retain(out);
+  b->r = r;
+  b->out = relock_future_retain(out);
+  b->check = !hold->watchdog;
+  b->gone = 0;
+  b->n = 1;
+  b->holds[0] = hold;
   hold->refs++;
-  relock_future_on_done(f, on_fixed_checked, op);
+  send_batch(r, b);
   return out;
 }
 
@@ -666,6 +706,7 @@ int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__w
   r->watchdog_ms = watchdog_ms;
   r->lost_kept_ms = RELOCK__LOST_KEPT_MS;
   relock__list_init(&r->renewing);
+  relock__list_init(&r->fixed);
   relock__list_init(&r->lost_holds);
   relock__timer_init(&r->cycle, on_cycle, r);
   relock__timer_init(&r->check, on_check, r);

@@ -22,6 +22,14 @@
  * fixed-lease hold is forgotten once that time has passed (Redis lets it
  * expire; a later release finds nothing to release).
  *
+ * A fixed-lease hold is never renewed, but it is lost like any other: each
+ * cycle checks the fixed-lease holds too, in the same batches
+ * (lua/lock_check.lua: is the field there? - it extends nothing), and one
+ * found gone before its validity deadline was taken away (deleted, force
+ * released, lost in a failover): Redis cannot have let it expire yet. So
+ * every loss is told within a cycle (a third of the watchdog timeout) and a
+ * round trip, whatever the lease.
+ *
  * The watchdog knows holds as plain data - a key, an opaque owner, a lease,
  * a deadline - and a holder interface that names the key and the field and
  * is told of a loss; never the objects that took them, so that every kind of
@@ -106,6 +114,7 @@ typedef struct relock__hold relock__hold_t;
 /* The end of a fixed lease, which only fixed-lease holds need: kept apart
  * from the hold (a hold is kept per held lock, and most are renewed). */
 typedef struct relock__hold_lease {
+  relock__link_t link;        /* in renewal->fixed: checked every cycle */
   relock__timer_t end;        /* the hold is forgotten once its lease has surely run out */
   relock__hold_t *hold;
   int64_t lease_ms;           /* the longest taken: what a partial release keeps */
@@ -114,7 +123,7 @@ typedef struct relock__hold_lease {
 /* 88 bytes, a 96-byte malloc chunk. Which of link and fixed is in use
  * follows from the flags:
  *   renewed (watchdog, not lost)  link in renewal->renewing
- *   fixed lease (neither)         fixed, its end's timer running
+ *   fixed lease (neither)         fixed, its end's timer running, fixed->link in renewal->fixed
  *   lost, its holder told         link in renewal->lost_holds
  *   lost, being told (telling)    link in check_deadlines' list
  *   removed                       neither */
@@ -150,7 +159,9 @@ struct relock__renewal {
   relock__htab_t holds;
   relock__link_t renewing;
   size_t nrenewing;
-  relock__timer_t cycle;      /* every third of the watchdog timeout */
+  relock__link_t fixed;       /* the fixed-lease holds' leases, checked every cycle */
+  size_t nfixed;
+  relock__timer_t cycle;      /* every third of the watchdog timeout, while something is renewed or checked */
   relock__timer_t check;      /* an early deadline check when renewals fail */
   /* Lost holds, earliest forget_ns first (each is kept lost_kept_ms): one
    * timer forgets them all, so a hold needs no timer of its own for it. */
@@ -161,7 +172,8 @@ struct relock__renewal {
   int closing;
   /* statistics, for tests and benchmarks */
   uint64_t cycles;
-  uint64_t batches;
+  uint64_t batches;           /* renewals */
+  uint64_t checks;            /* checks of fixed-lease holds */
   uint64_t renewed;
   uint64_t lost;
   uint64_t unsynced;          /* batches acknowledged by too few replicas */
@@ -216,8 +228,10 @@ int64_t relock__renewal_lease_for(relock__renewal_t *r, const relock__hold_id_t 
 int64_t relock__renewal_validity_ms(relock__renewal_t *r, const relock__hold_id_t *id);
 
 /* Asks Redis whether the hold is still there, renewing a watchdog hold on
- * the way (its validity starts again; an answer "gone" declares it lost).
- * The future succeeds with a boolean. NULL when out of memory. */
+ * the way (its validity starts again); a fixed lease is only checked. An
+ * answer "gone" declares it lost (a fixed lease past its validity deadline:
+ * forgotten, its lease having run out). The future succeeds with a
+ * boolean. NULL when out of memory. */
 relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__hold_id_t *id);
 
 #endif /* RELOCK__WATCHDOG_RENEWAL_H */

@@ -304,6 +304,64 @@ expect "and says the fixed lease ran out" 0 $? "$(cat "$work/lease-err")"
 relock -q --lease 10s lease2 -- true
 expect "a fixed lease longer than the command: the command's status" "0 0" "$? $(redis EXISTS lease2)"
 
+# A hold is lost like any other whatever its lease (fixed or the watchdog's)
+# and kind: its command is stopped with 76 within the renewal cycle (a third
+# of the watchdog timeout) when its key is deleted, and at once when relock
+# force-releases it (the holder hears it). Before, a fixed-lease hold was
+# never checked: its command ran on until the lease ended (20 s), with the
+# lock free for others; and the fair and spin locks' force releases were
+# heard only at the next renewal (10 s here).
+
+# listened CHANNEL: until someone listens on it (the holder's loss watch), 1 s at most
+listened() {
+  for _ in $(seq 100); do
+    [ "$(redis PUBSUB NUMSUB "$1" | tail -n 1)" = 1 ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# lose_hold HOW KIND LEASE: holds a lock of KIND (a kind option, or "") with
+# LEASE ("--lease 20s", or "": the watchdog's), takes it away (HOW: del, or
+# force: relock release --force) and prints relock's exit code and how long
+# after the loss it came, in ms (124: still running after 5 s)
+lose_hold() {
+  how=$1 kind=$2 lease=$3
+  name="lose-$how$kind${lease:+-fixed}"
+  watchdog=
+  [ "$how" = del ] && watchdog="--watchdog 600ms"
+  relock_bg -q $kind $lease $watchdog "$name" -- sleep 30 2>/dev/null
+  pid=$!
+  wait_held "$name"
+  case $kind in --read|--write) channel="redisson_rwlock:{$name}" ;; *) channel="redisson_lock__channel:{$name}" ;; esac
+  listened "$channel"
+  t0=$(now_ms)
+  if [ "$how" = del ]; then redis DEL "$name" >/dev/null; else relock -q $kind release --force "$name"; fi
+  wait_bounded "$pid" $((5000 * slack))
+  code=$?
+  echo "$code $(($(now_ms) - t0))"
+}
+
+late=
+for kind in "" --fair --read --write --fenced --spin; do
+  for lease in "--lease 20s" ""; do
+    got=$(lose_hold force "$kind" "$lease")
+    code=${got% *} took=${got#* }
+    [ "$code $([ "$took" -lt $((1000 * slack)) ] && echo prompt)" = "76 prompt" ] ||
+      late="$late${late:+, }${kind:-reentrant} ${lease:-watchdog}: exit $code after $took ms"
+  done
+done
+expect "a force release stops the holder's command at once: every kind, fixed lease or watchdog" "" "$late"
+
+late=
+for kind in "" --fair --read --write --fenced --spin; do
+  got=$(lose_hold del "$kind" "--lease 20s")
+  code=${got% *} took=${got#* }
+  [ "$code $([ "$took" -lt $((1000 * slack)) ] && echo in-time)" = "76 in-time" ] ||
+    late="$late${late:+, }${kind:-reentrant}: exit $code after $took ms"
+done
+expect "a fixed-lease hold deleted: exit 76 at the next check (200 ms), not when its lease ends" "" "$late"
+
 rm -f "$work/member"
 relock_bg -q --watchdog 900ms --kill-grace 500ms group -- \
   sh -c "trap '' TERM; sleep 100 & echo \$! >'$work/member'; trap - TERM; while :; do sleep 0.02; done" >/dev/null 2>&1

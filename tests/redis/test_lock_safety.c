@@ -23,6 +23,7 @@
 #include "support/client_fixture.h"
 #include "base/random.h"
 #include "base/hashtab.h"
+#include "base/random.h"
 #include "objects/lock_impl.h"
 #include "support/proxy.h"
 #include "redis/scripts.h"
@@ -886,6 +887,181 @@ static void test_validity_is_local_and_validate_asks_redis(void **state) {
   relock_lock_free(f);
 }
 
+/* -- every loss is reported, fixed leases too --------------------------------*/
+
+typedef relock_lock_t *(*lock_new_fn)(relock_client_t *c, const char *name, relock_error_t *err);
+
+static const struct {
+  const char *what;
+  lock_new_fn make;
+} lock_kinds[] = {{"reentrant", relock_lock_new}, {"fair", relock_fair_lock_new}, {"fenced", relock_fenced_lock_new},
+                  {"spin", relock_spin_lock_new},   {"read", relock_read_lock_new}, {"write", relock_write_lock_new}};
+
+#define NKINDS (sizeof lock_kinds / sizeof lock_kinds[0])
+
+/* How one hold is taken and lost. */
+typedef struct {
+  size_t kind;      /* in lock_kinds */
+  int fixed;        /* a fixed lease (else the watchdog's) */
+  int forced;       /* relock's force release by another client (else a DEL, which publishes nothing) */
+  int watched;      /* relock_lock_watch_loss */
+  int64_t delay_ms; /* from the acquisition to the loss: anywhere in the renewal cycle */
+} loss_case_t;
+
+typedef struct {
+  int calls;
+  int reason;
+  uint64_t at_ns; /* the first call's time */
+} told_t;
+
+static void on_told(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
+  (void)lock;
+  (void)owner;
+  (void)message;
+  told_t *t = arg;
+  if (t->calls++ == 0)
+    t->at_ns = relock__now_ns();
+  t->reason = reason;
+}
+
+static int was_told(void *arg) { return ((told_t *)arg)->calls > 0; }
+
+/* The seed of a randomized test: RELOCK_TEST_SEED, else the clock; printed,
+ * so that a failing run can be replayed. */
+static uint64_t test_seed(const char *test) {
+  const char *s = getenv("RELOCK_TEST_SEED");
+  uint64_t seed = s != NULL ? strtoull(s, NULL, 10) : relock__now_ns();
+  printf("# %s: seed %llu (RELOCK_TEST_SEED=%llu replays it)\n", test, (unsigned long long)seed,
+         (unsigned long long)seed);
+  return seed;
+}
+
+typedef struct {
+  fx_t *fx;
+  char channel[RELOCK__CHANNEL_BUF];
+} channel_ref_t;
+
+/* Someone listens on the channel (the holder's loss watch). */
+static int listened(void *arg) {
+  channel_ref_t *c = arg;
+  char buf[512];
+  assert_int_equal(relock_test_redis_cmd(c->fx->redis, buf, sizeof buf, "PUBSUB", "NUMSUB", c->channel, NULL), 0);
+  const char *count = strrchr(buf, ':');
+  return count != NULL && atoll(count + 1) >= 1;
+}
+
+/* Takes a hold as c says (client a, owner 1), waits c->delay_ms, takes it
+ * away (client b's force release, or a DEL) and returns how long after
+ * that the lost callback ran, in ms; -1 if it did not within 2 s. A loss
+ * told is kept: validity says lost, and so does a release. */
+static double lose_hold(fx_t *fx, const loss_case_t *c, int n, char *what, size_t size) {
+  char name[64];
+  snprintf(name, sizeof name, "loss-%d-%s", n, lock_kinds[c->kind].what);
+  snprintf(what, size, "%s/%s/%s%s", lock_kinds[c->kind].what, c->fixed ? "fixed" : "watchdog",
+           c->forced ? "force release" : "DEL", c->watched ? "/watched" : "");
+  relock_lock_t *l = lock_kinds[c->kind].make(fx->a, name, NULL);
+  relock_lock_t *other = lock_kinds[c->kind].make(fx->b, name, NULL);
+  assert_non_null(l);
+  assert_non_null(other);
+  told_t told = {0, 0, 0};
+  assert_int_equal(relock_lock_on_lost(l, on_told, &told), 0);
+  if (c->watched)
+    assert_int_equal(relock_lock_watch_loss(l, 1), 0);
+  assert_true(value_of(relock_lock_acquire_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
+  if (c->watched) {
+    channel_ref_t ch = {fx, ""};
+    relock__lock_channel_to(l, ch.channel, sizeof ch.channel);
+    assert_true(fx_run_until(fx->a->loop, listened, &ch, 2000));
+  }
+  fx_run_until(fx->a->loop, never, NULL, c->delay_ms);
+  assert_int_equal(told.calls, 0); /* nothing lost yet */
+  uint64_t t0 = relock__now_ns();
+  if (c->forced)
+    assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+  else
+    assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
+  double took = -1;
+  if (fx_run_until(fx->a->loop, was_told, &told, 2000)) {
+    took = (double)(told.at_ns - t0) / 1e6;
+    assert_int_equal(told.calls, 1);
+    assert_int_equal(told.reason, RELOCK_ELOST);
+    assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST); /* no validity left */
+    assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  }
+  relock_lock_free(other);
+  relock_lock_free(l);
+  return took;
+}
+
+/* Runs every case, and fails naming each one told later than bound_ms (or
+ * never). */
+static void lose_holds(fx_t *fx, loss_case_t *cases, int n, double bound_ms) {
+  char failures[4096] = "", what[128];
+  size_t used = 0;
+  double worst = 0;
+  for (int i = 0; i < n; i++) {
+    double took = lose_hold(fx, &cases[i], i, what, sizeof what);
+    if (took > worst)
+      worst = took;
+    if (took >= 0 && took <= bound_ms)
+      continue;
+    char when[32] = "never told";
+    if (took >= 0)
+      snprintf(when, sizeof when, "told after %.0f ms", took);
+    snprintf(failures + used, sizeof failures - used, "\n#   %s: %s", what, when);
+    used = strlen(failures);
+  }
+  printf("# %d losses, the slowest told after %.1f ms (bound %.0f ms)\n", n, worst, bound_ms);
+  if (used > 0)
+    fail_msg("losses not told within %.0f ms:%s", bound_ms, failures);
+}
+
+/* Every kind, fixed lease or watchdog, deleted or force-released, watched
+ * or not: the lost callback runs within the watchdog's cycle (a third of
+ * its timeout) plus a round trip, whenever in the cycle the loss comes.
+ * Before, a fixed-lease hold was never checked: its loss went untold until
+ * its lease ran out (20 s here), and then silently. */
+static void test_every_loss_is_told_within_a_cycle(void **state) {
+  fx_t *fx = *state;
+  const int64_t watchdog_ms = 600;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  uint64_t rng = test_seed("every loss is told");
+  loss_case_t cases[NKINDS * 2 * 2];
+  int n = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int fixed = 0; fixed < 2; fixed++)
+      for (int forced = 0; forced < 2; forced++)
+        cases[n++] = (loss_case_t){kind, fixed, forced, (int)(relock__random(&rng) % 2),
+                                   (int64_t)(relock__random(&rng) % (uint64_t)(watchdog_ms / 3))};
+  for (int i = n - 1; i > 0; i--) { /* in a random order */
+    int j = (int)(relock__random(&rng) % (uint64_t)(i + 1));
+    loss_case_t t = cases[i];
+    cases[i] = cases[j];
+    cases[j] = t;
+  }
+  lose_holds(fx, cases, n, (double)fx_slack_ms(watchdog_ms / 3 + 100));
+}
+
+/* A watched hold of every kind, fixed lease or watchdog, hears relock's own
+ * force release at once (the renewal cycle is 10 s here). Before, the fair
+ * lock's force release woke only the head of its queue, the spin lock's
+ * published nothing, and a fixed lease found gone was forgotten untold. */
+static void test_watched_hold_of_every_kind_hears_a_force_release(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  uint64_t rng = test_seed("force release heard");
+  loss_case_t cases[NKINDS * 2];
+  int n = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int fixed = 0; fixed < 2; fixed++)
+      cases[n++] = (loss_case_t){kind, fixed, 1, 1, (int64_t)(relock__random(&rng) % 50)};
+  lose_holds(fx, cases, n, (double)fx_slack_ms(100));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -908,6 +1084,8 @@ int main(void) {
       T(test_validity_is_local_and_validate_asks_redis),
       T(test_cancel_then_close_leaves_nothing_held),
       T(test_release_of_a_lost_hold_needs_no_redis),
+      T(test_every_loss_is_told_within_a_cycle),
+      T(test_watched_hold_of_every_kind_hears_a_force_release),
 #undef T
   };
   if (!relock_test_redis_available())
