@@ -728,8 +728,9 @@ static void il_run_to(uint64_t t0, int64_t at_ms) {
 }
 
 /* Several processes' waiters join, some are cancelled (before, while and
- * after their registering tries are in flight), and the holder releases,
- * at seeded random moments. Whatever the interleaving, once the lock is
+ * after their registering tries are in flight), a third of the rounds
+ * have a process that died registered first in line, and the holder
+ * releases, at seeded random moments. Whatever the interleaving, once the lock is
  * free a live waiter has it within the hand-off's fallback (250 ms) and a
  * round trip - not the holder's 30 s lease - and once no waiter is left,
  * no process is left registered as waiting (an unlock named to it would
@@ -762,6 +763,10 @@ static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(vo
         x->start_ms = il_between(&rng, 0, 40);
         x->cancel_ms = il_rand(&rng) % 2 ? x->start_ms + il_between(&rng, 0, 15) : -1;
       }
+    if (il_rand(&rng) % 3 == 0) /* a process that died waiting, first in line */
+      fx_raw_int(fx->redis, "EVAL",
+                 "local t = redis.call('time') return redis.call('zadd', KEYS[1], t[1] * 1000 + 30000, ARGV[1])", "1",
+                 "relock_lock_latch:{res}:waiters", "123456789012345678", NULL);
     int64_t release_ms = il_between(&rng, 0, 60), end_ms = release_ms;
     for (int i = 0; i < r.n; i++) /* some join just as the holder releases */
       if (il_rand(&rng) % 3 == 0) {
@@ -823,6 +828,7 @@ static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(vo
         relock_future_cancel(w[i].f);
     }
     fx_run_until(fx_loop(), never, NULL, 30); /* the cancelled ones' give-backs */
+    fx_raw_int(fx->redis, "ZREM", "relock_lock_latch:{res}:waiters", "123456789012345678", NULL);
     for (int i = 0; i < IL_PROCS; i++)
       relock_future_release(FX_CMD(c[i], "PING")); /* each one's commands ran */
     if (fx_raw_int(fx->redis, "EXISTS", "relock_lock_latch:{res}:waiters", NULL) != 0) {
