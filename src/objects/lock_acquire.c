@@ -125,6 +125,7 @@ struct waitq {
   relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
   relock__link_t trying;    /* waiters with a try in flight */
   size_t nwaiters;
+  size_t nwriters;          /* of them, a read-write lock's writers (their readers share the channel) */
   relock__wait_mode_t mode; /* what the channel's messages mean */
   int guards;               /* walks in progress: don't free yet */
   int dying;
@@ -187,6 +188,8 @@ static void queue_maybe_free(waitq_t *q) {
 
 static void unregister(acquire_t *op);
 
+static int is_writer(const acquire_t *op) { return op->lock->kind->role == RELOCK__ROLE_WRITE; }
+
 static void leave_queue(acquire_t *op) {
   waitq_t *q = op->q;
   if (q == NULL)
@@ -194,6 +197,7 @@ static void leave_queue(acquire_t *op) {
   op->q = NULL;
   relock__list_remove(&op->qlink);
   q->nwaiters--;
+  q->nwriters -= is_writer(op);
   /* The process's registration is one for all its waiters: the last one
    * to leave takes it back if any of them (or a try of theirs still in
    * flight: the ZREM goes after it on the same connection) may have left
@@ -270,10 +274,41 @@ static int64_t message_number(const char *payload, size_t len) {
   return n;
 }
 
+/* A read-write lock's unlock for one waiter goes to a writer of this
+ * process if one waits: while a writer waits, new readers are kept out
+ * (lua/rwlock_read_acquire.lua), so a reader woken instead would try in
+ * vain and leave the free lock idle until the writer's next try. The
+ * writer idle longest tries; one with a try in flight tries again when it
+ * is answered. 0 when no writer waits here. */
+static int wake_writer(waitq_t *q) {
+  if (q->nwriters == 0)
+    return 0;
+  for (relock__link_t *l = q->idle.next; l != &q->idle; l = l->next) {
+    acquire_t *op = relock__container_of(l, acquire_t, qlink);
+    if (is_writer(op)) {
+      q->guards++; /* as wake_permits: a try that ends op at once must not free q under us */
+      try_now(op);
+      q->guards--;
+      queue_maybe_free(q);
+      return 1;
+    }
+  }
+  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next) {
+    acquire_t *op = relock__container_of(l, acquire_t, qlink);
+    if (is_writer(op)) {
+      op->woken = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* Wakes one waiter (all: every waiter). One that finds none here leaves
  * the wake-up to the next waiter to join (join_queue). */
 static void wake(waitq_t *q, int all) {
   q->handed = 0;
+  if (!all && wake_writer(q))
+    return;
   if (!wake_permits(q, all ? INT64_MAX : 1))
     q->unclaimed = 1;
 }
@@ -451,6 +486,7 @@ static int join_queue(acquire_t *op) {
   op->q = q;
   relock__list_push_back(&q->trying, &op->qlink);
   q->nwaiters++;
+  q->nwriters += is_writer(op);
   return confirmed;
 }
 
