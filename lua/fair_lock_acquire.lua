@@ -17,13 +17,15 @@
 --
 -- The lock goes to the head of the queue (or to anyone when it is empty);
 -- an acquisition takes the caller out of the queue and brings every other
--- deadline one wait timeout nearer, as Redisson's does: its deadlines are a
--- chain, position x wait timeout. Ours keep the chain but heal it: a
--- waiter's every try sets its own deadline to at least now + (its position)
--- x the wait timeout, and a waiter tries again at least every third of the
--- wait timeout, so a live waiter never goes stale, and a dead one is
--- removed from the head within about the wait timeout by any client's
--- script (Java's included). "now" is the server's clock (TIME): C clients
+-- deadline one wait timeout (the acquirer's) nearer, as Redisson's does: its
+-- deadlines are a chain, each the one ahead's plus the waiter's wait
+-- timeout, the head's from the holder's remaining TTL. Ours join the chain
+-- the same way, and heal it: a waiter's every try sets its own deadline to
+-- at least what joining behind the one ahead would give now (the head:
+-- now + the holder's TTL + the wait timeout), and a waiter tries again at
+-- least every third of the wait timeout, so a live waiter never goes stale,
+-- and a dead one is removed from the head within the wait timeout plus the
+-- holder's TTL at its last try, by any client's script (Java's included). "now" is the server's clock (TIME): C clients
 -- never disagree among themselves; Java's deadlines use Java's clock.
 -- A head found stale is removed, and the new head told at once if the lock
 -- is free.
@@ -88,11 +90,23 @@ end
 if ARGV[5] ~= '1' then
   return ttl
 end
+-- A deadline is Redisson's: the one of the waiter ahead (for the head: now
+-- plus the holder's remaining TTL) plus the wait timeout. Redisson's
+-- waiters join behind it with its deadline plus their own wait, so one
+-- without the holder's TTL, or below the chain, would hand them a deadline
+-- that runs out while they wait (the next release drops them).
 local at = redis.call('lpos', KEYS[2], field)
+local deadline
 if not at then
+  local last = redis.call('lindex', KEYS[2], -1)
+  local ahead = last and redis.call('zscore', KEYS[3], last)
+  deadline = (ahead and tonumber(ahead) or now + ttl) + wait
   at = redis.call('rpush', KEYS[2], field) - 1
+else
+  -- healing: at least what joining behind the one ahead would give now
+  local ahead = at > 0 and redis.call('zscore', KEYS[3], redis.call('lindex', KEYS[2], at - 1))
+  deadline = (ahead and math.max(tonumber(ahead), now) or now + math.max(ttl, 0)) + wait
 end
-local deadline = now + (at + 1) * wait
 local old = redis.call('zscore', KEYS[3], field)
 if not old or tonumber(old) < deadline then
   redis.call('zadd', KEYS[3], deadline, field)

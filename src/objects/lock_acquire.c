@@ -14,8 +14,12 @@
  *    client's waker id while the lock is held, and a release names the one
  *    registered longest right before its "0" (lua/lock_release.lua): that
  *    client wakes one waiter, every other lets the "0" pass - one try per
- *    unlock, not one per process (on_handed). A waiter that joins a
- *    queue heard since before its first try waits on that try's answer.
+ *    unlock, not one per process (on_handed) - and arms a fallback: if
+ *    nothing follows within HANDED_FALLBACK_MS it wakes one anyway. A
+ *    waiter that joins a queue heard since before its first try waits on
+ *    that try's answer (the fallback covers an unlock handed elsewhere
+ *    meanwhile). The last waiter of a process to leave takes its
+ *    registration back, tries still in flight included.
  * 4. Deadline (it bounds the whole operation, the try in flight included):
  *    the future succeeds with 0 (not acquired). Cancel: it completes
  *    cancelled. Either way a try in flight is abandoned and whatever it may
@@ -99,8 +103,10 @@ typedef struct acquire {
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
   unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
-  unsigned registered : 1;  /* a try registered its process as waiting (relock_lock_latch:{name}:waiters) */
+  unsigned registered : 1;  /* a try may have registered its process as waiting (relock_lock_latch:{name}:waiters):
+                               one carrying the waker id is in flight, or answered "held" or nothing */
   unsigned waker_sent : 1;  /* the try in flight carries the waker id: it registers if the lock is held */
+  unsigned keep_sent : 1;   /* ... and keeps the registration if it acquires (other waiters here) */
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
@@ -119,12 +125,14 @@ struct waitq {
   relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
   relock__link_t trying;    /* waiters with a try in flight */
   size_t nwaiters;
+  size_t nwriters;          /* of them, a read-write lock's writers (their readers share the channel) */
   relock__wait_mode_t mode; /* what the channel's messages mean */
   int guards;               /* walks in progress: don't free yet */
   int dying;
   int heard;                /* the channel is confirmed: unlocks are heard */
   int handed;               /* a waker id came: the unlock message that follows is the same unlock's */
   int unclaimed;            /* a wake-up found no waiter here: one joining now must try again */
+  int registered;           /* a waiter that left may have left the process registered: the last one unregisters */
   size_t channel_len;
   char channel[];
 };
@@ -180,6 +188,8 @@ static void queue_maybe_free(waitq_t *q) {
 
 static void unregister(acquire_t *op);
 
+static int is_writer(const acquire_t *op) { return op->lock->kind->role == RELOCK__ROLE_WRITE; }
+
 static void leave_queue(acquire_t *op) {
   waitq_t *q = op->q;
   if (q == NULL)
@@ -187,10 +197,19 @@ static void leave_queue(acquire_t *op) {
   op->q = NULL;
   relock__list_remove(&op->qlink);
   q->nwaiters--;
-  if (q->nwaiters == 0) {
-    relock__timer_stop(&q->fallback);
-    if (op->registered)
-      unregister(op); /* the last waiter here gives up: no unlock is to be handed here */
+  q->nwriters -= is_writer(op);
+  /* The process's registration is one for all its waiters: the last one
+   * to leave takes it back if any of them (or a try of theirs still in
+   * flight: the ZREM goes after it on the same connection) may have left
+   * it, so that no unlock is handed to a process with nobody to take it.
+   * The fallback stays armed: a waiter joining now may have been answered
+   * before the unlock it stands for. */
+  if (q->nwaiters > 0) {
+    q->registered |= op->registered;
+    op->registered = 0;
+  } else if (op->registered || q->registered) {
+    q->registered = 0;
+    unregister(op);
   }
   queue_maybe_free(q);
 }
@@ -255,10 +274,41 @@ static int64_t message_number(const char *payload, size_t len) {
   return n;
 }
 
+/* A read-write lock's unlock for one waiter goes to a writer of this
+ * process if one waits: while a writer waits, new readers are kept out
+ * (lua/rwlock_read_acquire.lua), so a reader woken instead would try in
+ * vain and leave the free lock idle until the writer's next try. The
+ * writer idle longest tries; one with a try in flight tries again when it
+ * is answered. 0 when no writer waits here. */
+static int wake_writer(waitq_t *q) {
+  if (q->nwriters == 0)
+    return 0;
+  for (relock__link_t *l = q->idle.next; l != &q->idle; l = l->next) {
+    acquire_t *op = relock__container_of(l, acquire_t, qlink);
+    if (is_writer(op)) {
+      q->guards++; /* as wake_permits: a try that ends op at once must not free q under us */
+      try_now(op);
+      q->guards--;
+      queue_maybe_free(q);
+      return 1;
+    }
+  }
+  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next) {
+    acquire_t *op = relock__container_of(l, acquire_t, qlink);
+    if (is_writer(op)) {
+      op->woken = 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* Wakes one waiter (all: every waiter). One that finds none here leaves
  * the wake-up to the next waiter to join (join_queue). */
 static void wake(waitq_t *q, int all) {
   q->handed = 0;
+  if (!all && wake_writer(q))
+    return;
   if (!wake_permits(q, all ? INT64_MAX : 1))
     q->unclaimed = 1;
 }
@@ -273,14 +323,17 @@ static void on_fallback(relock__timer_t *t, int status, void *arg) {
  * registered with (lua/lock_release.lua), then the unlock message for
  * Redisson's waiters. Every relock process but that one lets this unlock
  * pass: one try per unlock, not one per process. If that process is gone
- * without leaving, nobody takes the lock: the others try anyway after
- * HANDED_FALLBACK_MS without another unlock. */
+ * without leaving, or has nobody left to take it, nobody takes the lock:
+ * the others try anyway after HANDED_FALLBACK_MS without another unlock.
+ * Every other process arms that fallback, waiters or not: one whose waiter
+ * joins only now, with a try answered before this unlock, would otherwise
+ * trust that answer and wait out the holder's whole TTL. */
 static void on_handed(waitq_t *q, const char *id, size_t len) {
   const char *mine = q->client->waker_id;
   if (len == strlen(mine) && memcmp(id, mine, len) == 0) {
     relock__timer_stop(&q->fallback);
     wake(q, 0);
-  } else if (q->nwaiters > 0) {
+  } else {
     int64_t ms = q->client->handed_fallback_ms > 0 ? q->client->handed_fallback_ms : HANDED_FALLBACK_MS;
     relock__timer_start(&q->client->wheel, &q->fallback, ms);
   }
@@ -433,6 +486,7 @@ static int join_queue(acquire_t *op) {
   op->q = q;
   relock__list_push_back(&q->trying, &op->qlink);
   q->nwaiters++;
+  q->nwriters += is_writer(op);
   return confirmed;
 }
 
@@ -525,6 +579,22 @@ static void leave_redis_queue(acquire_t *op) {
     relock_future_on_done(f, on_fire_and_forget, NULL);
 }
 
+/* op, in no queue, ends with its process perhaps registered: the queue of
+ * its channel keeps that in mind while it has waiters, else the
+ * registration goes now. */
+static void forget_registration(acquire_t *op) {
+  size_t len;
+  char *channel = wait_channel(op, &len);
+  waitq_t *q = channel != NULL
+                   ? find_queue(op->lock->client, channel, len, relock__hash_bytes(RELOCK__HASH_SEED, channel, len))
+                   : NULL;
+  free(channel);
+  if (q != NULL && q->nwaiters > 0)
+    q->registered = 1;
+  else
+    unregister(op);
+}
+
 /* op's process waits no more: its registration goes, so that no unlock is
  * handed to it (it would go unused until HANDED_FALLBACK_MS). */
 static void unregister(acquire_t *op) {
@@ -572,6 +642,8 @@ static void finish(acquire_t *op) {
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
   leave_queue(op);
+  if (op->registered)
+    forget_registration(op); /* a try before it joined a queue (or after it left one) may have registered */
   relock_future_release(op->out);
   relock__lock_unref(op->lock);
   free(op);
@@ -672,7 +744,7 @@ static void on_acquired(acquire_t *op, int64_t token) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
-  op->registered = 0; /* and its process out of the waiting ones (unless others wait here) */
+  op->registered = op->keep_sent; /* and its process out of the waiting ones (unless others wait here) */
   /* A no_hold kind's acquisition ends with no lease, unless it has one of
    * its own (a permit-expirable semaphore's permit). */
   if (!kind->no_hold || !op->watchdog) {
@@ -805,6 +877,8 @@ static void try_acquire(acquire_t *op) {
     set_state(op, TRYING);
     op->woken = 0;
     op->waker_sent = call.waker != NULL;
+    op->keep_sent = call.keep_waker != 0;
+    op->registered |= op->waker_sent; /* in flight: it may register */
     op->sent_ns = relock__now_ns();
     f = lock->kind->acquire(&call);
     free((char *)call.latch);

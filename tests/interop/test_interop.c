@@ -2,8 +2,10 @@
  * Maven Central) on one private redis-server: for each kind of lock, a Java
  * holder's release wakes a C waiter and a C holder's release wakes a Java
  * waiter within 50 ms (pub/sub, not polling: the holders' leases are long);
- * a fair queue of C and Java waiters keeps its order; Java readers and a C
- * writer exclude each other both ways; fenced tokens increase across both;
+ * a fair queue of C and Java waiters keeps its order, and a Java tryLock
+ * queued behind C waiters keeps its place (Redisson's deadline arithmetic);
+ * Java readers and a C writer exclude each other both ways; fenced tokens
+ * increase across both;
  * Redisson's forceUnlock is noticed by a C holder as a loss; semaphore
  * permits and a count-down latch's opening go both ways within 50 ms. */
 #include <config.h>
@@ -313,6 +315,85 @@ static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
   relock_lock_free(l);
 }
 
+/* A client whose fair lock waiters wait fair_wait_ms per place (Redisson's
+ * fairLockWaitTimeout), threaded like the fixture's. */
+static relock_client_t *client_with_fair_wait(fx_t *fx, int64_t fair_wait_ms) {
+  relock_options_t *o = fx_copy(fx->cfg);
+  fx_set_ms(o, RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, fair_wait_ms);
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(NULL, o, &err);
+  relock_options_free(o);
+  if (c == NULL)
+    fail_msg("client: %s", err.message);
+  return c;
+}
+
+/* The C waiter (owner 1 on waiter) has the lock: it gives it back, and the
+ * Java waiter tag, in a tryLock behind it, has it within the bound. */
+static void c_hands_down_to_java(fx_t *fx, relock_lock_t *waiter, relock_future_t *c_wait, const char *tag,
+                                 const char *name) {
+  assert_int_equal(fx_value(c_wait), 1);
+  assert_false(java_peer_has(fx->java, tag, "trylock", 0));
+  assert_int_equal(fx_value(relock_lock_release_async(waiter, 1)), 1);
+  uint64_t released = relock__now_ns(), got;
+  assert_string_equal(java_peer_expect(fx->java, tag, "trylock", 20000, &got), "true");
+  within_handoff("C fair waiter release -> Java tryLock behind it", ms_between(got, released), HANDOFF_MS);
+  java_peer_send(fx->java, "%s unlock fair %s", tag, name);
+  assert_string_equal(java_peer_expect(fx->java, tag, "unlock", 10000, NULL), "ok");
+}
+
+/* Redisson's queue arithmetic, with C waiters in it: a waiter's deadline
+ * is the one ahead's (the holder's remaining TTL for the head) plus its
+ * wait timeout, and every acquisition brings the others' nearer by the
+ * acquirer's wait timeout. A C waiter that left the holder's TTL out, or
+ * chained nothing from the Java waiter ahead, gave the Java tryLock behind
+ * it a deadline that ran out while it waited: the next release dropped it
+ * from the queue, and it waited its whole tryLock for nothing.
+ * Part 1: Java lock() (Redisson's 300 s wait) ahead of a C waiter (6 s)
+ * ahead of a Java tryLock: Java's acquisition takes 300 s off the others.
+ * Part 2: a C head (6 s) under a 30 s holder, a Java tryLock(2 s) behind it
+ * joining a second later; the holder releases 2.5 s after the C waiter
+ * joined (past its 2 s without the holder's TTL): the Java waiter must
+ * still be in line. */
+static void test_java_tryLock_behind_c_fair_waiters_keeps_its_place(void **state) {
+  fx_t *fx = *state;
+  const char *q = "redisson_lock_queue:{i-fmix}";
+  relock_client_t *c2 = client_with_fair_wait(fx, 6000);
+  relock_lock_t *holder = relock_fair_lock_new(fx->c, "i-fmix", NULL);
+  relock_lock_t *waiter = relock_fair_lock_new(c2, "i-fmix", NULL);
+
+  assert_int_equal(fx_value(relock_lock_acquire_async(holder, 100, 0, 30000)), 1);
+  java_peer_send(fx->java, "j0 lock fair i-fmix -1");
+  await_llen(fx, q, 1);
+  relock_future_t *c_wait = relock_lock_acquire_async(waiter, 1, 20000, 30000);
+  await_llen(fx, q, 2);
+  java_peer_send(fx->java, "j1 trylock fair i-fmix 10000 -1");
+  await_llen(fx, q, 3);
+  assert_int_equal(fx_value(relock_lock_release_async(holder, 100)), 1);
+  assert_string_equal(java_peer_expect(fx->java, "j0", "lock", 10000, NULL), "ok");
+  java_peer_send(fx->java, "j0 unlock fair i-fmix");
+  assert_string_equal(java_peer_expect(fx->java, "j0", "unlock", 10000, NULL), "ok");
+  c_hands_down_to_java(fx, waiter, c_wait, "j1", "i-fmix");
+
+  assert_int_equal(fx_value(relock_lock_acquire_async(holder, 100, 0, 30000)), 1);
+  uint64_t t0 = relock__now_ns();
+  c_wait = relock_lock_acquire_async(waiter, 1, 20000, 30000);
+  await_llen(fx, q, 1);
+  usleep(1000 * 1000);
+  java_peer_send(fx->java, "j2 trylock fair i-fmix 2000 -1");
+  await_llen(fx, q, 2);
+  assert_true(ms_between(relock__now_ns(), t0) < 1900); /* it joined before the C waiter's next try */
+  while (ms_between(relock__now_ns(), t0) < 2500)
+    usleep(10 * 1000);
+  assert_int_equal(fx_value(relock_lock_release_async(holder, 100)), 1);
+  c_hands_down_to_java(fx, waiter, c_wait, "j2", "i-fmix");
+
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", q, NULL), 0);
+  relock_lock_free(holder);
+  relock_lock_free(waiter);
+  relock_client_free(c2);
+}
+
 /* -- fenced tokens, and Redisson's forceUnlock --------------------------------------------*/
 
 static void test_fenced_tokens_increase_across_c_and_java(void **state) {
@@ -525,6 +606,7 @@ int main(void) {
       T(test_java_readers_and_c_writer),
       T(test_java_writer_and_c_readers),
       T(test_fair_queue_of_c_and_java_keeps_its_order),
+      T(test_java_tryLock_behind_c_fair_waiters_keeps_its_place),
       T(test_fenced_tokens_increase_across_c_and_java),
       T(test_redisson_force_unlock_is_a_loss_for_the_c_holder),
       T(test_semaphore_both_ways),

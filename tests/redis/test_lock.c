@@ -686,6 +686,169 @@ static void test_a_woken_process_that_is_gone_does_not_strand_the_others(void **
   relock_lock_free(la);
 }
 
+/* -- the hand-off's fallback, in generated interleavings --------------------*/
+
+enum { IL_PROCS = 3, IL_WAITERS = 2, IL_ROUNDS = 40 };
+
+typedef struct {
+  relock_future_t *f;
+  int64_t start_ms, cancel_ms; /* cancel_ms < 0: never cancelled */
+  uint64_t owner;
+  int proc;
+} il_waiter_t;
+
+static uint64_t il_rand(uint64_t *s) { /* xorshift64* */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 2685821657736338717ull;
+}
+
+static int64_t il_between(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(il_rand(s) % (uint64_t)(hi - lo + 1)); }
+
+typedef struct {
+  il_waiter_t *w;
+  int n;
+} il_round_t;
+
+static int il_someone_holds(void *arg) {
+  il_round_t *r = arg;
+  for (int i = 0; i < r->n; i++)
+    if (r->w[i].f != NULL && relock_future_is_done(r->w[i].f) && relock_future_error(r->w[i].f) == 0 &&
+        relock_future_bool(r->w[i].f))
+      return 1;
+  return 0;
+}
+
+/* Runs the loop until at_ms after t0. */
+static void il_run_to(uint64_t t0, int64_t at_ms) {
+  double now = fx_ms_since(t0);
+  if (now < (double)at_ms)
+    fx_run_until(fx_loop(), never, NULL, at_ms - (int64_t)now);
+}
+
+/* Several processes' waiters join, some are cancelled (before, while and
+ * after their registering tries are in flight), a third of the rounds
+ * have a process that died registered first in line, and the holder
+ * releases, at seeded random moments. Whatever the interleaving, once the lock is
+ * free a live waiter has it within the hand-off's fallback (250 ms) and a
+ * round trip - not the holder's 30 s lease - and once no waiter is left,
+ * no process is left registered as waiting (an unlock named to it would
+ * cost the others the fallback). RELOCK_TEST_SEED replays a run. */
+static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  uint64_t seed = getenv("RELOCK_TEST_SEED") != NULL ? strtoull(getenv("RELOCK_TEST_SEED"), NULL, 10)
+                                                      : relock__now_ns() | 1;
+  printf("# seed %llu (RELOCK_TEST_SEED replays it)\n", (unsigned long long)seed);
+  uint64_t rng = seed;
+  relock_lock_t *holder = lock_of(fx->a, "res");
+  relock_client_t *c[IL_PROCS];
+  relock_lock_t *l[IL_PROCS];
+  for (int i = 0; i < IL_PROCS; i++) {
+    c[i] = fx_client(fx->cfg);
+    l[i] = lock_of(c[i], "res"); /* kept across rounds: its tries carry the waker id once it waited */
+  }
+  double worst = 0;
+  for (int round = 0; round < IL_ROUNDS; round++) {
+    il_waiter_t w[IL_PROCS * IL_WAITERS];
+    il_round_t r = {w, 0};
+    assert_int_equal(ACQUIRE(holder, 1, 0, 30000), 1);
+    for (int i = 0; i < IL_PROCS; i++)
+      for (int j = 0, n = (int)il_between(&rng, 0, IL_WAITERS); j < n; j++) {
+        il_waiter_t *x = &w[r.n++];
+        x->f = NULL;
+        x->proc = i;
+        x->owner = 100 + (uint64_t)(r.n);
+        x->start_ms = il_between(&rng, 0, 40);
+        x->cancel_ms = il_rand(&rng) % 2 ? x->start_ms + il_between(&rng, 0, 15) : -1;
+      }
+    if (il_rand(&rng) % 3 == 0) /* a process that died waiting, first in line */
+      fx_raw_int(fx->redis, "EVAL",
+                 "local t = redis.call('time') return redis.call('zadd', KEYS[1], t[1] * 1000 + 30000, ARGV[1])", "1",
+                 "relock_lock_latch:{res}:waiters", "123456789012345678", NULL);
+    int64_t release_ms = il_between(&rng, 0, 60), end_ms = release_ms;
+    for (int i = 0; i < r.n; i++) /* some join just as the holder releases */
+      if (il_rand(&rng) % 3 == 0) {
+        w[i].cancel_ms = w[i].cancel_ms < 0 ? -1 : release_ms + w[i].cancel_ms - w[i].start_ms;
+        w[i].start_ms = release_ms;
+      }
+    uint64_t t0 = relock__now_ns();
+    int released = 0;
+    for (;;) { /* the next event, in time order */
+      int64_t next = released ? INT64_MAX : release_ms;
+      for (int i = 0; i < r.n; i++) {
+        if (w[i].f == NULL && w[i].start_ms < next)
+          next = w[i].start_ms;
+        if (w[i].f != NULL && w[i].cancel_ms >= 0 && w[i].cancel_ms < next)
+          next = w[i].cancel_ms;
+      }
+      if (next == INT64_MAX)
+        break;
+      il_run_to(t0, next);
+      end_ms = next;
+      /* one of the events due now, at random: -1 the release, else a waiter's */
+      int due[1 + IL_PROCS * IL_WAITERS], ndue = 0;
+      if (!released && release_ms == next)
+        due[ndue++] = -1;
+      for (int i = 0; i < r.n; i++)
+        if ((w[i].f == NULL && w[i].start_ms == next) || (w[i].f != NULL && w[i].cancel_ms == next))
+          due[ndue++] = i;
+      int e = due[il_rand(&rng) % (uint64_t)ndue];
+      if (e < 0) {
+        assert_int_equal(RELEASE(holder, 1), 1);
+        released = 1;
+      } else if (w[e].f == NULL) {
+        w[e].f = relock_lock_acquire_async(l[w[e].proc], w[e].owner, 20000, RELOCK_INFINITE);
+      } else {
+        relock_future_cancel(w[e].f);
+        w[e].cancel_ms = -1;
+      }
+    }
+    int live = 0;
+    for (int i = 0; i < r.n; i++)
+      live += relock_future_state(w[i].f) != RELOCK_FUTURE_CANCELLED;
+    if (live > 0) {
+      /* free, with a live waiter, since the last event at the latest */
+      uint64_t from = t0 + (uint64_t)end_ms * 1000000u;
+      fx_run_until(fx_loop(), il_someone_holds, &r, 2000);
+      double took = fx_ms_since(from);
+      worst = took > worst ? took : worst;
+      if (!il_someone_holds(&r))
+        fail_msg("round %d (seed %llu): a free lock with %d live waiters, none has it after %.0f ms", round,
+                 (unsigned long long)seed, live, took);
+      if (took >= fx_slack_ms(250 + 100))
+        fail_msg("round %d (seed %llu): a free lock was taken %.0f ms after it was free (fallback 250 ms)", round,
+                 (unsigned long long)seed, took);
+    }
+    for (int i = 0; i < r.n; i++) { /* the round ends: the holder gives it back, the rest give up */
+      if (il_someone_holds(&(il_round_t){&w[i], 1}))
+        assert_int_equal(RELEASE(l[w[i].proc], w[i].owner), 1);
+      else
+        relock_future_cancel(w[i].f);
+    }
+    fx_run_until(fx_loop(), never, NULL, 30); /* the cancelled ones' give-backs */
+    fx_raw_int(fx->redis, "ZREM", "relock_lock_latch:{res}:waiters", "123456789012345678", NULL);
+    for (int i = 0; i < IL_PROCS; i++)
+      relock_future_release(FX_CMD(c[i], "PING")); /* each one's commands ran */
+    if (fx_raw_int(fx->redis, "EXISTS", "relock_lock_latch:{res}:waiters", NULL) != 0) {
+      char buf[512];
+      relock_test_redis_cmd(fx->redis, buf, sizeof buf, "ZRANGE", "relock_lock_latch:{res}:waiters", "0", "-1", NULL);
+      fail_msg("round %d (seed %llu): no waiter is left, yet processes are registered: %s", round,
+               (unsigned long long)seed, buf);
+    }
+    assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "res", NULL), 0);
+    for (int i = 0; i < r.n; i++)
+      relock_future_release(w[i].f);
+  }
+  printf("# %d rounds: a free lock taken within %.1f ms at worst\n", IL_ROUNDS, worst);
+  for (int i = 0; i < IL_PROCS; i++) {
+    relock_lock_free(l[i]);
+    relock_client_free(c[i]);
+  }
+  relock_lock_free(holder);
+}
+
 static void test_waiters_keep_their_place_across_subscriber_reconnect(void **state) {
   fx_t *fx = *state;
   clients(fx);
@@ -1113,6 +1276,7 @@ int main(void) {
       T(test_waiters_share_a_subscription_and_one_unlock_wakes_one),
       T(test_one_unlock_wakes_one_process),
       T(test_a_woken_process_that_is_gone_does_not_strand_the_others),
+      T(test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving),
       T(test_waiters_keep_their_place_across_subscriber_reconnect),
       T(test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock),
       T(test_bounded_wait_bounds_retries_when_redis_is_down),

@@ -167,6 +167,54 @@ static void test_last_reader_wakes_a_writer(void **state) {
   relock_lock_free(w);
 }
 
+static void count_tries(relock_lock_t *l, uint64_t owner, int64_t ttl_ms, void *arg) {
+  (void)l;
+  (void)owner;
+  (void)ttl_ms;
+  ++*(int *)arg;
+}
+
+static int changed(void *arg) {
+  int *n = arg; /* n[0] now, n[1] before */
+  return n[0] != n[1];
+}
+
+/* One process waits with a writer and with a reader the writer's listing
+ * keeps out, the reader idle longer (the writer tried again since). The
+ * last read release's "0" wakes one waiter of the process: the writer, not
+ * the reader that could not take the lock anyway (before: the reader tried
+ * in vain and the free lock sat idle until the writer's next try, ~1 s). */
+static void test_last_read_release_wakes_the_writer_not_a_reader_it_keeps_out(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *r = reader(fx->a), *w = writer(fx->b), *rb = reader(fx->b);
+  assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
+  int tries[2] = {0, 0};
+  assert_int_equal(relock_lock_on_wait(w, count_tries, &tries[0]), 0);
+  relock_future_t *ww = relock_lock_acquire_async(w, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(ww, 300), RELOCK_EPENDING);
+  relock_future_t *rw = relock_lock_acquire_async(rb, 3, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(rw, 100), RELOCK_EPENDING); /* kept out by the waiting writer */
+  tries[1] = tries[0];
+  assert_true(fx_run_until(fx_loop(), changed, tries, 2000)); /* the writer tried again: the reader is idle longer */
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(RELEASE(r, 1), 1);
+  assert_int_equal(fx_value(relock_future_retain(ww)), 1);
+  double took = fx_ms_since(t0);
+  printf("# last read release -> the writer of a process with a reader waiting: %.1f ms\n", took);
+  if (took >= fx_slack_ms(100))
+    fail_msg("the last read release woke the writer in %.1f ms", took);
+  assert_int_equal(relock_future_state(rw), RELOCK_FUTURE_PENDING);
+  assert_int_equal(RELEASE(w, 2), 1);
+  assert_int_equal(fx_value(relock_future_retain(rw)), 1);
+  assert_int_equal(RELEASE(rb, 3), 1);
+  relock_future_release(ww);
+  relock_future_release(rw);
+  relock_lock_free(r);
+  relock_lock_free(w);
+  relock_lock_free(rb);
+}
+
 static void test_downgrade(void **state) {
   fx_t *fx = *state;
   clients(fx);
@@ -462,6 +510,7 @@ int main(void) {
       T(test_eight_readers_at_once),
       T(test_writer_excludes_readers_and_wakes_them_all),
       T(test_last_reader_wakes_a_writer),
+      T(test_last_read_release_wakes_the_writer_not_a_reader_it_keeps_out),
       T(test_downgrade),
       T(test_no_upgrade),
       T(test_writer_not_starved_by_arriving_readers),
