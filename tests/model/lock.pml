@@ -84,6 +84,19 @@
  *                 counts again
  *   OLD_UNDO_GIVES_UP  (C) the undo is a request like others: after RETRIES
  *                 it is given up
+ *   OLD_CONCURRENT_ACQ  (D, SAME_OWNER) an owner's count-changing requests
+ *                 (acquire, its undo, release) go out whenever asked, however
+ *                 many of them are in flight. The new rule sends them one at a
+ *                 time per owner: one that runs after the key expired would
+ *                 change the count of the key made afresh since (an undo or a
+ *                 stale release deletes a later hold's key)
+ *   OLD_REENTRY_VANISHED  (D) on_try_done(): "acquired" (nil) carries no
+ *                 count, so a re-entry onto a key that vanished (Redis: a
+ *                 fresh count of 1) is counted on top of the owner's holds.
+ *                 The new rule: lock_acquire.lua answers with the field's
+ *                 count; fewer than the owner's holds + 1 means the earlier
+ *                 holds are gone: lost (ELOST), and this one starts afresh
+ *                 with its own deadline
  *   OLD           OLD_LATCH + OLD_CLIENT: the code before the latch rule
  *   OLD_LATCH     lua/lock_acquire.lua before: an existing latch answers
  *                 "acquired" without looking at the hash
@@ -119,7 +132,10 @@
  *       at all (it would keep its belief until its lease: OLD_FIXED_UNCHECKED).
  *       So counts(o) = valid(o) and not (vanished under o and o's hold is
  *       checked). The exemption also ends once o has no belief and nothing
- *       in flight.
+ *       in flight. (SAME_OWNER: a check whose flight overlapped an
+ *       acquisition of the same owner proves nothing - the field it found
+ *       may be the one that acquisition made afresh - so the exemption
+ *       lasts until a check without one.)
  *   (4) every hold Redis counted for an acquisition that did not end in a
  *       belief (its answer lost, late, given up) is given back by the time
  *       that acquisition's operation (its undo included) is over, or gone
