@@ -1,5 +1,5 @@
-/* A model of relock's reentrant lock protocol (DESIGN.md §3-§6), and of the
- * read side of its read-write lock, checked with spin. tests/model/run.sh
+/* A model of relock's reentrant lock protocol (docs/SAFETY.md), and of the
+ * read-write lock (readers and a writer), checked with spin. tests/model/run.sh
  * runs every configuration below; README.md next to this file explains the
  * results. tests/model/handoff.pml models the one-process wake-up.
  *
@@ -55,16 +55,20 @@
  *     run (that request can only time out). This only cuts off states.
  *   - Clock drift: local clocks are exact, so MARGIN is slack the model does
  *     not need; it is kept to match the rule as written.
- *   - READ: every slot is a reader (no writer: readers never exclude each
- *     other, so property (2) has nothing to check there). A read release
- *     that leaves other readers sets the key's expiry from their timeout keys
- *     (the longest); each of those is at least its owner's belief, so the
- *     model keeps the key's TTL as it was.
+ *   - READ: every owner is a reader; RW: the last owner is a writer
+ *     (lua/rwlock_write_acquire.lua: a missing key or its own write hold;
+ *     a reader goes ahead unless the writer holds). A writer's own read
+ *     holds and the writers' wait queue (which holds new readers back: only
+ *     liveness) are left out. A release that leaves other holds sets the
+ *     key's expiry from their timeout keys (the longest); each of those is
+ *     at least its owner's belief, so the model keeps the key's TTL as it
+ *     was.
  *
  * Configurations (cpp symbols, e.g. spin -DN=3 -DOLD -a lock.pml)
  *   N             request slots, 2 (default) or 3
  *   SAME_OWNER    slots 0 and 1 act for one owner (class D)
  *   READ          read holds of a read-write lock (shared by the owners)
+ *   RW            READ, and the last owner is a writer
  *   ONLY_WD, ONLY_FIXED   every acquisition takes that lease kind
  *   LW, LF, MARGIN, RETRIES, HMAX, CMAX, FMAX   the bounds below
  *   The old rules, each today's code (before the fix) or a safeguard taken
@@ -122,8 +126,8 @@
  *       holds[o] holds, and the key's TTL is not smaller than vleft[o] (the
  *       remaining validity, which is already less the margin): the key
  *       cannot expire under a belief.
- *   (2) exclusive lock: no two owners with counts() at once. (READ: readers
- *       share; there is no writer in the model.)
+ *   (2) exclusive lock: no two owners with counts() at once. Read-write
+ *       lock: readers share; the writer's belief never overlaps a reader's.
  *   (3) a key that vanished under its holders (force release, DEL, data
  *       loss): each of them is exempt from (1) and (2) only until its next
  *       check (a renewal or a fixed lease's check) that Redis ran after the
@@ -163,6 +167,11 @@
 #ifdef OLD
 #define OLD_LATCH
 #define OLD_CLIENT
+#endif
+
+#ifdef RW
+#define READ
+#define WRITER (NO - 1)    /* the writer; the others read */
 #endif
 
 #ifndef LW
@@ -279,7 +288,9 @@ byte forces;          /* vanishes so far */
 #define COUNTS(o) (VALID(o) && !(vanished[o] && CHECKED(o)))
 #endif
 #define HELD(o)   (!COUNTS(o) || (rc[o] >= holds[o] && kttl >= vleft[o]))
-#ifdef READ
+#if defined(RW)
+#define APART(o, p) (((o) != WRITER && (p) != WRITER) || !(COUNTS(o) && COUNTS(p)))
+#elif defined(READ)
 #define APART(o, p) 1
 #else
 #define APART(o, p) (!(COUNTS(o) && COUNTS(p)))
@@ -396,7 +407,8 @@ inline extend(l) {
   if :: kttl < l -> kttl = l :: else fi
 }
 
-/* lua/lock_acquire.lua (READ: rwlock_read_acquire.lua, every slot a reader).
+/* lua/lock_acquire.lua (READ: rwlock_read_acquire.lua; RW: the writer's
+ * rwlock_write_acquire.lua).
  * KEYS[2] is the latch of this request id. */
 inline acquire_script(i, o) {
 #ifdef OLD_LATCH
@@ -410,7 +422,9 @@ inline acquire_script(i, o) {
   :: else ->                           /* otherwise decide afresh       */
 #endif
      if
-#ifdef READ
+#if defined(RW)
+     :: (o == WRITER && (rc[o] > 0 || kttl == 0)) || (o != WRITER && rc[WRITER] == 0) ->
+#elif defined(READ)
      :: true ->                        /* no writer: a reader goes ahead */
 #else
      :: rc[o] > 0 || kttl == 0 ->      /* mine, or no key: hincrby ...  */

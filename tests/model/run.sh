@@ -39,6 +39,7 @@ safe|lock|new rules, 2 owners, watchdog leases: reentrant, lost replies and undo
 safe|lock|[A] new rules, 2 owners, fixed and watchdog leases mixed by re-entry|-DN=2 -DLW=2 -DLF=4 -DFMAX=0 -DRETRIES=0
 safe|lock|[B] new rules, 2 owners, key vanishing under fixed and watchdog holds, fixed leases checked|-DN=2 -DHMAX=1 -DLW=2 -DLF=4 -DRETRIES=0
 safe|lock|[A] new rules, 2 readers of a shared read hold, fixed and watchdog leases|-DN=2 -DREAD -DLW=2 -DLF=4 -DHMAX=1 -DRETRIES=0
+safe|lock|new rules, a reader and a writer of a read-write lock, fixed and watchdog leases, key vanishing|-DN=2 -DRW -DLW=2 -DLF=4 -DHMAX=1 -DRETRIES=0
 safe|lock|[C][D] new rules, two request slots of one owner: acquisitions, undos, releases, renewals overlap|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0
 safe|lock|[D] new rules, two request slots of one owner, both lease kinds, key vanishing|-DN=2 -DSAME_OWNER -DLW=2 -DLF=4
 safe|lock|new rules, 3 owners, one hold each|-DN=3 -DHMAX=1 -DFMAX=0 -DONLY_WD -DLW=2 -DRETRIES=0
