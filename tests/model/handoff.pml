@@ -12,8 +12,11 @@
  *     the lock held registers the process (ZADD waiters <waker-id>: to the
  *     back of the queue) and answers PTTL; one that takes it unregisters it.
  *     A waiter joins its process's wait queue (nwaiters) only once its first
- *     try answered PTTL: while that first try is in flight the process does
- *     not count it (the try and the subscription go out together).
+ *     try answered PTTL (on_try_done() -> join_queue()): while that first
+ *     try is in flight the process does not count it. The model takes the
+ *     queue that lingers, heard since before the try: join_queue() answers
+ *     2 and the waiter waits without trying again (unless a wake-up was
+ *     left unclaimed); a queue subscribed afresh tries again at once.
  *   - A release (lock_release.lua) pops the process registered longest and
  *     publishes its waker id, then the unlock message: the named process
  *     wakes its one waiter (on_handed: wake()), the others let that unlock
