@@ -1,87 +1,152 @@
-/* A model of relock's reentrant lock protocol (DESIGN.md §3-§6), checked
- * with spin. tests/model/run.sh runs every configuration below; README.md
- * next to this file explains the results.
+/* A model of relock's reentrant lock protocol (docs/SAFETY.md), and of the
+ * read-write lock (readers and a writer), checked with spin. tests/model/run.sh
+ * runs every configuration below; README.md next to this file explains the
+ * results. tests/model/handoff.pml models the one-process wake-up.
  *
  * What is modelled
- *   - N clients (2 or 3; -DN=3), one owner each: client i's field in the lock
- *     hash is "<client-id>:<owner>" of client i.
- *   - One Redis. Each Lua script runs as one atomic step (d_step): Redis
- *     runs scripts one at a time. Keys expire when the clock reaches their
- *     expiry time (PEXPIRE / SET PX).
+ *   - N request slots, each a client process with one operation in flight
+ *     at a time, and the owners they act for: slot i acts for owner OWN(i),
+ *     whose field in the lock hash is "<client-id>:<owner>". Normally each
+ *     slot is its own owner (2 or 3 owners). With SAME_OWNER, slots 0 and 1
+ *     act for owner 0: two acquisitions of one owner can be in flight at
+ *     once (a re-entry sent while the first answer is outstanding).
+ *   - Each hold has a lease kind, chosen per acquisition: a fixed lease LF
+ *     (relock_lock_acquire_async(lease_ms > 0)) or the watchdog's lease LW
+ *     (RELOCK_INFINITE: renewed), with LF > LW + MARGIN so a renewal that
+ *     writes LW can cut a fixed belief short. An owner's holds are one entry
+ *     in the watchdog's table (src/watchdog/renewal.c): renewed once any of
+ *     its acquisitions was a watchdog one, and with one validity deadline,
+ *     the latest any acquisition or renewal gave it.
+ *   - One Redis. Each Lua script runs as one atomic step (d_step). Keys,
+ *     and with OLD_LATCH_TTL the acquisition latches, expire when the clock
+ *     reaches their expiry. The lock's key also vanishes without any message
+ *     to its holders: an admin's force release, a plain DEL, or data loss
+ *     (a restart without persistence, a failover to a replica that never
+ *     had it). FMAX such events per run.
  *   - Discrete time: a clock process lets one tick pass whenever it is
- *     scheduled. Times are kept relative (ticks left before a key, a latch or
- *     a belief expires; ticks since a request was sent), so the state space
- *     is finite without a horizon: the check covers runs of any length.
- *     Any process can be left unscheduled while time passes: that is a
+ *     scheduled. Times are kept relative (ticks left before a key, a latch
+ *     or a belief expires; ticks since a request was sent), so the state
+ *     space is finite without a horizon: the check covers runs of any
+ *     length. Any process can be left unscheduled while time passes: a
  *     process stall (GC pause, swapped out, stopped), a slow network or a
  *     slow Redis; spin explores every such interleaving.
  *   - Message loss: a request may be lost before Redis runs it, or its reply
- *     may be lost or late. The client then times out (at any moment:
- *     timeouts are not modelled as durations) and retries the same request
- *     (same bytes, so the same latch key: src/call.c, retry_safe) or gives
- *     up after RETRIES retries.
- *   - Client operations, one in flight per client at a time:
- *       acquire (also reentrant)     lua/lock_acquire.lua, src/lock_acquire.c
- *       watchdog renewal             lua/lock_renew.lua,   src/renewal.c
- *       release with unlock latch    lua/lock_release.lua, src/lock.c
- *       the watchdog's deadline check (lost: ETIMEDOUT)    src/renewal.c
- *   - Force release by an admin                lua/lock_force_release.lua
+ *     may be lost or late. The client then times out (at any moment) and
+ *     retries the same request (same bytes, so the same latch key:
+ *     src/redis/call.c, retry_safe) or gives up after RETRIES retries.
+ *   - Client operations:
+ *       acquire (also reentrant)    lua/lock_acquire.lua (read: lua/rwlock_read_acquire.lua),
+ *                                   src/objects/lock_acquire.c
+ *       give back an acquisition    lua/lock_acquire_undo.lua (read: lua/rwlock_read_release.lua
+ *       whose answer was lost,      with "undo"): the latch says whether it counted a hold
+ *       late or given up
+ *       watchdog renewal            lua/lock_renew.lua, src/watchdog/renewal.c
+ *       a fixed lease's check       (the new rule for B below) the field is read, the TTL never written
+ *       release with unlock latch   lua/lock_release.lua (read: lua/rwlock_read_release.lua)
+ *       the deadline check          renewal.c check_deadlines(), a fixed lease's on_lease_end()
  *
  * What is abstracted away
- *   - Pub/sub and the wait queue (src/lock_acquire.c §4 machinery): they only
- *     decide *when* a waiter tries again; here a client may try at any time.
- *     A "not acquired" (PTTL) answer ends the operation; the next try is a
- *     new acquire (today's code reuses the latch id for the next try of the
- *     same operation, which is equivalent: a latch is only written by a try
- *     that acquired, and that ends the operation).
- *   - Renewal batching: one lock, so a batch is one key.
- *   - Durations of timeouts, back-off and the renewal period: all
- *     nondeterministic (any moment), which covers every concrete setting.
+ *   - Pub/sub and the wait queue (handoff.pml has them): they only decide
+ *     *when* a waiter tries again; here a client may try at any time. A "not
+ *     acquired" (PTTL) answer ends the operation; the next try is a new one.
+ *   - Renewal batching: one lock, so a batch is one key. The renewal
+ *     cadence, timeouts and back-off: nondeterministic (any moment).
  *   - Hold counts in Redis above CMAX: an acquire that would pass CMAX is not
  *     run (that request can only time out). This only cuts off states.
  *   - Clock drift: local clocks are exact, so MARGIN is slack the model does
  *     not need; it is kept to match the rule as written.
- *   - Cluster, failover and persistence: one Redis that never loses data.
+ *   - READ: every owner is a reader; RW: the last owner is a writer
+ *     (lua/rwlock_write_acquire.lua: a missing key or its own write hold;
+ *     a reader goes ahead unless the writer holds). A writer's own read
+ *     holds and the writers' wait queue (which holds new readers back: only
+ *     liveness) are left out. A release that leaves other holds sets the
+ *     key's expiry from their timeout keys (the longest); each of those is
+ *     at least its owner's belief, so the model keeps the key's TTL as it
+ *     was.
  *
  * Configurations (cpp symbols, e.g. spin -DN=3 -DOLD -a lock.pml)
- *   N             number of clients, 2 (default) or 3
- *   LEASE, MARGIN, RETRIES, HMAX, CMAX, FMAX   the bounds below
- *   OLD           OLD_LATCH + OLD_CLIENT: today's code
- *   OLD_LATCH     today's lua/lock_acquire.lua: an existing latch answers
+ *   N             request slots, 2 (default) or 3
+ *   SAME_OWNER    slots 0 and 1 act for one owner (class D)
+ *   READ          read holds of a read-write lock (shared by the owners)
+ *   RW            READ, and the last owner is a writer
+ *   ONLY_WD, ONLY_FIXED   every acquisition takes that lease kind
+ *   LW, LF, MARGIN, RETRIES, HMAX, CMAX, FMAX   the bounds below
+ *   The old rules, each today's code (before the fix) or a safeguard taken
+ *   away; each must produce a counterexample:
+ *   OLD_RENEW     (A) lua/lock_renew.lua: PEXPIRE watchdog lease, even when
+ *                 the key had a longer TTL (a fixed re-entry, or another
+ *                 reader's fixed lease) and the owner's belief follows it
+ *   OLD_RELEASE_TTL  (A) lua/lock_release.lua: a release that leaves holds
+ *                 PEXPIREs the lease relock__renewal_lease_for() gives (the
+ *                 watchdog's for a renewed hold), however long the key had
+ *   OLD_FIXED_UNCHECKED  (B) renewal.c: a fixed-lease hold is never
+ *                 checked; its belief lasts until its lease ends, whatever
+ *                 happened to the key
+ *   OLD_LATCH_TTL (C) an acquisition's latch expires after LT ticks,
+ *                 before a retry or an undo may come; lua/lock_acquire_undo.lua
+ *                 then finds no latch and gives nothing back, and a retry
+ *                 counts again
+ *   OLD_UNDO_GIVES_UP  (C) the undo is a request like others: after RETRIES
+ *                 it is given up
+ *   OLD_CONCURRENT_ACQ  (D, SAME_OWNER) an owner's count-changing requests
+ *                 (acquire, its undo, release) go out whenever asked, however
+ *                 many of them are in flight. The new rule sends them one at a
+ *                 time per owner: one that runs after the key expired would
+ *                 change the count of the key made afresh since (an undo or a
+ *                 stale release deletes a later hold's key)
+ *   OLD_REENTRY_VANISHED  (D) on_try_done(): "acquired" (nil) carries no
+ *                 count, so a re-entry onto a key that vanished (Redis: a
+ *                 fresh count of 1) is counted on top of the owner's holds.
+ *                 The new rule: lock_acquire.lua answers with the field's
+ *                 count; fewer than the owner's holds + 1 means the earlier
+ *                 holds are gone: lost (ELOST), and this one starts afresh
+ *                 with its own deadline
+ *   OLD           OLD_LATCH + OLD_CLIENT: the code before the latch rule
+ *   OLD_LATCH     lua/lock_acquire.lua before: an existing latch answers
  *                 "acquired" without looking at the hash
- *   OLD_CLIENT    today's on_try_done() in src/lock_acquire.c: any nil answer
- *                 is reported "acquired", however late it arrives. The
- *                 report carries no deadline (a fixed lease is not tracked
- *                 at all), so the caller counts its lease from the report:
- *                 validity = arrival + LEASE - MARGIN.
- *   OLD_REENTRY   today's relock__renewal_acquired() in src/watchdog/renewal.c: a
- *                 new hold is counted onto an existing hold whose deadline
- *                 has passed but that the watchdog has not yet declared
- *                 lost (the new rule first drops such a hold: it is lost)
+ *   OLD_CLIENT    on_try_done() before: any nil answer is reported
+ *                 "acquired", however late; the caller counts its lease from
+ *                 the report: validity = arrival + lease - MARGIN
+ *   OLD_REENTRY   relock__renewal_acquired() before: a new hold is counted
+ *                 onto an existing hold whose deadline has passed but that
+ *                 the watchdog has not yet declared lost
  *   STAMP_RETRY   the client takes a retry's send time as the acquire's send
- *                 time (today's code keeps the first attempt's, sent_ns in
- *                 try_acquire(); this shows what the server rule protects)
+ *                 time (today's code keeps the first attempt's)
  *   NO_UNLOCK_LATCH  lua/lock_release.lua without its latch
- *   STRICT_FORCE  count a force-released holder's belief like any other
- *                 (expected to fail: the known limit of force release)
+ *   STRICT_FORCE  no exemption at all for a holder whose key vanished
+ *                 (expected to fail: no client can learn of it sooner than
+ *                 its next check)
  *
  * The property (checked by the monitor process at every state)
- *   valid(i)  = client i believes it holds (holds[i] > 0) and its local
+ *   valid(o)  = owner o believes it holds (holds[o] > 0) and its local
  *               validity deadline (send time of its last successful
- *               acquire/renew + LEASE - MARGIN) has not passed: vleft[i],
- *               the ticks left until it, is > 0. A belief counts only until
- *               its deadline: after it, the client must not use the lock.
- *   SAFE      = for every client i with valid(i) and not revoked(i):
- *                 its field exists in Redis (holder == i), and
- *                 no other client j != i has valid(j) and not revoked(j).
- *   revoked(i): an admin force-released the lock while i's field held it
- *               (until client i has no belief and nothing in flight).
- *   Force release cannot be made safe by the protocol: the holder learns of
- *   it only through its next renewal (answer 0) or its deadline, so its
- *   belief, although valid by its own clock, may overlap a new holder's
- *   until its validity deadline. That is the known limit; STRICT_FORCE
- *   shows the overlap is reachable, and everything else is checked without
- *   the revoked holder.
+ *               acquire/renew + that step's lease - MARGIN) has not passed:
+ *               vleft[o], the ticks left until it, is > 0.
+ *   (1) for every owner o with counts(o): Redis has o's field with at least
+ *       holds[o] holds, and the key's TTL is not smaller than vleft[o] (the
+ *       remaining validity, which is already less the margin): the key
+ *       cannot expire under a belief.
+ *   (2) exclusive lock: no two owners with counts() at once. Read-write
+ *       lock: readers share; the writer's belief never overlaps a reader's.
+ *   (3) a key that vanished under its holders (force release, DEL, data
+ *       loss): each of them is exempt from (1) and (2) only until its next
+ *       check (a renewal or a fixed lease's check) that Redis ran after the
+ *       vanish has been answered; that answer ends the belief, reporting the
+ *       loss (RELOCK_ELOST). A hold that is never checked gets no exemption
+ *       at all (it would keep its belief until its lease: OLD_FIXED_UNCHECKED).
+ *       So counts(o) = valid(o) and not (vanished under o and o's hold is
+ *       checked). The exemption also ends once o has no belief and nothing
+ *       in flight. (SAME_OWNER: a check whose flight overlapped an
+ *       acquisition of the same owner proves nothing - the field it found
+ *       may be the one that acquisition made afresh - so the exemption
+ *       lasts until a check without one.)
+ *   (4) every hold Redis counted for an acquisition that did not end in a
+ *       belief (its answer lost, late, given up) is given back by the time
+ *       that acquisition's operation (its undo included) is over, or gone
+ *       with the key: took[i], the holds request slot i's current
+ *       acquisition counted and nobody believes, is 0 whenever slot i has no
+ *       acquisition or undo in flight. A double count (a retry counting
+ *       again) shows up here too.
  */
 
 #ifndef N
@@ -91,99 +156,190 @@
 #error "N must be 2 or 3"
 #endif
 
+#ifdef SAME_OWNER
+#define NO (N - 1)                         /* owners */
+#define OWN(i) ((i) == 0 -> 0 : (i) - 1)   /* slots 0 and 1: owner 0 */
+#else
+#define NO N
+#define OWN(i) (i)
+#endif
+
 #ifdef OLD
 #define OLD_LATCH
 #define OLD_CLIENT
 #endif
 
-#ifndef LEASE
-#define LEASE     3   /* ticks: the lease (ARGV lease ms / watchdog timeout) */
+#ifdef RW
+#define READ
+#define WRITER (NO - 1)    /* the writer; the others read */
+#endif
+
+#ifndef LW
+#define LW        3   /* ticks: the watchdog's lease (watchdog timeout) */
+#endif
+#ifndef LF
+#define LF        5   /* ticks: a fixed lease, longer (ARGV lease ms) */
 #endif
 #ifndef MARGIN
 #define MARGIN    1   /* ticks: the drift margin taken off local deadlines */
 #endif
-#define VALIDITY  (LEASE - MARGIN) /* ticks a success is valid from its send */
+#define VW  (LW - MARGIN)       /* ticks a watchdog success is valid from its send */
+#define VF  (LF - MARGIN)       /* ticks a fixed success is valid from its send */
+#define VMAX (VF > VW -> VF : VW)
 #ifndef RETRIES
 #define RETRIES   1   /* call.c: retries of a request after a timeout */
 #endif
 #ifndef HMAX
-#define HMAX      2   /* most holds (reentrancy) a client takes */
+#define HMAX      2   /* most holds (reentrancy) an owner takes */
 #endif
 #ifndef CMAX
 #define CMAX      3   /* most holds counted in Redis (see above) */
 #endif
 #ifndef FMAX
-#define FMAX      1   /* force releases per run */
+#define FMAX      1   /* vanishes (force release, DEL, data loss) per run */
 #endif
+#ifndef LT
+#define LT        1   /* OLD_LATCH_TTL: ticks an acquisition's latch lives */
+#endif
+
+/* lease kinds */
+#define FIXED 0
+#define WD    1
+#define LEASE(k)  ((k) == WD -> LW : LF)
+#define VAL(k)    ((k) == WD -> VW : VF)
 
 /* client operations (st[i]) */
 #define IDLE 0
 #define ACQ  1        /* lock_acquire.lua in flight */
-#define REN  2        /* lock_renew.lua in flight */
+#define REN  2        /* lock_renew.lua (or a fixed lease's check) in flight */
 #define REL  3        /* lock_release.lua in flight */
+#define UNDO 4        /* lock_acquire_undo.lua in flight */
 
 /* replies (rep[i]) */
 #define R_NONE     0
 #define R_ACQUIRED 1  /* lock_acquire.lua: nil */
 #define R_PTTL     2  /* lock_acquire.lua: the holder's PTTL */
-#define R_RENEWED  3  /* lock_renew.lua: 1 */
+#define R_RENEWED  3  /* lock_renew.lua: 1 (a check: the field is there) */
 #define R_GONE     4  /* lock_renew.lua: 0 */
 #define R_NOTOWNER 5  /* lock_release.lua: nil */
 #define R_REMAINS  6  /* lock_release.lua: 0 */
 #define R_FREED    7  /* lock_release.lua: 1 */
+#define R_UNDONE   8  /* lock_acquire_undo.lua: whatever it did */
 
 /* -- Redis -----------------------------------------------------------------*/
-/* The lock hash. At most one field at a time: lock_acquire.lua adds a field
- * only to a missing key or to the caller's own field. */
-byte holder;          /* 0: the key does not exist; i+1: client i's field */
-byte cnt;             /* the field's hold count */
-byte kttl;            /* ticks until the key expires (PEXPIRE lease) */
-/* Latches, keyed by request id. A client has at most one request id in use
- * (a new operation takes a new id, and the old id's latch is never asked
- * again, so it is dropped from the state when its operation ends): one slot
- * each. A latch is set for relock__latch_ttl_ms(), computed to outlive every
- * retry of its request, and longer than the lease: so here it lives as long
- * as its operation (it never expires under a retry) and outlives the key. */
+byte kttl;            /* ticks until the key expires; 0: no key */
+byte rc[NO];          /* owner o's field: its hold count (0: no field). An
+                         exclusive lock has one field at most: lock_acquire.lua
+                         adds one only to a missing key or to the caller's own */
+/* Latches, keyed by request id: one slot each (a new operation takes a new
+ * id, and the old id's latch is never asked again, so it is dropped from the
+ * state when its operation ends). The new rule: a latch lives as long as its
+ * request or its undo may still come (relock__latch_ttl_ms()). */
 bool alatch[N];       /* relock_lock_latch:{name}:<request-id> (SET PX) */
+#ifdef OLD_LATCH_TTL
+byte alttl[N];        /* ticks until it expires */
+#endif
 bool rlatch[N];       /* redisson_unlock_latch:{name}:<request-id> */
 byte rlans[N];        /* the release answer that latch stores */
 
 /* -- the network -----------------------------------------------------------*/
-bool req[N];          /* client i's current request is on its way to Redis */
-byte rep[N];          /* a reply on its way back to client i */
+bool req[N];          /* slot i's current request is on its way to Redis */
+byte rep[N];          /* a reply on its way back to slot i */
 
-/* -- clients ---------------------------------------------------------------*/
+/* -- request slots ---------------------------------------------------------*/
 byte st[N];           /* the operation in flight */
-byte holds[N];        /* the belief: holds the client thinks it has */
-byte vleft[N];        /* ticks until the local validity deadline */
+bit  kind[N];         /* its lease kind (acquire: asked; renew, release: the hold's) */
 byte age[N];          /* ticks since the operation in flight was sent
-                         (counted up to VALIDITY: beyond it, only "late"
-                         matters) */
+                         (counted up to VMAX: beyond it, only "late" matters) */
 byte tries[N];        /* retries left */
-bool revoked[N];      /* force-released under this client (see above) */
-byte forces;          /* force releases so far */
+bool post[N];         /* its renewal/check ran after the key vanished */
+#ifdef SAME_OWNER
+bool mixed[N];        /* an acquisition of the same owner was in flight
+                         at some time while its renewal/check was */
+#define MIXED(i) mixed[i]
+#define MIX(k) if :: st[k] == REN -> mixed[k] = 1 :: else fi
+#define MIX_OTHER(i) if :: (i) == 0 -> MIX(1) :: (i) == 1 -> MIX(0) :: else fi
+#else
+#define MIXED(i) 0
+#define MIX_OTHER(i) skip
+#endif
+byte acnt[N];         /* the count an "acquired" answer reports (the new
+                         rule for D: lock_acquire.lua answers with it) */
+byte took[N];         /* holds its acquisition counted in Redis that nobody
+                         believes yet (a ghost variable: property 4) */
+
+/* -- owners ----------------------------------------------------------------*/
+byte holds[NO];       /* the belief: holds the owner thinks it has */
+byte vleft[NO];       /* ticks until its local validity deadline */
+bit  wd[NO];          /* its hold is renewed by the watchdog */
+bool vanished[NO];    /* the key vanished under its field (property 3) */
+byte forces;          /* vanishes so far */
 
 /* -- the property ----------------------------------------------------------*/
-#define VALID(i) (holds[i] > 0 && vleft[i] > 0)
-#ifdef STRICT_FORCE
-#define COUNTS(i) VALID(i)
+#define VALID(o) (holds[o] > 0 && vleft[o] > 0)
+#ifdef OLD_FIXED_UNCHECKED
+#define CHECKED(o) (wd[o])    /* only renewed holds are ever checked */
 #else
-#define COUNTS(i) (VALID(i) && !revoked[i])
+#define CHECKED(o) 1          /* every hold: renewed, or checked */
 #endif
-#define HELD(i)   (!COUNTS(i) || holder == i + 1)
-#define APART(i, j) (!(COUNTS(i) && COUNTS(j)))
-#if N == 2
-#define SAFE (HELD(0) && HELD(1) && APART(0, 1))
+#ifdef STRICT_FORCE
+#define COUNTS(o) VALID(o)
 #else
-#define SAFE (HELD(0) && HELD(1) && HELD(2) && APART(0, 1) && APART(0, 2) && APART(1, 2))
+#define COUNTS(o) (VALID(o) && !(vanished[o] && CHECKED(o)))
+#endif
+#define HELD(o)   (!COUNTS(o) || (rc[o] >= holds[o] && kttl >= vleft[o]))
+#if defined(RW)
+#define APART(o, p) (((o) != WRITER && (p) != WRITER) || !(COUNTS(o) && COUNTS(p)))
+#elif defined(READ)
+#define APART(o, p) 1
+#else
+#define APART(o, p) (!(COUNTS(o) && COUNTS(p)))
+#endif
+#define UNDONE(i) (st[i] == ACQ || st[i] == UNDO || took[i] == 0)
+#if NO == 1
+#define OWNERS_SAFE HELD(0)
+#elif NO == 2
+#define OWNERS_SAFE (HELD(0) && HELD(1) && APART(0, 1))
+#else
+#define OWNERS_SAFE (HELD(0) && HELD(1) && HELD(2) && APART(0, 1) && APART(0, 2) && APART(1, 2))
+#endif
+#if N == 2
+#define SLOTS_SAFE (UNDONE(0) && UNDONE(1))
+#else
+#define SLOTS_SAFE (UNDONE(0) && UNDONE(1) && UNDONE(2))
+#endif
+#define SAFE (OWNERS_SAFE && SLOTS_SAFE)
+
+/* Owner o has nothing in flight. */
+#ifdef SAME_OWNER
+#define OWNER_IDLE(o) ((o) == 0 -> (st[0] == IDLE && st[1] == IDLE) : st[(o) + 1] == IDLE)
+#else
+#define OWNER_IDLE(o) (st[o] == IDLE)
 #endif
 
-/* A client's belief starts, or is extended, to d ticks from now. */
-inline believe(i, d) {
+/* Another slot of the same owner has a request in flight that changes its
+ * count (an acquisition, its undo, a release): the new rule for D sends an
+ * owner's count-changing requests one at a time, a later one held back until
+ * the earlier one is answered or given up. Without it, one that runs after
+ * the key expired changes the count of the key made afresh since. */
+#if defined(SAME_OWNER) && !defined(OLD_CONCURRENT_ACQ)
+#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || st[k] == REL)
+#define COUNTING_ELSEWHERE(i) ((i) == 0 -> COUNTING(1) : ((i) == 1 -> COUNTING(0) : 0))
+#else
+#define COUNTING_ELSEWHERE(i) 0
+#endif
+
+/* A belief starts, or is extended, to d ticks from now. */
+inline believe(o, d) {
   if
-  :: holds[i] == 0 || d > vleft[i] -> vleft[i] = d
+  :: holds[o] == 0 || d > vleft[o] -> vleft[o] = d
   :: else
   fi
+}
+
+/* The belief ends (released, lost or past its deadline). */
+inline unbelieve(o) {
+  holds[o] = 0; vleft[o] = 0; wd[o] = 0
 }
 
 /* A new request (a new request id: no latch for it exists yet). */
@@ -191,80 +347,177 @@ inline send(i, op) {
   st[i] = op; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
 }
 
-/* Nothing in flight and no belief: nothing from before a force release is
- * left to answer this client. */
-inline forget_revoked(i) {
-  if :: st[i] == IDLE && holds[i] == 0 -> revoked[i] = 0 :: else fi
+/* No belief and nothing in flight: nothing from before the vanish is left
+ * to answer this owner. */
+inline forget_vanished(o) {
+  if :: holds[o] == 0 && OWNER_IDLE(o) -> vanished[o] = 0 :: else fi
 }
 
-/* The operation is over: forget what only it needed. */
+/* The operation is over: forget what only it needed (took[i] stays: it is
+ * what property 4 looks at). */
 inline done(i) {
-  st[i] = IDLE; age[i] = 0; tries[i] = 0; alatch[i] = 0; rlatch[i] = 0; rlans[i] = 0;
-  forget_revoked(i)
+  st[i] = IDLE; age[i] = 0; tries[i] = 0; kind[i] = 0; post[i] = 0; acnt[i] = 0;
+#ifdef SAME_OWNER
+  mixed[i] = 0;
+#endif
+  alatch[i] = 0; rlatch[i] = 0; rlans[i] = 0;
+#ifdef OLD_LATCH_TTL
+  alttl[i] = 0;
+#endif
+  forget_vanished(OWN(i))
+}
+
+/* The acquisition in slot i is given back: lock_acquire_undo.lua with its
+ * latch (kept), sent until answered. */
+inline give_back(i) {
+  st[i] = UNDO; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
 }
 
 /* ==========================================================================
- * Redis: one step runs one script for one client, atomically.
+ * Redis: one step runs one script for one slot, atomically.
  * ========================================================================*/
 
-/* lua/lock_acquire.lua. KEYS[2] is the latch of this request id. */
-inline acquire_script(i) {
+/* Owner o's field is gone: every count of it with it. */
+#define UNTAKE(k, o) if :: OWN(k) == o -> took[k] = 0 :: else fi
+inline field_gone(o) {
+  rc[o] = 0; UNTAKE(0, o); UNTAKE(1, o);
+#if N > 2
+  UNTAKE(2, o)
+#endif
+}
+
+/* The key is gone (expired, deleted, vanished): every field with it. */
+inline key_gone() {
+  kttl = 0; rc[0] = 0; took[0] = 0; took[1] = 0;
+#if NO > 1
+  rc[1] = 0;
+#endif
+#if NO > 2
+  rc[2] = 0;
+#endif
+#if N > 2
+  took[2] = 0
+#endif
+}
+
+#define NO_FIELDS_LEFT ((rc[0] == 0) && (NO < 2 || rc[1 % NO] == 0) && (NO < 3 || rc[2 % NO] == 0))
+
+/* TTL := max(TTL, lease): extend(), lock_acquire.lua. */
+inline extend(l) {
+  if :: kttl < l -> kttl = l :: else fi
+}
+
+/* lua/lock_acquire.lua (READ: rwlock_read_acquire.lua; RW: the writer's
+ * rwlock_write_acquire.lua).
+ * KEYS[2] is the latch of this request id. */
+inline acquire_script(i, o) {
 #ifdef OLD_LATCH
   if
   :: alatch[i] -> rep[i] = R_ACQUIRED  /* "if exists(latch) return nil" */
   :: else ->
 #else
   if
-  :: alatch[i] && holder == i + 1 ->   /* a retry that still holds:     */
-     kttl = LEASE; rep[i] = R_ACQUIRED      /* re-extend, answer "acquired" */
-  :: else ->                                /* otherwise decide afresh       */
+  :: alatch[i] && rc[o] > 0 ->         /* a retry that still holds:     */
+     extend(LEASE(kind[i])); acnt[i] = rc[o]; rep[i] = R_ACQUIRED
+  :: else ->                           /* otherwise decide afresh       */
 #endif
      if
-     :: holder == 0 || holder == i + 1 ->   /* hincrby, pexpire, set latch px */
-        holder = i + 1; cnt++; kttl = LEASE;
-        alatch[i] = 1; rep[i] = R_ACQUIRED
-     :: else -> rep[i] = R_PTTL              /* held by another: its PTTL     */
+#if defined(RW)
+     :: (o == WRITER && (rc[o] > 0 || kttl == 0)) || (o != WRITER && rc[WRITER] == 0) ->
+#elif defined(READ)
+     :: true ->                        /* no writer: a reader goes ahead */
+#else
+     :: rc[o] > 0 || kttl == 0 ->      /* mine, or no key: hincrby ...  */
+#endif
+        rc[o]++; took[i]++; extend(LEASE(kind[i]));
+        alatch[i] = 1;                 /* set latch px */
+        acnt[i] = rc[o];
+#ifdef OLD_LATCH_TTL
+        alttl[i] = LT;
+#endif
+        rep[i] = R_ACQUIRED
+     :: else -> rep[i] = R_PTTL        /* held by another: its PTTL     */
      fi
   fi
 }
 
-/* lua/lock_renew.lua, for one key. */
-inline renew_script(i) {
+/* lua/lock_renew.lua for a renewed hold; for a fixed one (the new rule) a
+ * check: the field is read, the TTL left as it is. */
+inline renew_script(i, o) {
+  if :: vanished[o] -> post[i] = 1 :: else fi;
   if
-  :: holder == i + 1 -> kttl = LEASE; rep[i] = R_RENEWED
+  :: rc[o] > 0 ->
+     if
+     :: kind[i] == WD ->
+#ifdef OLD_RENEW
+        kttl = LW                      /* pexpire watchdog lease */
+#else
+        extend(LW)                     /* only ever extends */
+#endif
+     :: else
+     fi;
+     rep[i] = R_RENEWED
   :: else -> rep[i] = R_GONE
   fi
 }
 
-/* lua/lock_release.lua. KEYS[3] is the unlock latch of this request id. */
-inline release_script(i) {
+/* lua/lock_release.lua. KEYS[3] is the unlock latch of this request id;
+ * ARGV[2] the lease relock__renewal_lease_for() gives: the watchdog's for a
+ * renewed hold, the fixed lease otherwise. */
+inline release_script(i, o) {
   if
 #ifndef NO_UNLOCK_LATCH
   :: rlatch[i] -> rep[i] = rlans[i]    /* a retry: the first answer     */
 #endif
   :: else ->
      if
-     :: holder != i + 1 -> rep[i] = R_NOTOWNER
+     :: rc[o] == 0 -> rep[i] = R_NOTOWNER
      :: else ->
-        cnt--;
+        rc[o]--;
         if
-        :: cnt > 0 -> kttl = LEASE; rep[i] = R_REMAINS
-        :: else -> holder = 0; kttl = 0; rep[i] = R_FREED  /* del, publish */
+        :: rc[o] > 0 ->
+#ifdef OLD_RELEASE_TTL
+           kttl = LEASE(kind[i]);      /* pexpire ARGV[2] */
+#elif !defined(READ)
+           extend(LEASE(kind[i]));     /* only ever extends */
+#endif
+           rep[i] = R_REMAINS
+        :: else ->
+           field_gone(o);
+           if :: NO_FIELDS_LEFT -> key_gone() :: else fi;  /* del, publish */
+           rep[i] = R_FREED
         fi;
         rlatch[i] = 1; rlans[i] = rep[i]
      fi
   fi
 }
 
+/* lua/lock_acquire_undo.lua: gives back the hold this acquisition counted,
+ * if its latch says it counted one and the field is there. */
+inline undo_script(i, o) {
+  if
+  :: alatch[i] && rc[o] > 0 ->
+     alatch[i] = 0; rc[o]--;
+     if :: took[i] > 0 -> took[i]-- :: else fi;
+     if
+     :: rc[o] == 0 -> field_gone(o); if :: NO_FIELDS_LEFT -> key_gone() :: else fi
+     :: else
+     fi
+  :: else -> alatch[i] = 0              /* del latch: nothing to give back */
+  fi;
+  rep[i] = R_UNDONE
+}
+
 /* A request Redis can run now (CMAX: see the header). */
-#define RUNNABLE(i) (req[i] && !(st[i] == ACQ && holder == i + 1 && cnt >= CMAX))
+#define RUNNABLE(i) (req[i] && !(st[i] == ACQ && rc[OWN(i)] >= CMAX))
 
 inline run_script(i) {
   req[i] = 0;
   if
-  :: st[i] == ACQ -> acquire_script(i)
-  :: st[i] == REN -> renew_script(i)
-  :: st[i] == REL -> release_script(i)
+  :: st[i] == ACQ -> acquire_script(i, OWN(i))
+  :: st[i] == REN -> renew_script(i, OWN(i))
+  :: st[i] == REL -> release_script(i, OWN(i))
+  :: st[i] == UNDO -> undo_script(i, OWN(i))
   fi
 }
 
@@ -280,11 +533,17 @@ end:
 }
 
 /* ==========================================================================
- * The clock: a tick passes; the key, beliefs and requests age.
+ * The clock: a tick passes; the key, latches, beliefs and requests age.
  * ========================================================================*/
-inline age_client(i) {
-  if :: vleft[i] > 0 -> vleft[i]-- :: else fi;
-  if :: (st[i] == ACQ || st[i] == REN) && age[i] < VALIDITY -> age[i]++ :: else fi
+inline age_owner(o) {
+  if :: vleft[o] > 0 -> vleft[o]-- :: else fi
+}
+
+inline age_slot(i) {
+  if :: (st[i] == ACQ || st[i] == REN) && age[i] < VMAX -> age[i]++ :: else fi;
+#ifdef OLD_LATCH_TTL
+  if :: alttl[i] > 0 -> alttl[i]--; if :: alttl[i] == 0 -> alatch[i] = 0 :: else fi :: else fi
+#endif
 }
 
 active proctype clock() {
@@ -292,69 +551,115 @@ end:
   do
   :: d_step {
        if
-       :: holder != 0 -> kttl--; if :: kttl == 0 -> holder = 0; cnt = 0 :: else fi
+       :: kttl > 0 -> kttl--; if :: kttl == 0 -> key_gone() :: else fi
        :: else
        fi;
-       age_client(0);
-       age_client(1);
+       age_owner(0);
+#if NO > 1
+       age_owner(1);
+#endif
+#if NO > 2
+       age_owner(2);
+#endif
+       age_slot(0);
+       age_slot(1);
 #if N > 2
-       age_client(2)
+       age_slot(2)
 #endif
      }
   od
 }
 
 /* ==========================================================================
- * The admin: relock_lock_force_release_async(), lua/lock_force_release.lua.
+ * The key vanishes without a message to its holders: force release
+ * (lua/lock_force_release.lua), a plain DEL, or data loss.
  * ========================================================================*/
-active proctype admin() {
+#define VANISH(o) if :: rc[o] > 0 -> vanished[o] = 1 :: else fi
+active proctype vanish() {
 end:
   do
-  :: d_step { forces < FMAX && holder != 0 ->
-       forces++; revoked[holder - 1] = 1; holder = 0; cnt = 0; kttl = 0 }
+  :: d_step { forces < FMAX && kttl > 0 ->
+       forces++;
+       VANISH(0);
+#if NO > 1
+       VANISH(1);
+#endif
+#if NO > 2
+       VANISH(2);
+#endif
+       key_gone() }
   od
 }
 
 /* ==========================================================================
- * A client: the lock object's operations in src/lock_acquire.c, src/lock.c,
- * the watchdog in src/renewal.c and the retries in src/call.c.
+ * A request slot: the lock object's operations in src/objects/lock_acquire.c
+ * and lock.c, the watchdog in src/watchdog/renewal.c and the retries in
+ * src/redis/call.c.
  * ========================================================================*/
 active [N] proctype client() {
-  byte i = _pid - 3;   /* redis, clock and admin are pids 0..2 */
+  byte i = _pid - 3;   /* redis, clock and vanish are pids 0..2 */
+  byte o = OWN(i);
+  byte d;              /* scratch: a deadline's ticks */
 end:
   do
-  /* relock_lock_acquire_async() -> try_acquire(): first or reentrant hold. */
-  :: atomic { st[i] == IDLE && holds[i] < HMAX -> send(i, ACQ) }
+  /* relock_lock_acquire_async() -> try_acquire(): first or reentrant hold,
+   * with a fixed lease or the watchdog's. */
+  :: atomic { st[i] == IDLE && holds[o] < HMAX && !COUNTING_ELSEWHERE(i) ->
+#if defined(ONLY_WD)
+       kind[i] = WD;
+#elif defined(ONLY_FIXED)
+       kind[i] = FIXED;
+#else
+       if :: kind[i] = WD :: kind[i] = FIXED fi;
+#endif
+       MIX_OTHER(i); send(i, ACQ) }
 
-  /* renewal.c on_cycle() -> send_batch(): a watchdog renewal while held. */
-  :: atomic { st[i] == IDLE && holds[i] > 0 && vleft[i] > 0 -> send(i, REN) }
+  /* renewal.c on_cycle() -> send_batch(): a watchdog renewal, or (new rule)
+   * a fixed lease's check, while held. */
+  :: atomic { st[i] == IDLE && holds[o] > 0 && vleft[o] > 0 && CHECKED(o) ->
+       kind[i] = wd[o];
+#ifdef SAME_OWNER
+       if :: COUNTING_ELSEWHERE(i) -> mixed[i] = 1 :: else fi;
+#endif
+       send(i, REN) }
 
   /* relock_lock_release_async(): the caller gives up one hold (it stops
    * using the lock before it calls release). */
-  :: atomic { st[i] == IDLE && holds[i] > 0 ->
-       holds[i]--; if :: holds[i] == 0 -> vleft[i] = 0 :: else fi;
+  :: atomic { st[i] == IDLE && holds[o] > 0 && !COUNTING_ELSEWHERE(i) ->
+       kind[i] = wd[o]; holds[o]--;
+       if :: holds[o] == 0 -> unbelieve(o) :: else fi;
        send(i, REL) }
 
-  /* renewal.c check_deadlines(): the local deadline has passed without a
-   * renewal: the lock is lost (ETIMEDOUT), with no network needed. */
-  :: atomic { holds[i] > 0 && vleft[i] == 0 -> holds[i] = 0; forget_revoked(i) }
+  /* renewal.c check_deadlines() (a renewed hold: lost, ETIMEDOUT) or
+   * on_lease_end() (a fixed one: over): the local deadline has passed. */
+  :: atomic { holds[o] > 0 && vleft[o] == 0 -> unbelieve(o); forget_vanished(o) }
 
   /* lock_acquire.c on_try_done(): the answer is nil, "acquired". */
   :: atomic { st[i] == ACQ && rep[i] == R_ACQUIRED -> rep[i] = R_NONE;
 #ifdef OLD_CLIENT
-       /* today: reported whenever it arrives; the caller's lease runs from
-        * the report */
-       believe(i, VALIDITY); holds[i]++; done(i)
+       /* reported whenever it arrives; the caller's lease runs from the
+        * report */
+       d = VAL(kind[i]); believe(o, d); d = 0;
+       if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
+       holds[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
+       done(i)
 #else
        if
-       :: age[i] < VALIDITY ->                /* in time: valid until send */
-#ifndef OLD_REENTRY                           /* time + LEASE - MARGIN     */
-          if :: vleft[i] == 0 -> holds[i] = 0 :: else fi;
+       :: age[i] < VAL(kind[i]) ->            /* in time: valid until send */
+#ifndef OLD_REENTRY                           /* time + lease - MARGIN     */
+          if :: vleft[o] == 0 -> unbelieve(o) :: else fi;
 #endif
-          believe(i, VALIDITY - age[i]); holds[i]++; done(i)
-       :: else ->                             /* late: unknown. Every hold */
-          holds[i] = 0; vleft[i] = 0;         /* is past its deadline; give */
-          done(i); send(i, REL)               /* back the one just taken    */
+#ifndef OLD_REENTRY_VANISHED
+          /* Redis counts fewer holds than this one and the owner's: the
+           * earlier ones are gone (the key vanished and this acquisition
+           * made it afresh). They are lost; this one starts anew. */
+          if :: acnt[i] <= holds[o] -> unbelieve(o) :: else fi;
+#endif
+          d = VAL(kind[i]) - age[i]; believe(o, d); d = 0;
+          if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
+          holds[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
+          done(i)
+       :: else -> give_back(i)                /* late: not trusted, undone */
        fi
 #endif
      }
@@ -362,26 +667,35 @@ end:
   /* on_try_done(): a PTTL answer, not acquired (the caller may try again). */
   :: atomic { st[i] == ACQ && rep[i] == R_PTTL -> rep[i] = R_NONE; done(i) }
 
-  /* renewal.c on_batch_reply(): 1 extends the deadline from the batch's
-   * send time; 0 means the lock is lost (ELOST). */
+  /* renewal.c on_batch_reply(): 1 extends a renewed hold's deadline from
+   * the batch's send time (a fixed one's check changes nothing); 0 means
+   * the lock is lost (ELOST). Either way a check that ran after the key
+   * vanished ends the exemption (property 3). */
   :: atomic { st[i] == REN && rep[i] == R_RENEWED -> rep[i] = R_NONE;
-       if :: holds[i] > 0 && age[i] < VALIDITY -> believe(i, VALIDITY - age[i]) :: else fi;
+       if :: kind[i] == WD && holds[o] > 0 && age[i] < VW -> believe(o, VW - age[i]) :: else fi;
+       /* (SAME_OWNER: a field found may be one the owner's own acquisition
+        * made afresh while this check was in flight: such a check proves
+        * nothing, the exemption lasts until a check without one.) */
+       if :: post[i] && !MIXED(i) -> vanished[o] = 0 :: else fi;
        done(i) }
   :: atomic { st[i] == REN && rep[i] == R_GONE -> rep[i] = R_NONE;
-       holds[i] = 0; vleft[i] = 0; done(i) }
+       unbelieve(o); if :: post[i] && !MIXED(i) -> vanished[o] = 0 :: else fi;
+       done(i) }
 
   /* lock.c on_release_done() -> renewal_release_done(): freed or not the
    * owner forget the hold (lost, if it was not); 0 keeps the others. */
   :: atomic { st[i] == REL && (rep[i] == R_FREED || rep[i] == R_NOTOWNER) ->
-       rep[i] = R_NONE; holds[i] = 0; vleft[i] = 0; done(i) }
+       rep[i] = R_NONE; unbelieve(o); done(i) }
   :: atomic { st[i] == REL && rep[i] == R_REMAINS -> rep[i] = R_NONE; done(i) }
 
+  /* The undo answered: whatever it gave back, the acquisition is over. */
+  :: atomic { st[i] == UNDO && rep[i] == R_UNDONE -> rep[i] = R_NONE; done(i) }
+
   /* call.c: the request timed out or the connection dropped. Whether or not
-   * Redis ran it, its reply is dropped (a late reply to a timed-out request
-   * is discarded). Transient: retry the same request (same latch key), or
-   * give up: the operation fails (an acquire that Redis did run is not
-   * undone: the lease frees it; a failed renewal changes nothing; a failed
-   * release leaves the hold as it was). */
+   * Redis ran it, its reply is dropped. Transient: retry the same request
+   * (same latch key), or give up: an acquisition given up is given back
+   * (its undo); a failed renewal changes nothing; a failed release leaves
+   * the hold as it was. The undo itself is retried until answered. */
   :: atomic { st[i] != IDLE ->
        req[i] = 0; rep[i] = R_NONE;
        if
@@ -391,6 +705,10 @@ end:
 #else
           skip
 #endif
+#ifndef OLD_UNDO_GIVES_UP
+       :: tries[i] == 0 && st[i] == UNDO -> req[i] = 1
+#endif
+       :: tries[i] == 0 && st[i] == ACQ -> give_back(i)
        :: else -> done(i)
        fi }
   od
