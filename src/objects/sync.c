@@ -133,12 +133,15 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
         memcmp(b->lock->name, lock->name, lock->len) != 0)
       continue;
     /* Marked first: the cancellation wakes the blocked thread at once. A
-     * future that has completed already keeps its outcome. */
+     * future that has completed already keeps its outcome - unless an
+     * earlier interrupt cancelled it (the thread has not woken yet): it
+     * stays interrupted. */
+    int was = b->interrupted;
     b->interrupted = 1;
     if (relock_future_cancel(b->future))
       n++;
     else
-      b->interrupted = 0;
+      b->interrupted = was;
   }
   relock__exec_leave(lock->exec);
   return n;
