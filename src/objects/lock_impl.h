@@ -15,6 +15,21 @@
 #include "objects/lock_kind.h"
 #include "watchdog/renewal.h"
 
+/* Whether a hold may be asked for with lease_ms: RELOCK_INFINITE (the
+ * watchdog's), or a fixed lease from RELOCK_MIN_LEASE_MS to
+ * RELOCK_MAX_LEASE_MS. Below the minimum the lease is all, or nearly all,
+ * drift margin (relock__validity_margin_ms): no answer could come in time. */
+static inline int relock__lease_valid(int64_t lease_ms) {
+  return lease_ms == RELOCK_INFINITE || (lease_ms >= RELOCK_MIN_LEASE_MS && lease_ms <= RELOCK_MAX_LEASE_MS);
+}
+
+/* The message for a lease relock__lease_valid refuses, and its arguments. */
+#define RELOCK__LEASE_RANGE_FMT                                                                                   \
+  "lease_ms must be %lld-%lld, or RELOCK_INFINITE (got %lld): a shorter lease is all or nearly all drift margin " \
+  "(1%% + 2 ms), so no answer could come back in time"
+#define RELOCK__LEASE_RANGE_ARGS(lease_ms) \
+  (long long)RELOCK_MIN_LEASE_MS, (long long)RELOCK_MAX_LEASE_MS, (long long)(lease_ms)
+
 /* The loss watch of relock_lock_watch_loss (lock_watch.c), made when it is
  * first turned on. */
 typedef struct relock__lock_watch {

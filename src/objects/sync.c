@@ -73,10 +73,6 @@ int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size) {
   return r;
 }
 
-static int valid_lease(int64_t lease_ms) {
-  return lease_ms == RELOCK_INFINITE || (lease_ms > 0 && lease_ms <= RELOCK_MAX_LEASE_MS);
-}
-
 /* -- interruptible acquisition ------------------------------------------------*/
 
 /* An acquisition a thread is blocked in, findable by relock_lock_interrupt
@@ -157,11 +153,12 @@ static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
     return r;
   if (wait_ms < RELOCK_INFINITE)
     return relock__last_error_set(RELOCK_EINVAL, "wait_ms must be >= 0, or RELOCK_INFINITE");
-  if (!valid_lease(lease_ms))
-    return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
-                                                 "RELOCK_INFINITE");
+  char msg[256];
+  if (!relock__lease_valid(lease_ms)) {
+    snprintf(msg, sizeof msg, RELOCK__LEASE_RANGE_FMT, RELOCK__LEASE_RANGE_ARGS(lease_ms));
+    return relock__last_error_set(RELOCK_EINVAL, msg);
+  }
   if (fenced && !lock->kind->fenced) {
-    char msg[256];
     snprintf(msg, sizeof msg, "%s %.128s is not a fenced lock: it has no token", lock->kind->what, lock->name);
     return relock__last_error_set(RELOCK_EINVAL, msg);
   }

@@ -220,6 +220,50 @@ static void test_reentry_with_a_shorter_lease_keeps_the_longer(void **state) {
   relock_lock_free(f);
 }
 
+/* -- a lease within the drift margin ----------------------------------------*/
+
+/* A lease of 2 ms is all drift margin (1% + 2 ms): every answer would come
+ * "too late", be given back and be tried again, forever, at the speed of
+ * the network. Every kind refuses it at once, and anything under
+ * RELOCK_MIN_LEASE_MS, naming the argument; the smallest lease allowed is
+ * granted. */
+static void test_lease_within_the_drift_margin_is_refused(void **state) {
+  fx_t *fx = *state;
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *(*kinds[])(relock_client_t *, const char *, relock_error_t *) = {
+      relock_lock_new, relock_fair_lock_new, relock_read_lock_new, relock_write_lock_new, relock_fenced_lock_new,
+      relock_spin_lock_new};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "tiny-lease-%zu", i);
+    relock_lock_t *l = kinds[i](fx->a, name, NULL);
+    assert_non_null(l);
+    FX_REFUSED(relock_lock_acquire_async(l, 1, 1000, 2), "lease_ms");
+    FX_REFUSED(relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS - 1), "drift margin");
+    assert_int_equal(relock_lock_try_lock(l, 1000, 2, NULL), RELOCK_EINVAL);
+    assert_non_null(strstr(relock_last_error_message(), "drift margin"));
+    assert_true(value_of(relock_lock_acquire_async(l, 1, fx_slack_ms(2000), RELOCK_MIN_LEASE_MS)) >= 1); /* a token */
+    relock_lock_free(l);
+  }
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->a, "tiny-lease-permits", NULL);
+  assert_non_null(s);
+  FX_REFUSED(relock_permit_semaphore_acquire_async(s, 1000, 2), "drift margin");
+  char id[RELOCK_PERMIT_ID_SIZE];
+  assert_int_equal(relock_permit_semaphore_acquire(s, 1000, 2, id), RELOCK_EINVAL);
+  relock_permit_semaphore_free(s);
+  relock_lock_t *locks[2] = {lock_of(fx->a, "tiny-1"), lock_of(fx->a, "tiny-2")};
+  relock_multi_lock_t *m = relock_multi_lock_new(locks, 2, NULL); /* the locks are the group's */
+  assert_non_null(m);
+  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  assert_int_equal(relock_multi_lock_try_lock(m, 1000, 2, NULL), RELOCK_EINVAL);
+  relock_multi_lock_free(m);
+  relock_lock_t *one = lock_of(fx->a, "tiny-red");
+  m = relock_redlock_new(&one, 1, NULL);
+  assert_non_null(m);
+  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  relock_multi_lock_free(m);
+}
+
 /* -- item 5: an unconfirmed subscription ------------------------------------*/
 
 static int never(void *arg) {
@@ -716,6 +760,7 @@ int main(void) {
       T(test_retried_acquire_while_held_counts_once),
       T(test_answer_later_than_the_lease_is_not_acquired),
       T(test_reentry_with_a_shorter_lease_keeps_the_longer),
+      T(test_lease_within_the_drift_margin_is_refused),
       T(test_unlock_while_the_subscription_is_unconfirmed),
       T(test_release_in_flight_past_the_deadline_keeps_the_check_near),
       T(test_failed_acquire_gives_back_its_hold),
