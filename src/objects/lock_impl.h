@@ -23,12 +23,18 @@ static inline int relock__lease_valid(int64_t lease_ms) {
   return lease_ms == RELOCK_INFINITE || (lease_ms >= RELOCK_MIN_LEASE_MS && lease_ms <= RELOCK_MAX_LEASE_MS);
 }
 
+/* Why a positive lease under the minimum is refused (else ""). */
+static inline const char *relock__lease_too_short(int64_t lease_ms) {
+  return lease_ms > 0 && lease_ms < RELOCK_MIN_LEASE_MS
+             ? ": a shorter lease is all or nearly all drift margin (1% + 2 ms), so no answer could come back in time"
+             : "";
+}
+
 /* The message for a lease relock__lease_valid refuses, and its arguments. */
-#define RELOCK__LEASE_RANGE_FMT                                                                                   \
-  "lease_ms must be %lld-%lld, or RELOCK_INFINITE (got %lld): a shorter lease is all or nearly all drift margin " \
-  "(1%% + 2 ms), so no answer could come back in time"
-#define RELOCK__LEASE_RANGE_ARGS(lease_ms) \
-  (long long)RELOCK_MIN_LEASE_MS, (long long)RELOCK_MAX_LEASE_MS, (long long)(lease_ms)
+#define RELOCK__LEASE_RANGE_FMT "lease_ms must be %lld-%lld, or RELOCK_INFINITE (got %lld)%s"
+#define RELOCK__LEASE_RANGE_ARGS(lease_ms)                                                \
+  (long long)RELOCK_MIN_LEASE_MS, (long long)RELOCK_MAX_LEASE_MS, (long long)(lease_ms), \
+      relock__lease_too_short(lease_ms)
 
 /* The loss watch of relock_lock_watch_loss (lock_watch.c), made when it is
  * first turned on. */
