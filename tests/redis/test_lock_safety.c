@@ -5,10 +5,12 @@
  * "Acquired" always means held: a retried acquisition answers "acquired"
  * only while its field exists; an answer later than the lease is never
  * reported; what a lost, late or abandoned try took is given back; a
- * bounded wait bounds the try in flight; re-entry never shortens a lease;
- * an unconfirmed subscription does not make a waiter sleep through an
- * unlock; lost and expired holds leave the registry; the hold's validity
- * can be asked for locally and checked against Redis. */
+ * bounded wait bounds the try in flight; re-entry never shortens a lease,
+ * and whatever mix of leases an owner holds, Redis keeps what it believes;
+ * a lease within the drift margin is refused; an unconfirmed subscription
+ * does not make a waiter sleep through an unlock; lost and expired holds
+ * leave the registry; the hold's validity can be asked for locally and
+ * checked against Redis. */
 #include <config.h>
 
 #include <pthread.h>

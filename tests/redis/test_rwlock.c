@@ -1,7 +1,8 @@
 /* The read-write lock against a real redis-server: Redisson's layout, many
  * readers or one writer, downgrade and no upgrade, what a release wakes, the
  * writer starvation bound, renewal of read holds and their timeout keys,
- * force release per side. (What every exclusive kind shares, the write side
+ * force release per side, and what readers and writers with mixed leases
+ * believe kept by Redis. (What every exclusive kind shares, the write side
  * included, is in test_lock_family.c.) */
 #include <config.h>
 
