@@ -5,7 +5,7 @@
 -- KEYS[4]  the relock processes waiting, relock_lock_latch:{name}:waiters
 --          (lua/lock_acquire.lua)
 -- ARGV[1]  the unlock message
--- ARGV[2]  lease in milliseconds (kept while holds remain)
+-- ARGV[2]  lease in milliseconds (kept at least while holds remain)
 -- ARGV[3]  the holder's field
 -- ARGV[4]  how long the latch keeps this release's answer, in milliseconds
 -- ARGV[5]  the publish command (PUBLISH, or SPUBLISH on a sharded
@@ -13,6 +13,10 @@
 -- Returns nil when the field does not hold the lock, 0 when holds remain,
 -- 1 when the lock was freed (and waiters were told). A retried release finds
 -- its latch and returns the first answer instead of releasing twice.
+--
+-- A partial release only ever extends the lease: the holds that remain may
+-- have a longer one (a fixed lease under a watchdog hold, or the reverse),
+-- which their holder believes (lua/lock_renew.lua).
 --
 -- Waiters are told by the unlock message, which Redisson's waiters and
 -- relock's older ones hear: it wakes one waiter in every process. Before
@@ -30,7 +34,9 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
 end
 local result = 0
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+  end
 else
   redis.call('del', KEYS[1])
   if ARGV[5] ~= '' then

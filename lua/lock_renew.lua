@@ -13,19 +13,33 @@
 -- "<base>:<field>:rwlock_timeout:<k>" (base: the key in braces, or the key
 -- itself when it has a hash tag, so they share its slot): a read unlock by
 -- anyone sets the lock's expiry from them, so they are renewed too.
+--
+-- A renewal only ever extends: a key whose expiry is further away keeps it.
+-- A lock is shared by holds with other leases - the same owner's fixed
+-- re-entries, other readers - and each of them believes its own lease;
+-- Redisson's plain PEXPIRE would cut them to the watchdog's (PEXPIRE GT is
+-- Redis 7 only). As in the acquire scripts, a key without an expiry
+-- (PTTL -1) gets the lease; a timeout key that is gone (-2) stays gone.
+local lease = tonumber(ARGV[1])
+local function extend(key)
+  local ttl = redis.call('pttl', key)
+  if ttl ~= -2 and ttl < lease then
+    redis.call('pexpire', key, lease)
+  end
+end
 local renewed = {}
 for i = 1, #KEYS do
   local field = ARGV[i + 2]
   local count = redis.pcall('hget', KEYS[i], field)
   if type(count) == 'string' then
-    redis.call('pexpire', KEYS[i], ARGV[1])
+    extend(KEYS[i])
     if string.sub(ARGV[2], i, i) == 'r' then
       local base = KEYS[i]
       if not string.find(base, '{', 1, true) then
         base = '{' .. base .. '}'
       end
       for k = tonumber(count), 1, -1 do
-        redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. k, ARGV[1])
+        extend(base .. ':' .. field .. ':rwlock_timeout:' .. k)
       end
     end
     renewed[i] = 1

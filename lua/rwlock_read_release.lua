@@ -17,7 +17,10 @@
 --
 -- With other holds left, the lock's expiry becomes the longest of their
 -- timeout keys', as Redisson does: a hold no longer renewed ends with its
--- own lease.
+-- own lease. So a timeout key must never end before a hold its owner still
+-- believes in: the release of one of an owner's read holds deletes its last
+-- timeout key (Redisson's layout numbers them 1..count), whichever hold
+-- that was, so the next one down keeps the longer of the two expiries.
 local undo = ARGV[2] == 'undo'
 if undo then
   if redis.call('del', KEYS[3]) == 0 then
@@ -45,8 +48,14 @@ if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return nil
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
-redis.call('del', base .. ':' .. ARGV[1] .. ':rwlock_timeout:' .. (n + 1))
+local timeout = base .. ':' .. ARGV[1] .. ':rwlock_timeout:'
+local gone = redis.call('pttl', timeout .. (n + 1))
+redis.call('del', timeout .. (n + 1))
 if n > 0 then
+  local kept = redis.call('pttl', timeout .. n) -- -1: never expires, -2: gone
+  if kept >= 0 and gone > kept then
+    redis.call('pexpire', timeout .. n, gone)
+  end
   return answer(0)
 end
 redis.call('hdel', KEYS[1], ARGV[1])

@@ -10,6 +10,7 @@
 #include <strings.h> /* strcasecmp */
 
 #include <relock/common.h>
+#include <relock/lock.h> /* RELOCK_MIN_LEASE_MS */
 
 #include "args.h"
 #include "duration.h"
@@ -31,6 +32,17 @@ static int duration_opt(args_t *a, const char *name, const char *text, int64_t *
     return usage(a, "invalid %s \"%s\": use e.g. 500ms, 10s, 5m", name, text);
   *out = ms;
   return ARGS_OK;
+}
+
+/* A lease (--lease, --watchdog): a duration of at least RELOCK_MIN_LEASE_MS.
+ * A shorter one is nearly all drift margin: relock would try forever. */
+static int lease_opt(args_t *a, const char *name, const char *text, int64_t *out) {
+  int r = duration_opt(a, name, text, out, 0);
+  if (r == ARGS_OK && *out < RELOCK_MIN_LEASE_MS)
+    return usage(a, "%s %s is too short: a lease must be at least %dms, since 1%% + 2ms of it is a margin for "
+                 "Redis's clock and the answer must come back within the rest",
+                 name, text, RELOCK_MIN_LEASE_MS);
+  return r;
 }
 
 /* A signal by name (TERM, SIGTERM) or number. */
@@ -121,10 +133,10 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
     case 'u': o->url = optarg; break;
     case 'F': o->url_file = optarg; break;
     case 'w': if ((r = duration_opt(a, "--wait", optarg, &o->wait_ms, 1)) != 0) return r; break;
-    case 'l': if ((r = duration_opt(a, "--lease", optarg, &o->lease_ms, 0)) != 0) return r; break;
+    case 'l': if ((r = lease_opt(a, "--lease", optarg, &o->lease_ms)) != 0) return r; break;
     case 'k': if ((r = duration_opt(a, "--kill-grace", optarg, &o->grace_ms, 1)) != 0) return r; break;
     case 'T': if ((r = duration_opt(a, "--timeout", optarg, &o->timeout_ms, 0)) != 0) return r; break;
-    case 'W': if ((r = duration_opt(a, "--watchdog", optarg, &o->watchdog_ms, 0)) != 0) return r; break;
+    case 'W': if ((r = lease_opt(a, "--watchdog", optarg, &o->watchdog_ms)) != 0) return r; break;
     case 'O': if ((r = signal_opt(a, optarg, &o->orphan_signal)) != 0) return r; break;
     case 'o':
       if (strchr(optarg, '=') == NULL || optarg[0] == '=')

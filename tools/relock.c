@@ -27,7 +27,7 @@ static const char usage_text[] =
     "  -u, --url URL          Redis URL (default: $RELOCK_URL, else redis://127.0.0.1:6379)\n"
     "      --url-file FILE    read the URL from FILE (keeps a password out of ps)\n"
     "  -w, --wait DURATION    how long to wait for the lock (default: forever; 0: try once)\n"
-    "  -l, --lease DURATION   fixed lease (default: a watchdog lease renewed while running)\n"
+    "  -l, --lease DURATION   fixed lease, >= 10ms (default: the watchdog's, renewed while running)\n"
     "  -k, --kill-grace DURATION  SIGTERM to SIGKILL when the lock is lost (default 10s)\n"
     "      --orphan-signal SIG  the command's signal if relock dies (default TERM)\n"
     "      --timeout DURATION  Redis command timeout (default 3s)\n"

@@ -36,6 +36,15 @@ typedef struct relock_lock relock_lock_t;
  * expiry). A longer wait counts as RELOCK_INFINITE. */
 #define RELOCK_MAX_LEASE_MS (INT64_C(1) << 40)
 
+/* The shortest lease (fixed, or the watchdog-timeout option): 10 ms. A hold
+ * is trusted for its lease less a drift margin (1% + 2 ms: Redis's clock
+ * may run faster than ours), from the moment its acquisition was sent. A
+ * lease within that margin could never be trusted - every answer would be
+ * too late, given back and tried again, forever - and one barely above it
+ * would be on any round trip of a millisecond. A shorter lease is refused
+ * with RELOCK_EINVAL. */
+#define RELOCK_MIN_LEASE_MS 10
+
 /* A lock object for name (Redisson's getLock(name)). Cheap: it holds no
  * connection of its own, and several objects for one name see the same lock.
  * The name is copied; it may be any non-empty string without NUL. NULL with
@@ -108,7 +117,8 @@ RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner
  *   wait_ms  RELOCK_INFINITE: wait as long as it takes (Redisson lock());
  *            0: try once (tryLock()); > 0: wait at most that long.
  *   lease_ms RELOCK_INFINITE: the watchdog lease, renewed while held;
- *            > 0 (up to RELOCK_MAX_LEASE_MS): a fixed lease, never renewed.
+ *            RELOCK_MIN_LEASE_MS to RELOCK_MAX_LEASE_MS: a fixed lease,
+ *            never renewed.
  * The future succeeds with a boolean: 1 acquired, 0 not acquired in time
  * (not an error). It fails on errors (RELOCK_ESERVER with the server's text
  * for a key of the wrong type, connection errors after retries, ...).

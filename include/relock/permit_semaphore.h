@@ -50,7 +50,8 @@ RELOCK_EXTERN const char *relock_permit_semaphore_name(const relock_permit_semap
 /* Takes one permit.
  *   wait_ms  RELOCK_INFINITE: as long as it takes; 0: one try; > 0: at
  *            most that long.
- *   lease_ms RELOCK_INFINITE: the permit never expires; > 0: it returns to
+ *   lease_ms RELOCK_INFINITE: the permit never expires; RELOCK_MIN_LEASE_MS
+ *            (10 ms, the least a lease may be) or more: it returns to
  *            the pool that long after it was taken.
  * Succeeds with the permit's id (a string, relock_future_string), or with
  * no value (RELOCK_VALUE_NONE) when none was free within the wait. As for

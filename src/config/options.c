@@ -15,6 +15,7 @@
 
 #include <relock/config.h>
 #include <relock/error.h>
+#include <relock/lock.h> /* RELOCK_MIN_LEASE_MS */
 
 #include "base/error.h"
 #include "config/options_impl.h"
@@ -168,8 +169,10 @@ static int check_reconnect_min(value_t v, relock_error_t *err) {
 /* Its lower bound is reconnect-min: relock_options_validate. */
 static int check_reconnect_max(value_t v, relock_error_t *err) { return too_long("reconnect-max", v.n, err); }
 
+/* The watchdog's lease is a lease: RELOCK_MIN_LEASE_MS at least (lock.h). */
 static int check_watchdog_timeout(value_t v, relock_error_t *err) {
-  return check_duration("watchdog-timeout", v.n, 3, ">= 3: the lease is renewed every third of it", err);
+  return check_duration("watchdog-timeout", v.n, RELOCK_MIN_LEASE_MS,
+                        ">= 10: a shorter lease is all or nearly all drift margin (1% + 2 ms)", err);
 }
 
 static int check_fair_lock_wait_timeout(value_t v, relock_error_t *err) {

@@ -934,10 +934,9 @@ relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner,
   if (wait_ms < RELOCK_INFINITE)
     return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
                                  "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
-  if ((lease_ms != RELOCK_INFINITE && lease_ms <= 0) || lease_ms > RELOCK_MAX_LEASE_MS)
-    return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
-                                 "lease_ms must be 1-%lld, or RELOCK_INFINITE (got %lld)",
-                                 (long long)RELOCK_MAX_LEASE_MS, (long long)lease_ms);
+  if (!relock__lease_valid(lease_ms))
+    return relock__future_failed(lock->client->exec, RELOCK_EINVAL, RELOCK__LEASE_RANGE_FMT,
+                                 RELOCK__LEASE_RANGE_ARGS(lease_ms));
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
   relock_future_t *f;

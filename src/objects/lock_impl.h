@@ -15,6 +15,27 @@
 #include "objects/lock_kind.h"
 #include "watchdog/renewal.h"
 
+/* Whether a hold may be asked for with lease_ms: RELOCK_INFINITE (the
+ * watchdog's), or a fixed lease from RELOCK_MIN_LEASE_MS to
+ * RELOCK_MAX_LEASE_MS. Below the minimum the lease is all, or nearly all,
+ * drift margin (relock__validity_margin_ms): no answer could come in time. */
+static inline int relock__lease_valid(int64_t lease_ms) {
+  return lease_ms == RELOCK_INFINITE || (lease_ms >= RELOCK_MIN_LEASE_MS && lease_ms <= RELOCK_MAX_LEASE_MS);
+}
+
+/* Why a positive lease under the minimum is refused (else ""). */
+static inline const char *relock__lease_too_short(int64_t lease_ms) {
+  return lease_ms > 0 && lease_ms < RELOCK_MIN_LEASE_MS
+             ? ": a shorter lease is all or nearly all drift margin (1% + 2 ms), so no answer could come back in time"
+             : "";
+}
+
+/* The message for a lease relock__lease_valid refuses, and its arguments. */
+#define RELOCK__LEASE_RANGE_FMT "lease_ms must be %lld-%lld, or RELOCK_INFINITE (got %lld)%s"
+#define RELOCK__LEASE_RANGE_ARGS(lease_ms)                                                \
+  (long long)RELOCK_MIN_LEASE_MS, (long long)RELOCK_MAX_LEASE_MS, (long long)(lease_ms), \
+      relock__lease_too_short(lease_ms)
+
 /* The loss watch of relock_lock_watch_loss (lock_watch.c), made when it is
  * first turned on. */
 typedef struct relock__lock_watch {

@@ -390,9 +390,8 @@ relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock_t *m, uint64_
   if (wait_ms < RELOCK_INFINITE)
     return relock__future_failed(m->exec, RELOCK_EINVAL, "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)",
                                  (long long)wait_ms);
-  if ((lease_ms != RELOCK_INFINITE && lease_ms <= 0) || lease_ms > RELOCK_MAX_LEASE_MS)
-    return relock__future_failed(m->exec, RELOCK_EINVAL, "lease_ms must be 1-%lld, or RELOCK_INFINITE (got %lld)",
-                                 (long long)RELOCK_MAX_LEASE_MS, (long long)lease_ms);
+  if (!relock__lease_valid(lease_ms))
+    return relock__future_failed(m->exec, RELOCK_EINVAL, RELOCK__LEASE_RANGE_FMT, RELOCK__LEASE_RANGE_ARGS(lease_ms));
   relock_future_t *out;
   if (relock__future_enter(m->exec, &out) != 0)
     return out;

@@ -73,10 +73,6 @@ int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size) {
   return r;
 }
 
-static int valid_lease(int64_t lease_ms) {
-  return lease_ms == RELOCK_INFINITE || (lease_ms > 0 && lease_ms <= RELOCK_MAX_LEASE_MS);
-}
-
 /* -- interruptible acquisition ------------------------------------------------*/
 
 /* An acquisition a thread is blocked in, findable by relock_lock_interrupt
@@ -133,12 +129,15 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
         memcmp(b->lock->name, lock->name, lock->len) != 0)
       continue;
     /* Marked first: the cancellation wakes the blocked thread at once. A
-     * future that has completed already keeps its outcome. */
+     * future that has completed already keeps its outcome - unless an
+     * earlier interrupt cancelled it (the thread has not woken yet): it
+     * stays interrupted. */
+    int was = b->interrupted;
     b->interrupted = 1;
     if (relock_future_cancel(b->future))
       n++;
     else
-      b->interrupted = 0;
+      b->interrupted = was;
   }
   relock__exec_leave(lock->exec);
   return n;
@@ -154,11 +153,12 @@ static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
     return r;
   if (wait_ms < RELOCK_INFINITE)
     return relock__last_error_set(RELOCK_EINVAL, "wait_ms must be >= 0, or RELOCK_INFINITE");
-  if (!valid_lease(lease_ms))
-    return relock__last_error_set(RELOCK_EINVAL, "lease_ms must be > 0 (at most RELOCK_MAX_LEASE_MS), or "
-                                                 "RELOCK_INFINITE");
+  char msg[256];
+  if (!relock__lease_valid(lease_ms)) {
+    snprintf(msg, sizeof msg, RELOCK__LEASE_RANGE_FMT, RELOCK__LEASE_RANGE_ARGS(lease_ms));
+    return relock__last_error_set(RELOCK_EINVAL, msg);
+  }
   if (fenced && !lock->kind->fenced) {
-    char msg[256];
     snprintf(msg, sizeof msg, "%s %.128s is not a fenced lock: it has no token", lock->kind->what, lock->name);
     return relock__last_error_set(RELOCK_EINVAL, msg);
   }

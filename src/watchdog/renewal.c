@@ -303,7 +303,10 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
   }
   hold->count++;
   /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
-   * one): a renewed hold keeps the watchdog's, a fixed one the longest. */
+   * one): a renewed hold keeps the watchdog's, a fixed one the longest.
+   * Nor do renewals and partial releases (they only extend), so the
+   * furthest deadline of all is one Redis keeps: a belief never outlasts
+   * the key, whatever mix of leases the holds have. */
   if (watchdog)
     lease_ms = r->watchdog_ms;
   uint64_t deadline = relock__deadline_after(sent_ns, lease_ms - relock__validity_margin_ms(lease_ms));

@@ -4,7 +4,10 @@
  * Every hold (a key and a field in it) is tracked with its local hold count
  * and, for a watchdog lease, the local deadline until which the lock is known
  * to be held: the time the last successful acquisition or renewal was *sent*
- * plus the lease, never later than Redis's own expiry. Every third of the
+ * plus the lease, never later than Redis's own expiry (acquisitions, renewals
+ * and partial releases only extend a key's expiry, so the furthest of
+ * several leases is the one kept; a read release sets the lock's from the
+ * read holds' timeout keys, which only extend too). Every third of the
  * watchdog timeout all watchdog holds are renewed, in batches of up to 100
  * keys per script call; batches are independent and retried on transient
  * errors. With min-replicas-acked, a renewal fewer replicas acknowledged

@@ -1121,9 +1121,12 @@ static void test_durations(void **state) {
 
   stage("tiny durations");
   /* No answer can come back within a 1 ms lease less the drift margin:
-   * "acquired" would be a lie by the time it is read. */
-  row_fails("acquire(owner 1, wait 0, lease 1 ms)", ACQ(l, 1, 0, 1), RELOCK_ETIMEDOUT, "given back");
-  relock_future_t *tiny = ACQ(lb, 2, 1, RELOCK_INFINITE); /* the 1 ms lease is over by now, or nearly */
+   * "acquired" would be a lie by the time it is read. Refused at once, as
+   * is every lease under RELOCK_MIN_LEASE_MS. */
+  row_fails("acquire(owner 1, wait 0, lease 1 ms)", ACQ(l, 1, 0, 1), RELOCK_EINVAL, "drift margin");
+  row_fails("acquire(owner 1, wait 0, lease RELOCK_MIN_LEASE_MS - 1)", ACQ(l, 1, 0, RELOCK_MIN_LEASE_MS - 1),
+            RELOCK_EINVAL, "drift margin");
+  relock_future_t *tiny = ACQ(lb, 2, 1, RELOCK_INFINITE);
   out_t o = settle(tiny, 3000);
   /* The wait bounds the try in flight too: no answer within it is a
    * timeout (under valgrind the try can outlast 1 ms). */

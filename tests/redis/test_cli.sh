@@ -628,6 +628,24 @@ expect "a bad duration is a usage error" "64" "$?"
 grep -q 'invalid --wait "xyz"' "$work/err"
 expect "naming the option" 0 $? "$(cat "$work/err")"
 
+# A lease within the drift margin (1% + 2 ms) could never be trusted:
+# relock would try again forever. Refused at once, saying why.
+relock_bg --lease 2ms tiny -- true 2>"$work/err"
+wait_bounded $! $((5000 * slack))
+expect "--lease 2ms is a usage error at once, saying why" "64 yes 0" \
+  "$? $(grep -q -- '--lease 2ms is too short: a lease must be at least 10ms' "$work/err" && echo yes) $(redis EXISTS tiny)" \
+  "$(cat "$work/err")"
+relock_bg --lease 9ms tiny -- true 2>/dev/null
+wait_bounded $! $((5000 * slack))
+expect "--lease 9ms too" 64 $?
+relock_bg --watchdog 9ms tiny -- true 2>"$work/err"
+wait_bounded $! $((5000 * slack))
+expect "--watchdog 9ms too" "64 yes" "$? $(grep -q -- 'at least 10ms' "$work/err" && echo yes)" "$(cat "$work/err")"
+relock -q --lease 10ms tiny -- true 2>/dev/null
+code=$?
+expect "--lease 10ms is allowed (the command ran, or its lease ran out first)" yes \
+  "$([ $code = 0 ] || [ $code = 76 ] && echo yes)" "exit $code"
+
 relock 2>/dev/null
 expect "no NAME is a usage error" 64 $?
 relock name -- 2>/dev/null

@@ -162,7 +162,7 @@ static void test_invalid_arguments(void **state) {
   assert_null(relock_lock_new(fx->a, NULL, NULL));
   relock_lock_t *l = lock_of(fx->a, "x");
   FX_REFUSED(relock_lock_acquire_async(l, 1, -2, RELOCK_INFINITE), "wait_ms must be >= 0, or RELOCK_INFINITE (got -2)");
-  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, 0), "lease_ms must be 1-");
+  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, 0), "lease_ms must be 10-");
   FX_REFUSED(relock_lock_acquire_async(l, 1, 0, -5), "(got -5)");
   FX_REFUSED(relock_lock_acquire_async(NULL, 1, 0, 100), "lock is NULL");
   FX_REFUSED(relock_lock_release_async(NULL, 1), "lock is NULL");

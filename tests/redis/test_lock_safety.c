@@ -5,10 +5,12 @@
  * "Acquired" always means held: a retried acquisition answers "acquired"
  * only while its field exists; an answer later than the lease is never
  * reported; what a lost, late or abandoned try took is given back; a
- * bounded wait bounds the try in flight; re-entry never shortens a lease;
- * an unconfirmed subscription does not make a waiter sleep through an
- * unlock; lost and expired holds leave the registry; the hold's validity
- * can be asked for locally and checked against Redis. */
+ * bounded wait bounds the try in flight; re-entry never shortens a lease,
+ * and whatever mix of leases an owner holds, Redis keeps what it believes;
+ * a lease within the drift margin is refused; an unconfirmed subscription
+ * does not make a waiter sleep through an unlock; lost and expired holds
+ * leave the registry; the hold's validity can be asked for locally and
+ * checked against Redis. */
 #include <config.h>
 
 #include <pthread.h>
@@ -224,6 +226,50 @@ static void test_reentry_with_a_shorter_lease_keeps_the_longer(void **state) {
   assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
   relock_lock_free(l);
   relock_lock_free(f);
+}
+
+/* -- a lease within the drift margin ----------------------------------------*/
+
+/* A lease of 2 ms is all drift margin (1% + 2 ms): every answer would come
+ * "too late", be given back and be tried again, forever, at the speed of
+ * the network. Every kind refuses it at once, and anything under
+ * RELOCK_MIN_LEASE_MS, naming the argument; the smallest lease allowed is
+ * granted. */
+static void test_lease_within_the_drift_margin_is_refused(void **state) {
+  fx_t *fx = *state;
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *(*kinds[])(relock_client_t *, const char *, relock_error_t *) = {
+      relock_lock_new, relock_fair_lock_new, relock_read_lock_new, relock_write_lock_new, relock_fenced_lock_new,
+      relock_spin_lock_new};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "tiny-lease-%zu", i);
+    relock_lock_t *l = kinds[i](fx->a, name, NULL);
+    assert_non_null(l);
+    FX_REFUSED(relock_lock_acquire_async(l, 1, 1000, 2), "lease_ms");
+    FX_REFUSED(relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS - 1), "drift margin");
+    assert_int_equal(relock_lock_try_lock(l, 1000, 2, NULL), RELOCK_EINVAL);
+    assert_non_null(strstr(relock_last_error_message(), "drift margin"));
+    assert_true(value_of(relock_lock_acquire_async(l, 1, fx_slack_ms(2000), RELOCK_MIN_LEASE_MS)) >= 1); /* a token */
+    relock_lock_free(l);
+  }
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->a, "tiny-lease-permits", NULL);
+  assert_non_null(s);
+  FX_REFUSED(relock_permit_semaphore_acquire_async(s, 1000, 2), "drift margin");
+  char id[RELOCK_PERMIT_ID_SIZE];
+  assert_int_equal(relock_permit_semaphore_acquire(s, 1000, 2, id), RELOCK_EINVAL);
+  relock_permit_semaphore_free(s);
+  relock_lock_t *locks[2] = {lock_of(fx->a, "tiny-1"), lock_of(fx->a, "tiny-2")};
+  relock_multi_lock_t *m = relock_multi_lock_new(locks, 2, NULL); /* the locks are the group's */
+  assert_non_null(m);
+  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  assert_int_equal(relock_multi_lock_try_lock(m, 1000, 2, NULL), RELOCK_EINVAL);
+  relock_multi_lock_free(m);
+  relock_lock_t *one = lock_of(fx->a, "tiny-red");
+  m = relock_redlock_new(&one, 1, NULL);
+  assert_non_null(m);
+  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  relock_multi_lock_free(m);
 }
 
 /* -- item 5: an unconfirmed subscription ------------------------------------*/
@@ -824,6 +870,105 @@ static void test_table_hash_is_keyed_per_process(void **state) {
   assert_true(relock__hash_bytes(RELOCK__HASH_SEED, "x", 1) != relock__hash_bytes(RELOCK__HASH_SEED, "y", 1));
 }
 
+/* -- a belief is never longer than what Redis keeps ------------------------*/
+
+/* The seed of a randomized test: RELOCK_TEST_SEED, or a fresh one (printed,
+ * so that a failure can be run again). */
+static unsigned test_seed(void) {
+  const char *env = getenv("RELOCK_TEST_SEED");
+  unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)(relock__now_ns() % 1000000007u);
+  print_message("# seed %u (RELOCK_TEST_SEED=%u runs it again)\n", seed, seed);
+  return seed;
+}
+
+typedef struct belief {
+  fx_t *fx;
+  relock_lock_t *l;
+  uint64_t owner;
+  const char *step;     /* what was done last, for the failure message */
+  uint64_t next_ns;     /* the next check */
+  int64_t checks;       /* of a hold believed valid */
+  char failed[512];     /* what was found wrong ("": nothing) */
+} belief_t;
+
+/* What owner believes of l is kept by Redis: while the hold is locally
+ * valid, its field exists and the key's PTTL is at least that validity.
+ * Redis is read first: the validity read after it can only have fallen.
+ * Returns 0, or 1 with what is wrong in b->failed. */
+static int check_belief(belief_t *b) {
+  long long count = raw_count(b->fx, b->l, b->owner);
+  long long pttl = fx_raw_int(b->fx->redis, "PTTL", relock_lock_name(b->l), NULL);
+  int64_t valid = relock_lock_validity_ms(b->l, b->owner);
+  if (valid <= 0)
+    return 0;
+  b->checks++;
+  if (count > 0 && (pttl == -1 || pttl >= valid))
+    return 0;
+  snprintf(b->failed, sizeof b->failed,
+           "after %s: owner %llu believes it holds %s for %lld ms more, Redis keeps %lld ms (hold count %lld)",
+           b->step, (unsigned long long)b->owner, relock_lock_name(b->l), (long long)valid, pttl, count);
+  return 1;
+}
+
+/* fx_run_until's condition: checks the belief every 20 ms, met when it is
+ * found wrong (a failure inside the loop would leave it running). */
+static int belief_broken(void *arg) {
+  belief_t *b = arg;
+  if (relock__now_ns() < b->next_ns)
+    return 0;
+  b->next_ns = relock__now_ns() + 20 * 1000000ull;
+  return check_belief(b);
+}
+
+/* One seeded run: 20 steps, each a watchdog acquisition, a fixed one (0.5
+ * to 4 s, so shorter and longer than the 1 s watchdog lease) or a release,
+ * then up to 600 ms of renewals (every 333 ms), checked all along. */
+static void mix_leases(fx_t *fx, relock_lock_t *l, unsigned seed) {
+  char step[128];
+  belief_t b = {.fx = fx, .l = l, .owner = 1, .step = step};
+  unsigned first = seed;
+  for (int i = 0; i < 20; i++) {
+    int op = (int)(rand_r(&seed) % 3);
+    int64_t lease = op == 0 ? RELOCK_INFINITE : 500 + (int64_t)(rand_r(&seed) % 3501);
+    if (op == 2) {
+      int64_t v = -1;
+      int r = outcome(relock_lock_release_async(l, 1), &v, NULL, 0);
+      assert_true(r == 0 || r == RELOCK_ENOTOWNER); /* (a fixed lease may have run out) */
+      snprintf(step, sizeof step, "step %d (seed %u), a release: %s", i, first,
+               r == 0 ? (v ? "freed" : "held") : "not held");
+    } else {
+      assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, lease)), 1);
+      snprintf(step, sizeof step, "step %d (seed %u), an acquisition with lease %lld", i, first, (long long)lease);
+    }
+    b.next_ns = 0;
+    if (fx_run_until(fx->a->loop, belief_broken, &b, rand_r(&seed) % 600))
+      fail_msg("%s", b.failed);
+  }
+  assert_true(b.checks > 0);
+  while (relock_lock_validity_ms(l, 1) > 0) /* let go of what is left */
+    assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), 0);
+}
+
+/* An owner mixes watchdog and fixed leases on one lock, re-entering and
+ * releasing: after every step, and while renewals go on, what it believes
+ * (relock_lock_validity_ms) Redis keeps. Before, a renewal cut a longer
+ * fixed lease to the watchdog's (and so did a partial release), while the
+ * owner went on believing the longer one: cut off from Redis, its lock
+ * would expire and go to another client while it still believed it held it.
+ * One seed known to mix every case, and a fresh one. */
+static void test_mixed_leases_keep_what_the_owner_believes(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
+  fx->a = fx_client(fx->cfg);
+  lost_t lost = {0, 0};
+  relock_lock_t *l = lock_of(fx->a, "mixed-leases");
+  relock_lock_on_lost(l, on_lost, &lost);
+  mix_leases(fx, l, 1);
+  mix_leases(fx, l, test_seed());
+  assert_int_equal(lost.calls, 0); /* nothing was ever lost */
+  relock_lock_free(l);
+}
+
 /* -- is it still mine? ------------------------------------------------------*/
 
 static void test_validity_is_local_and_validate_asks_redis(void **state) {
@@ -1070,6 +1215,8 @@ int main(void) {
       T(test_retried_acquire_while_held_counts_once),
       T(test_answer_later_than_the_lease_is_not_acquired),
       T(test_reentry_with_a_shorter_lease_keeps_the_longer),
+      T(test_lease_within_the_drift_margin_is_refused),
+      T(test_mixed_leases_keep_what_the_owner_believes),
       T(test_unlock_while_the_subscription_is_unconfirmed),
       T(test_release_in_flight_past_the_deadline_keeps_the_check_near),
       T(test_failed_acquire_gives_back_its_hold),

@@ -1,7 +1,8 @@
 /* The read-write lock against a real redis-server: Redisson's layout, many
  * readers or one writer, downgrade and no upgrade, what a release wakes, the
  * writer starvation bound, renewal of read holds and their timeout keys,
- * force release per side. (What every exclusive kind shares, the write side
+ * force release per side, and what readers and writers with mixed leases
+ * believe kept by Redis. (What every exclusive kind shares, the write side
  * included, is in test_lock_family.c.) */
 #include <config.h>
 
@@ -472,6 +473,184 @@ static void test_read_and_write_holds_of_one_owner_are_distinct(void **state) {
   relock_lock_free(r);
 }
 
+/* -- a belief is never longer than what Redis keeps --------------------------------*/
+
+/* Reader a holds with a fixed 4 s lease, reader b (another client) with the
+ * 1 s watchdog. b's renewals must not cut the lock's expiry below what a
+ * believes; b then dies (its client goes without releasing), and a writer
+ * must not get the lock while a still believes it holds its read hold.
+ * Before, b's renewals set the lock's expiry to 1 s: a second after b died
+ * the writer had the lock, with a still believing for 2 s more. */
+static void test_a_watchdog_reader_keeps_a_fixed_readers_lease(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->a);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 4000), 1);
+  assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 1);
+  until_t u = {relock__now_ns() + 1200 * 1000000ull}; /* three renewals of b */
+  fx_run_until(fx->a->loop, time_is_up, &u, 3000);
+  long long pttl = fx_raw_int(fx->redis, "PTTL", "rw", NULL);
+  int64_t valid = relock_lock_validity_ms(ra, 1);
+  assert_true(valid > 2000);
+  if (pttl < valid)
+    fail_msg("reader a believes %lld ms more, Redis keeps the lock %lld ms", (long long)valid, pttl);
+  relock_lock_free(rb);
+  relock_client_free(fx->b); /* b dies holding its read hold */
+  fx->b = NULL;
+  valid = relock_lock_validity_ms(ra, 1);
+  int64_t got = ACQUIRE(w, 3, valid - 100, RELOCK_INFINITE);
+  if (got != 0)
+    fail_msg("a writer got the lock while reader a believed it held it (%lld ms more)",
+             (long long)relock_lock_validity_ms(ra, 1));
+  relock_lock_free(ra);
+  relock_lock_free(w);
+}
+
+/* Reader a takes a 1 s read hold, then a 4 s one, and releases one of
+ * them: it believes the lock for about 4 s more. Redisson's layout deletes
+ * the last of a's timeout keys (the 4 s one); the next release of another
+ * reader's last hold sets the lock's expiry from the timeout keys left.
+ * Before, that was a's 1 s key: the lock expired 3 s before a's belief,
+ * and a writer got it. */
+static void test_partial_read_release_keeps_the_readers_longest_lease(void **state) {
+  fx_t *fx = *state;
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 1000), 1);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 4000), 1);
+  assert_int_equal(RELEASE(ra, 1), 0);
+  assert_int_equal(ACQUIRE(rb, 2, 0, 2000), 1);
+  assert_int_equal(RELEASE(rb, 2), 1); /* b's last: the lock's expiry from a's timeout keys */
+  long long pttl = fx_raw_int(fx->redis, "PTTL", "rw", NULL);
+  int64_t valid = relock_lock_validity_ms(ra, 1);
+  assert_true(valid > 3000);
+  if (pttl < valid)
+    fail_msg("reader a believes %lld ms more, Redis keeps the lock %lld ms", (long long)valid, pttl);
+  int64_t got = ACQUIRE(w, 3, relock_lock_validity_ms(ra, 1) - 100, 2000);
+  if (got != 0)
+    fail_msg("a writer got the lock while reader a believed it held it (%lld ms more)",
+             (long long)relock_lock_validity_ms(ra, 1));
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+  relock_lock_free(w);
+}
+
+/* The seed of a randomized test: RELOCK_TEST_SEED, or a fresh one (printed,
+ * so that a failure can be run again). */
+static unsigned test_seed(void) {
+  const char *env = getenv("RELOCK_TEST_SEED");
+  unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)(relock__now_ns() % 1000000007u);
+  print_message("# seed %u (RELOCK_TEST_SEED=%u runs it again)\n", seed, seed);
+  return seed;
+}
+
+#define HOLDERS 3
+
+typedef struct beliefs {
+  fx_t *fx;
+  relock_lock_t *l[HOLDERS]; /* reader 1 on a, reader 2 on b, writer 3 on b */
+  char step[160];      /* what was done last, for the failure message */
+  uint64_t next_ns;
+  int64_t checks;
+  char failed[512];
+} beliefs_t;
+
+/* The longest PTTL of reader l's timeout keys for owner (-2: none): what
+ * the lock's expiry becomes when another reader's last hold goes. */
+static long long longest_timeout(fx_t *fx, relock_lock_t *l, uint64_t owner) {
+  char field[RELOCK__FIELD_MAX], buf[128], key[256];
+  long long count = atoll(raw_str(fx, buf, sizeof buf, "HGET", "rw", field_of(l, owner, field))), longest = -2;
+  for (long long k = 1; k <= count; k++) {
+    snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:%lld", field, k);
+    long long ttl = fx_raw_int(fx->redis, "PTTL", key, NULL);
+    longest = ttl > longest ? ttl : longest;
+  }
+  return longest;
+}
+
+/* Every holder's belief is kept by Redis: the lock's PTTL, and for a reader
+ * the longest of its timeout keys', read first, are at least each holder's
+ * validity. Returns 1 (with b->failed) if not. */
+static int check_beliefs(beliefs_t *b) {
+  long long pttl = fx_raw_int(b->fx->redis, "PTTL", "rw", NULL), timeouts[HOLDERS];
+  for (int i = 0; i < HOLDERS - 1; i++) /* the readers */
+    timeouts[i] = longest_timeout(b->fx, b->l[i], (uint64_t)i + 1);
+  for (int i = 0; i < HOLDERS; i++) {
+    int64_t valid = relock_lock_validity_ms(b->l[i], (uint64_t)i + 1);
+    if (valid <= 0)
+      continue;
+    b->checks++;
+    const char *what = pttl != -1 && pttl < valid ? "the lock" : NULL;
+    long long kept = pttl;
+    if (what == NULL && i < HOLDERS - 1 && timeouts[i] != -1 && timeouts[i] < valid) {
+      what = "its read holds' timeout keys";
+      kept = timeouts[i];
+    }
+    if (what != NULL) {
+      snprintf(b->failed, sizeof b->failed,
+               "after %s: holder %d believes it holds rw for %lld ms more, Redis keeps %s %lld ms", b->step, i + 1,
+               (long long)valid, what, kept);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int beliefs_broken(void *arg) {
+  beliefs_t *b = arg;
+  if (relock__now_ns() < b->next_ns)
+    return 0;
+  b->next_ns = relock__now_ns() + 20 * 1000000ull;
+  return check_beliefs(b);
+}
+
+/* One seeded run of 30 steps: a holder takes a hold (the 1 s watchdog, or a
+ * fixed lease of 0.5 to 4 s), or releases one; then up to 600 ms of
+ * renewals, checked all along. */
+static void mix_holders(fx_t *fx, beliefs_t *b, unsigned seed) {
+  unsigned first = seed;
+  for (int i = 0; i < 30; i++) {
+    int who = (int)(rand_r(&seed) % HOLDERS), op = (int)(rand_r(&seed) % 3);
+    int64_t lease = op == 0 ? RELOCK_INFINITE : 500 + (int64_t)(rand_r(&seed) % 3501);
+    relock_future_t *f = op == 2 ? relock_lock_release_async(b->l[who], (uint64_t)who + 1)
+                                 : relock_lock_acquire_async(b->l[who], (uint64_t)who + 1, 0, lease);
+    int r = relock_future_wait(f, fx_slack_ms(10000));
+    int64_t v = r == 0 ? relock_future_bool(f) : -1;
+    /* a release of nothing held (or of a fixed lease run out) is not the owner's */
+    if (r != 0 && !(op == 2 && r == RELOCK_ENOTOWNER))
+      fail_msg("step %d (seed %u): %s", i, first, relock_future_message(f));
+    relock_future_release(f);
+    snprintf(b->step, sizeof b->step, "step %d (seed %u): holder %d %s with lease %lld: %lld", i, first, who + 1,
+             op == 2 ? "released" : "acquired", (long long)lease, (long long)v);
+    b->next_ns = 0;
+    if (fx_run_until(fx->a->loop, beliefs_broken, b, rand_r(&seed) % 600))
+      fail_msg("%s", b->failed);
+  }
+}
+
+/* Two readers on two clients and a writer mix watchdog and fixed leases,
+ * re-entering and releasing: whatever each believes, Redis keeps. Before,
+ * a renewal cut a longer lease of another reader (or of the holder's own),
+ * and a partial release left the read hold's timeout keys shorter than the
+ * holder believed, which the next last release of another reader made the
+ * lock's expiry. One seed known to mix the cases, and a fresh one. */
+static void test_mixed_holders_keep_what_each_believes(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
+  clients(fx);
+  beliefs_t b = {.fx = fx, .l = {reader(fx->a), reader(fx->b), writer(fx->b)}};
+  lost_t lost = {0};
+  for (int i = 0; i < HOLDERS; i++)
+    relock_lock_on_lost(b.l[i], on_lost, &lost);
+  mix_holders(fx, &b, 3);
+  mix_holders(fx, &b, test_seed());
+  assert_true(b.checks > 0);
+  assert_int_equal(lost.calls, 0);
+  for (int i = 0; i < HOLDERS; i++)
+    relock_lock_free(b.l[i]);
+}
+
 /* -- force release and messages -----------------------------------------------------*/
 
 static void test_force_release_per_side_and_messages(void **state) {
@@ -520,6 +699,9 @@ int main(void) {
       T(test_read_hold_lost_when_deleted),
       T(test_read_and_write_holds_of_one_owner_are_distinct),
       T(test_force_release_per_side_and_messages),
+      T(test_a_watchdog_reader_keeps_a_fixed_readers_lease),
+      T(test_partial_read_release_keeps_the_readers_longest_lease),
+      T(test_mixed_holders_keep_what_each_believes),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

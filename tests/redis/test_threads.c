@@ -345,6 +345,35 @@ static void test_interrupt_a_blocked_lock(void **state) {
   relock_client_free(c);
 }
 
+/* Interrupted twice before it wakes: the second finds the wait cancelled
+ * already (and interrupts nothing more), but the blocked call still
+ * reports the interruption, message included. Both interrupts run under
+ * the client's mutex, which the woken thread needs to return: it cannot
+ * wake in between. */
+static void test_interrupt_twice_still_reports_the_interruption(void **state) {
+  fx_t *fx = *state;
+  relock_client_t *c = threaded(fx->opts);
+  relock_lock_t *l = lock_of(c, "threads:interrupt-twice");
+  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
+  assert_true(relock_future_bool(held));
+  relock_future_release(held);
+
+  blocked_t b = {.lock = l};
+  pthread_t t;
+  pthread_create(&t, NULL, block_in_lock, &b);
+  wait_blocked(c, &b);
+  relock__exec_lock(c->exec); /* recursive: the interrupts take it again */
+  assert_int_equal(relock_lock_interrupt(l, b.owner), 1);
+  assert_int_equal(relock_lock_interrupt(l, b.owner), 0); /* cancelled already */
+  relock__exec_unlock(c->exec);
+  pthread_join(t, NULL);
+  assert_int_equal(b.rc, RELOCK_EINTERRUPTED);
+  assert_non_null(strstr(b.message, "interrupted"));
+  relock_lock_free(l);
+  relock_client_free(c);
+}
+
 /* -- freeing the client releases blocked threads ----------------------------*/
 
 static void test_free_releases_blocked_threads(void **state) {
@@ -404,6 +433,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_acquire_in_one_thread_release_in_another, setup, teardown),
       cmocka_unit_test_setup_teardown(test_embedded_client_refuses_other_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_interrupt_a_blocked_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_interrupt_twice_still_reports_the_interruption, setup, teardown),
       cmocka_unit_test_setup_teardown(test_free_releases_blocked_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_forked_child_is_refused, setup, teardown),
   };

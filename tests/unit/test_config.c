@@ -919,7 +919,8 @@ RULE(reconnect_min_1, SET(ms, RELOCK_OPT_RECONNECT_MIN, 1))
 RULE(reconnect_min_equals_max, SET(ms, RELOCK_OPT_RECONNECT_MIN, 500); SET(ms, RELOCK_OPT_RECONNECT_MAX, 500))
 RULE(reconnect_min_above_max, SET(ms, RELOCK_OPT_RECONNECT_MIN, 501); SET(ms, RELOCK_OPT_RECONNECT_MAX, 500))
 RULE(watchdog_2, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 2))
-RULE(watchdog_3, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 3))
+RULE(watchdog_9, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 9))
+RULE(watchdog_10, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, 10))
 RULE(watchdog_negative, SET(ms, RELOCK_OPT_WATCHDOG_TIMEOUT, RELOCK_INFINITE))
 RULE(client_id_uuid, SET(string, RELOCK_OPT_CLIENT_ID, "3b0c7c1e-8f0a-4d5e-9a41-0c2f6b7d8e90"))
 RULE(client_id_empty, SET(string, RELOCK_OPT_CLIENT_ID, ""))
@@ -1070,9 +1071,10 @@ static const rule_t rules[] = {
     {"reconnect min 1", reconnect_min_1, NULL},
     {"reconnect min == max", reconnect_min_equals_max, NULL},
     {"reconnect min > max", reconnect_min_above_max, "reconnect-min (501) must not exceed reconnect-max (500)"},
-    {"watchdog 2", watchdog_2, "watchdog-timeout must be >= 3"},
-    {"watchdog 3", watchdog_3, NULL},
-    {"watchdog -1", watchdog_negative, "watchdog-timeout must be >= 3"},
+    {"watchdog 2", watchdog_2, "watchdog-timeout must be >= 10"},
+    {"watchdog 9 (nearly all drift margin)", watchdog_9, "drift margin"},
+    {"watchdog 10 (RELOCK_MIN_LEASE_MS)", watchdog_10, NULL},
+    {"watchdog -1", watchdog_negative, "watchdog-timeout must be >= 10"},
     {"client id UUID", client_id_uuid, NULL},
     {"client id \"\"", client_id_empty, "client-id must not be empty"},
     {"client id 64 bytes", client_id_64, NULL},
