@@ -155,3 +155,11 @@ void truth_trace_dump(truth_shared_t *sh, const char *name) {
   for (size_t i = n > 80 ? n - 80 : 0; i < n; i++) /* the latest 80 */
     printf("#   %s\n", lines[i]);
 }
+
+void truth_trace_dump_worker(truth_shared_t *sh, int w, int last) {
+  pthread_mutex_lock(&trace_mu);
+  int next = atomic_load(&sh->w[w].trace_next);
+  for (int i = next - last < 0 ? 0 : next - last; i < next; i++)
+    printf("#   %s\n", sh->w[w].trace[i % TRUTH_TRACE]);
+  pthread_mutex_unlock(&trace_mu);
+}

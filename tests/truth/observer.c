@@ -47,9 +47,11 @@ static const char snapshot_lua[] =
     "out[#out + 1] = redis.call('get', KEYS[nh + 2]) or '-'\n"
     "out[#out + 1] = redis.call('zrange', KEYS[nh + 3], 0, -1, 'withscores')\n"
     "local rt = {}\n"
-    "for j = 2, #ARGV, 2 do\n"
+    "for j = 2, #ARGV, 4 do\n"
     "  local m = -2\n"
-    "  for n = 1, tonumber(ARGV[j + 1]) do\n"
+    "  local held = redis.pcall('hget', KEYS[tonumber(ARGV[j + 3])], ARGV[j + 1])\n"
+    "  held = type(held) == 'string' and tonumber(held) or 0\n"
+    "  for n = 1, math.max(held, tonumber(ARGV[j + 2])) do\n"
     "    local p = redis.call('pttl', ARGV[j] .. n)\n"
     "    if p == -1 then m = -1 break end\n"
     "    if p > m then m = p end\n"
@@ -178,8 +180,9 @@ static int take_snapshot(truth_observer_t *o) {
     }
     redisSetTimeout(o->c, tv);
   }
-  const char *argv[4 + HASH_NAMES + 3 + 2 * MAX_BELIEFS];
-  char keybuf[MAX_BELIEFS][160], countbuf[MAX_BELIEFS][16], nh[16], nkeys[16], zkey[64];
+  const char *argv[4 + HASH_NAMES + 3 + 4 * MAX_BELIEFS];
+  static char keybuf[MAX_BELIEFS][160], countbuf[MAX_BELIEFS][16], indexbuf[MAX_BELIEFS][16];
+  char nh[16], nkeys[16], zkey[64];
   int argc = 0;
   argv[argc++] = "EVAL";
   argv[argc++] = snapshot_lua;
@@ -198,10 +201,15 @@ static int take_snapshot(truth_observer_t *o) {
     seen_t *x = &o->seen[i];
     if (!is_read_hold(x))
       continue;
+    /* the owner's timeout keys, as many as Redis or the owner counts (a
+     * release in flight deletes the last and keeps the longest expiry) */
     snprintf(keybuf[nread], sizeof keybuf[nread], "{%s}:%s:rwlock_timeout:", truth_names[x->b.name], x->b.field);
     snprintf(countbuf[nread], sizeof countbuf[nread], "%d", x->b.count);
+    snprintf(indexbuf[nread], sizeof indexbuf[nread], "%d", x->b.name + 1);
     argv[argc++] = keybuf[nread];
+    argv[argc++] = x->b.field;
     argv[argc++] = countbuf[nread];
+    argv[argc++] = indexbuf[nread];
     nread++;
   }
   if (o->snap != NULL)

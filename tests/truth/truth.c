@@ -325,6 +325,7 @@ int main(int argc, char **argv) {
     }
     if (truth_now_ns() >= deadline) {
       printf("# worker %d did not wind down within 30 s: killed; its trace:\n", i);
+      truth_trace_dump_worker(sh, i, 40);
       kill(pids[i], SIGKILL);
       waitpid(pids[i], &status, 0);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {

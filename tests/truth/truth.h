@@ -142,6 +142,9 @@ void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) __attribute__((fo
  * all) or a fault, merged by time, to stdout as TAP comments. */
 void truth_trace_dump(truth_shared_t *sh, const char *name);
 
+/* The latest lines of worker w's trace. */
+void truth_trace_dump_worker(truth_shared_t *sh, int w, int last);
+
 /* The worker process (tests/truth/worker.c). embedded: the client on this
  * process's own libev loop; else threaded. */
 int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int embedded);

@@ -678,6 +678,8 @@ static int needs_give_back(actor_t *a, int everything) {
 static void run_blocking_acquire(actor_t *a, op_t *op) {
   target_t *t = &a->w->targets[op->target];
   int acquired = 0;
+  truth_trace(a->w->slot, "a%d blocking acquire %s %s wait %lld lease %lld", a->idx, truth_kind_names[t->kind],
+              truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms);
   atomic_store(&a->blocked_in, t->lock);
   int rc = relock_lock_try_lock(t->lock, op->wait_ms, op->lease_ms, &acquired);
   atomic_store(&a->blocked_in, NULL);
