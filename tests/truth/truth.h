@@ -98,8 +98,9 @@ typedef struct truth_worker_slot {
 typedef struct truth_shared {
   _Atomic int stop;     /* workers: release everything and exit */
   /* After a break of truth the semaphores' counts are set anew, once
-   * nobody holds or is taking a permit: while sem_paused no worker starts
-   * a semaphore acquisition; sem_inflight counts those under way. */
+   * nobody holds, takes or gives back a permit: while sem_paused no worker
+   * starts a semaphore acquisition; sem_inflight counts the acquisitions
+   * and releases under way. */
   _Atomic int sem_paused;
   _Atomic int sem_inflight;
   _Atomic long acquired_by_kind[K_COUNT];

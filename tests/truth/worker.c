@@ -538,6 +538,8 @@ static relock_future_t *start_op(actor_t *a, op_t *op) {
     pthread_mutex_unlock(&w->mu);
     op->target = h.target;
     t = &w->targets[h.target];
+    if (!is_lock(t->kind))
+      atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
     truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 h.permit_id);
     if (t->multi != NULL)
@@ -646,6 +648,8 @@ static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
     /* fall through */
   case OP_RELEASE:
   case OP_VALIDATE:
+    if (op->type == OP_RELEASE && !is_lock(w->targets[op->target].kind))
+      atomic_fetch_sub(&w->sh->sem_inflight, 1);
     if (rc != 0)
       truth_trace(w->slot, "a%d op %d on %s: %s", a->idx, op->type, truth_names[w->targets[op->target].name],
                   relock_err_name(rc));
