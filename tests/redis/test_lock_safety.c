@@ -872,12 +872,13 @@ static void test_table_hash_is_keyed_per_process(void **state) {
 
 /* -- a belief is never longer than what Redis keeps ------------------------*/
 
-/* The seed of a randomized test: RELOCK_TEST_SEED, or a fresh one (printed,
- * so that a failure can be run again). */
-static unsigned test_seed(void) {
-  const char *env = getenv("RELOCK_TEST_SEED");
-  unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)(relock__now_ns() % 1000000007u);
-  print_message("# seed %u (RELOCK_TEST_SEED=%u runs it again)\n", seed, seed);
+/* The seed of a randomized test: RELOCK_TEST_SEED, else the clock; printed,
+ * so that a failing run can be replayed. */
+static uint64_t test_seed(const char *test) {
+  const char *s = getenv("RELOCK_TEST_SEED");
+  uint64_t seed = s != NULL ? strtoull(s, NULL, 10) : relock__now_ns();
+  printf("# %s: seed %llu (RELOCK_TEST_SEED=%llu replays it)\n", test, (unsigned long long)seed,
+         (unsigned long long)seed);
   return seed;
 }
 
@@ -964,7 +965,7 @@ static void test_mixed_leases_keep_what_the_owner_believes(void **state) {
   relock_lock_t *l = lock_of(fx->a, "mixed-leases");
   relock_lock_on_lost(l, on_lost, &lost);
   mix_leases(fx, l, 1);
-  mix_leases(fx, l, test_seed());
+  mix_leases(fx, l, (unsigned)(test_seed("mixed leases") % 1000000007u));
   assert_int_equal(lost.calls, 0); /* nothing was ever lost */
   relock_lock_free(l);
 }
@@ -1070,16 +1071,6 @@ static void on_told(relock_lock_t *lock, uint64_t owner, int reason, const char 
 }
 
 static int was_told(void *arg) { return ((told_t *)arg)->calls > 0; }
-
-/* The seed of a randomized test: RELOCK_TEST_SEED, else the clock; printed,
- * so that a failing run can be replayed. */
-static uint64_t test_seed(const char *test) {
-  const char *s = getenv("RELOCK_TEST_SEED");
-  uint64_t seed = s != NULL ? strtoull(s, NULL, 10) : relock__now_ns();
-  printf("# %s: seed %llu (RELOCK_TEST_SEED=%llu replays it)\n", test, (unsigned long long)seed,
-         (unsigned long long)seed);
-  return seed;
-}
 
 typedef struct {
   fx_t *fx;
