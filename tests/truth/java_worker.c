@@ -6,7 +6,9 @@
  *
  * Redisson has no validity query and is never told of a loss, so a Java
  * hold's belief lasts until its unlock: the lease less the drift margin
- * for a fixed lease, none for the watchdog. A break of truth (a DEL, a
+ * for a fixed lease, none for the watchdog. How long Redis keeps a Java
+ * hold is Redisson's business (its watchdog may renew a fixed lease): the
+ * observer checks that the hold is there, not its PTTL. A break of truth (a DEL, a
  * force release, lost data) exempts the Java beliefs it broke for good
  * (foreign: what Redisson does is not relock's to fix); they still count
  * against relock's holders until then. */
@@ -282,6 +284,7 @@ int truth_java_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed) 
     w.tags[i].slot = i;
     send_line(&w, "j%d sleep 1", i); /* makes its thread: "jN thread ID" */
     w.tags[i].busy = 1;
+    w.tags[i].bound_ns = truth_now_ns() + 30000000000ull;
   }
   for (;;) {
     int busy = 0;
