@@ -20,7 +20,8 @@
 -- own lease. So a timeout key must never end before a hold its owner still
 -- believes in: the release of one of an owner's read holds deletes its last
 -- timeout key (Redisson's layout numbers them 1..count), whichever hold
--- that was, so the next one down keeps the longer of the two expiries.
+-- that was, so the next one down keeps the longer of the two expiries (and
+-- is made again if it had expired).
 local undo = ARGV[2] == 'undo'
 if undo then
   if redis.call('del', KEYS[3]) == 0 then
@@ -52,9 +53,12 @@ local timeout = base .. ':' .. ARGV[1] .. ':rwlock_timeout:'
 local gone = redis.call('pttl', timeout .. (n + 1))
 redis.call('del', timeout .. (n + 1))
 if n > 0 then
+  -- the key below may be gone already (a fixed hold's lease ran out while
+  -- a longer hold of the owner goes on): it is made again with the expiry
+  -- of the one deleted
   local kept = redis.call('pttl', timeout .. n) -- -1: never expires, -2: gone
-  if kept >= 0 and gone > kept then
-    redis.call('pexpire', timeout .. n, gone)
+  if gone > 0 and (kept == -2 or (kept >= 0 and gone > kept)) then
+    redis.call('set', timeout .. n, 1, 'px', gone)
   end
   return answer(0)
 end

@@ -683,6 +683,38 @@ static void test_force_release_per_side_and_messages(void **state) {
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* Found by the truth checker (tests/truth): reader a holds with a fixed 300
+ * ms lease and re-enters with the watchdog; its fixed hold's timeout key
+ * expires; then a releases one hold. The hold a keeps is the watchdog's,
+ * and it must keep a timeout key at least as long as a believes, or the
+ * next foreign reader's last release (which sets the lock's expiry from the
+ * timeout keys) cuts the lock below a's belief. Before, the release kept
+ * the longer expiry only on a key that still existed: a's remaining key was
+ * gone, and b's release expired the lock under a. */
+static void test_read_release_after_a_timeout_key_expired_keeps_the_hold(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1500);
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 300), 1);
+  assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1);
+  until_t u = {relock__now_ns() + 450 * 1000000ull}; /* the fixed hold's key expires */
+  fx_run_until(fx->a->loop, time_is_up, &u, 3000);
+  assert_int_equal(RELEASE(ra, 1), 0);
+  int64_t valid = relock_lock_validity_ms(ra, 1);
+  long long longest = longest_timeout(fx, ra, 1);
+  if (longest < valid)
+    fail_msg("reader a believes %lld ms more, its timeout keys keep %lld ms", (long long)valid, longest);
+  assert_int_equal(ACQUIRE(rb, 2, 0, 200), 1);
+  assert_int_equal(RELEASE(rb, 2), 1); /* b's last: the lock's expiry from a's timeout keys */
+  long long pttl = fx_raw_int(fx->redis, "PTTL", "rw", NULL);
+  valid = relock_lock_validity_ms(ra, 1);
+  if (pttl < valid)
+    fail_msg("reader a believes %lld ms more, Redis keeps the lock %lld ms", (long long)valid, pttl);
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_layout_is_redissons),
@@ -701,6 +733,7 @@ int main(void) {
       T(test_force_release_per_side_and_messages),
       T(test_a_watchdog_reader_keeps_a_fixed_readers_lease),
       T(test_partial_read_release_keeps_the_readers_longest_lease),
+      T(test_read_release_after_a_timeout_key_expired_keeps_the_hold),
       T(test_mixed_holders_keep_what_each_believes),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
