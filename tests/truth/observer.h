@@ -16,6 +16,9 @@ int truth_observer_check(truth_observer_t *o);
 /* Checks made, and beliefs seen exempt (taken before a break). */
 long truth_observer_checks(const truth_observer_t *o);
 long truth_observer_exempt(const truth_observer_t *o);
+/* Checks at which a relock belief outran a TTL a Redisson holder had cut
+ * (tolerated for the bound of a break). */
+long truth_observer_cuts(const truth_observer_t *o);
 /* How many violations of each kind were found (a line each). */
 void truth_observer_print_violations(const truth_observer_t *o);
 
