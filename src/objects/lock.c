@@ -228,10 +228,11 @@ int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
 }
 
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
+                          int64_t count) {
   relock__hold_id_t id = relock__lock_hold(lock, owner);
   return relock__renewal_acquired(&lock->client->renewal, &id, &relock__lock_ref(lock)->holder, watchdog, lease_ms,
-                                  sent_ns);
+                                  sent_ns, count);
 }
 
 /* -- release ----------------------------------------------------------------*/

@@ -68,10 +68,14 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
-/* A try's answer when the lock is ours: ACQUIRED plus the fenced lock's
- * token (0 for the other kinds). Anything else is the holder's TTL. */
-#define ACQUIRED INT64_MIN
-#define IS_ACQUIRED(answer) ((answer) <= INT64_MIN / 2)
+/* A try's answer when the lock is ours (the try's future holds it as a
+ * pointer): the owner's hold count in Redis now, this acquisition's
+ * included (0: the kind takes no hold), and the fenced lock's token (0 for
+ * the other kinds). Any other answer is the holder's TTL (an integer). */
+typedef struct granted {
+  int64_t count;
+  int64_t token;
+} granted_t;
 #define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
 #define SPIN_MAX_MS 128
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
@@ -722,13 +726,28 @@ static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
+static void grant(relock_future_t *f, int64_t count, int64_t token) {
+  granted_t *g = malloc(sizeof(*g));
+  if (g == NULL) { /* an unknown outcome: given back */
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory reading an acquisition's answer");
+    return;
+  }
+  *g = (granted_t){count, token};
+  if (!relock__future_succeed_ptr(f, g, free))
+    free(g); /* cancelled meanwhile */
+}
+
+static int positive(const relock_reply_t *reply) {
+  return reply->type == RELOCK_REPLY_INTEGER && reply->integer > 0;
+}
+
 static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
-  if (reply->type == RELOCK_REPLY_NIL)
-    relock__future_succeed_int(f, ACQUIRED);
-  else if (reply->type == RELOCK_REPLY_ARRAY && reply->elements == 1 && reply->element[0]->type == RELOCK_REPLY_INTEGER &&
-           reply->element[0]->integer > 0 && reply->element[0]->integer < INT64_MAX / 2)
-    relock__future_succeed_int(f, ACQUIRED + reply->element[0]->integer); /* {token} */
+  if (reply->type == RELOCK_REPLY_NIL) /* a kind that takes no hold: a semaphore's permits, a latch */
+    grant(f, 0, 0);
+  else if (reply->type == RELOCK_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2) &&
+           positive(reply->element[0]) && (reply->elements == 1 || positive(reply->element[1])))
+    grant(f, reply->element[0]->integer, reply->elements == 2 ? reply->element[1]->integer : 0); /* {count, token} */
   else if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
   else if (reply->type == RELOCK_REPLY_ERROR)
@@ -740,7 +759,7 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
 /* A try answered "acquired". Reported only if the answer came while the
  * hold is surely valid; a late one is given back and tried afresh (or, for
  * a single try, reported as a timeout). */
-static void on_acquired(acquire_t *op, int64_t token) {
+static void on_acquired(acquire_t *op, granted_t granted) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
@@ -771,7 +790,7 @@ static void on_acquired(acquire_t *op, int64_t token) {
     end(op, 0, 1, NULL);
     return;
   }
-  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
+  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns, granted.count);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
     end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
@@ -781,7 +800,7 @@ static void on_acquired(acquire_t *op, int64_t token) {
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->q != NULL)
       wake(op->q, 1); /* shared holds: the other local waiters may well get one too */
-    end(op, 0, op->lock->kind->fenced ? token : 1, NULL);
+    end(op, 0, op->lock->kind->fenced ? granted.token : 1, NULL);
   }
 }
 
@@ -798,8 +817,11 @@ static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   int err = relock_future_error(f);
-  int64_t answer = err == 0 ? relock_future_int(f) : 0;
-  if (err == 0 && !IS_ACQUIRED(answer))
+  const granted_t *g = err == 0 ? relock_future_ptr(f) : NULL;
+  int acquired = g != NULL;
+  granted_t granted = acquired ? *g : (granted_t){0, 0};
+  int64_t answer = err == 0 && !acquired ? relock_future_int(f) : 0;
+  if (err == 0 && !acquired)
     tell_waiting(op, answer);
   op->attempt = NULL;
   /* A server error means the script did not run (an upgrade refused: it
@@ -807,10 +829,10 @@ static void on_try_done(relock_future_t *f, void *arg) {
    * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
-  int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
+  int may_hold = err == 0 ? acquired : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
   if (err == 0)
     op->answered = 1;
-  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wakes_one) {
+  if (err == 0 && !acquired && !op->try_once && op->lock->kind->wakes_one) {
     op->registered = op->waker_sent;
     op->lock->waited = 1;
   }
@@ -826,8 +848,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
       end(op, err, 0, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
     else
       end(op, err, 0, "%s", relock_future_message(f));
-  } else if (IS_ACQUIRED(answer)) {
-    on_acquired(op, answer - ACQUIRED);
+  } else if (acquired) {
+    on_acquired(op, granted);
   } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
     end(op, RELOCK_ECLOSED, 0, "client closed");
   } else if (op->try_once) {
