@@ -61,6 +61,7 @@
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
+#include "objects/lock_turn.h"
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/pubsub.h"
@@ -114,6 +115,8 @@ typedef struct acquire {
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
+  relock__turn_wait_t turn; /* its owner's turn (lock_turn.h): held from a try's send until it is answered, or
+                               handed to its give-back */
 } acquire_t;
 
 /* The local waiters of one channel: those of one lock, or of its read and
@@ -535,6 +538,14 @@ static void on_give_back_done(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
+/* The same for a give-back that kept its try's turn (arg): the owner's
+ * next request may go now. */
+static void on_give_back_turn_done(relock_future_t *f, void *arg) {
+  relock_client_t *c = relock__turn_client(arg);
+  relock__turn_pass(arg);
+  on_give_back_done(f, c);
+}
+
 /* Gives back the hold (the permits) op's try took, if it took any: the
  * latch says so in Redis (op's place in a queue in Redis goes when op
  * finishes). Sent after the try on the same connection, so it runs after
@@ -547,13 +558,19 @@ static void on_give_back_done(relock_future_t *f, void *arg) {
  * that cancelling and closing at once (the relock tool on a signal) leaves
  * nothing held, and counts what it could not give back. */
 static void undo(acquire_t *op) {
-  if (op->lock->kind->undo == NULL)
+  /* The try's turn goes with it: nothing of its owner's may come between
+   * the try and its give-back, whose latch outlives the key (lock_turn.h). */
+  relock__turn_t *turn = relock__turn_take(&op->turn);
+  if (op->lock->kind->undo == NULL) {
+    relock__turn_pass(turn);
     return; /* it takes nothing: a latch's await */
+  }
   relock_client_t *c = op->lock->client;
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
   if (try_call(op, &call, field) != 0) {
     __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED); /* out of memory */
+    relock__turn_pass(turn);
     return;
   }
   call.spec.flush_on_close = 1; /* retry_safe: deleting the latch makes a repeat harmless */
@@ -562,10 +579,14 @@ static void undo(acquire_t *op) {
   free((char *)call.latch);
   if (f == NULL) {
     __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED);
+    relock__turn_pass(turn);
     return;
   }
   __atomic_add_fetch(&c->give_backs_owed, 1, __ATOMIC_RELAXED);
-  relock_future_on_done(f, on_give_back_done, c);
+  if (turn != NULL)
+    relock_future_on_done(f, on_give_back_turn_done, turn);
+  else
+    relock_future_on_done(f, on_give_back_done, c);
 }
 
 /* op gives up waiting: its place in the lock's queue in Redis, if the
@@ -642,6 +663,7 @@ static void drop_latch(acquire_t *op) {
 /* -- the operation ----------------------------------------------------------*/
 
 static void finish(acquire_t *op) {
+  relock__turn_leave(&op->turn); /* a try waiting for its turn goes unsent */
   leave_redis_queue(op);
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
@@ -796,6 +818,7 @@ static void on_acquired(acquire_t *op, granted_t granted) {
     end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
+    relock__turn_leave(&op->turn); /* counted: the owner's next request may go */
     drop_latch(op);
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->q != NULL)
@@ -830,6 +853,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
   int may_hold = err == 0 ? acquired : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
+  if (!may_hold)
+    relock__turn_leave(&op->turn); /* nothing to give back: the owner's next request may go */
   if (err == 0)
     op->answered = 1;
   if (err == 0 && !acquired && !op->try_once && op->lock->kind->wakes_one) {
@@ -881,7 +906,8 @@ static int acquired_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_ARRAY;
 }
 
-static void try_acquire(acquire_t *op) {
+/* Sends op's try (it is its owner's turn). */
+static void send_try(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
   char field[RELOCK__FIELD_MAX];
@@ -912,6 +938,25 @@ static void try_acquire(acquire_t *op) {
   op->queued |= call.queue && lock->kind->leave_queue != NULL;
   op->attempt = f;
   relock_future_on_done(f, on_try_done, op);
+}
+
+static void on_turn(relock__turn_wait_t *w) { send_try(relock__container_of(w, acquire_t, turn)); }
+
+/* Tries once it is op's owner's turn (lock_turn.h): a try of a kind that
+ * takes holds waits while one of the owner's requests that change its
+ * count on the lock is in flight. */
+static void try_acquire(acquire_t *op) {
+  if (op->turn.turn != NULL && !op->turn.holds)
+    return; /* waiting for its turn already */
+  int r = op->lock->kind->no_hold || op->turn.holds ? 1 : relock__turn_ask(op->lock, op->owner, &op->turn);
+  if (r < 0) {
+    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring %s %s", op->lock->kind->what, op->lock->name);
+  } else if (r == 0) {
+    relock__timer_stop(&op->timer);
+    set_state(op, TRYING); /* on_turn sends it */
+  } else {
+    send_try(op);
+  }
 }
 
 static void on_timer(relock__timer_t *t, int status, void *arg) {
@@ -993,6 +1038,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   relock__list_init(&op->qlink);
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
+  op->turn.go = on_turn;
   relock__request_id(&c->rng, op->latch_id);
   relock__future_set_cancel(out, on_cancel, op);
   if (wait_ms > 0)

@@ -1160,6 +1160,130 @@ static void test_reentry_after_the_key_vanished_loses_the_earlier_holds(void **s
     fail_msg("%d of %d re-entries after a vanish went wrong (above)", failed, n);
 }
 
+/* -- one owner's count-changing requests, one at a time ------------------------*/
+
+/* Loads every script but the ones that give holds back (releases, undos):
+ * those meet NOSCRIPT, and the client sends them again as EVAL behind what
+ * it sent meanwhile - as after a restart of Redis, which forgets its
+ * scripts. */
+static void forget_give_back_scripts(fx_t *fx) {
+  assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "FLUSH", NULL), 0);
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    if (i != RELOCK__SCRIPT_LOCK_RELEASE && i != RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO &&
+        i != RELOCK__SCRIPT_FAIR_LOCK_RELEASE && i != RELOCK__SCRIPT_RWLOCK_READ_RELEASE &&
+        i != RELOCK__SCRIPT_RWLOCK_WRITE_RELEASE)
+      assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+}
+
+static int give_backs_over(void *arg) {
+  return __atomic_load_n(&((relock_client_t *)arg)->give_backs_owed, __ATOMIC_RELAXED) == 0;
+}
+
+typedef struct {
+  size_t kind;      /* in lock_kinds */
+  int undo;         /* the earlier request: the give-back of a late acquisition (else a release) */
+  int fixed;        /* the new acquisition: a fixed lease (else the watchdog's) */
+  int other_object; /* the new acquisition goes through another object */
+} overlap_case_t;
+
+/* Owner 1's give-back of a hold is sent, and right after it the same
+ * owner's new acquisition of the name; the hold it gives back is gone from
+ * Redis meanwhile (its key vanished, or its lease of 1 ms ran out). The
+ * give-back meets NOSCRIPT and is sent again: had the acquisition gone
+ * ahead of it, the give-back would take away the hold the acquisition made
+ * afresh, under the owner's belief. Returns NULL, or what went wrong. */
+static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what, size_t size) {
+  static char why[256];
+  char name[64];
+  snprintf(name, sizeof name, "overlap-%d-%s", n, lock_kinds[c->kind].what);
+  snprintf(what, size, "%s: %s, then acquired %s%s", name, c->undo ? "a late acquisition given back" : "released",
+           c->fixed ? "fixed" : "with the watchdog", c->other_object ? " through another object" : "");
+  relock_lock_t *l = lock_kinds[c->kind].make(fx->a, name, NULL);
+  relock_lock_t *l2 = c->other_object ? lock_kinds[c->kind].make(fx->a, name, NULL) : l;
+  relock_future_t *first;
+  if (c->undo) {
+    /* Its answer comes 10 ms after the try, past its 1 ms lease: given back. */
+    relock_test_proxy_delay(fx->proxy, 5);
+    forget_give_back_scripts(fx);
+    first = relock_lock_acquire_async(l, 1, 0, 1);
+    assert_int_equal(outcome(first, NULL, NULL, 0), RELOCK_ETIMEDOUT); /* the give-back is on its way */
+    first = NULL;
+  } else {
+    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
+    assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
+    relock_test_proxy_delay(fx->proxy, 5);
+    forget_give_back_scripts(fx);
+    first = relock_lock_release_async(l, 1);
+  }
+  int64_t acquired = -1;
+  int r = outcome(relock_lock_acquire_async(l2, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE), &acquired, NULL, 0);
+  if (first != NULL)
+    outcome(first, NULL, NULL, 0); /* lost: the hold is gone */
+  assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000)); /* the give-back has run */
+  relock_test_proxy_delay(fx->proxy, 0);
+  const char *wrong = NULL;
+  long long redis = raw_count(fx, l2, 1);
+  relock__hold_t *hold = hold_of(fx->a, l2, 1);
+  if (r != 0 || acquired < 1) {
+    snprintf(why, sizeof why, "the acquisition answered %s, %lld", relock_err_name(r), (long long)acquired);
+    wrong = why;
+  }
+  if (wrong == NULL && (redis != 1 || hold == NULL || hold->count != 1 || relock_lock_validity_ms(l2, 1) <= 0)) {
+    snprintf(why, sizeof why, "acquired, but Redis counts %lld hold(s), the owner %lld (validity %lld)", redis,
+             hold != NULL ? (long long)hold->count : 0LL, (long long)relock_lock_validity_ms(l2, 1));
+    wrong = why;
+  }
+  if (r == 0 && acquired >= 1)
+    outcome(relock_lock_release_async(l2, 1), NULL, NULL, 0);
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+  fx_raw_int(fx->redis, "DEL", name, NULL);
+  if (l2 != l)
+    relock_lock_free(l2);
+  relock_lock_free(l);
+  return wrong;
+}
+
+/* Has a's connection send every give-back script once, so that it knows
+ * them (its first EVALSHA of a script goes alone, with nothing behind it). */
+static void learn_give_back_scripts(fx_t *fx) {
+  for (size_t kind = 0; kind < NKINDS; kind++) {
+    relock_lock_t *l = lock_kinds[kind].make(fx->a, "learn", NULL);
+    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
+    assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+    assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, 1), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+    assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000));
+    relock_lock_free(l);
+  }
+}
+
+/* Every kind whose holds are counted: an owner's release, or the give-back
+ * of its late acquisition, and its next acquisition of the name go to Redis
+ * one at a time, whatever happens to the first on its way (here: NOSCRIPT,
+ * and a second trip). Before, the acquisition went ahead, made the field
+ * afresh, and the give-back running after it took that hold away: the
+ * owner was told "acquired" with nothing in Redis. */
+static void test_one_owners_counting_requests_go_one_at_a_time(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->via);
+  uint64_t rng = test_seed("one at a time");
+  learn_give_back_scripts(fx);
+  char what[160];
+  int n = 0, failed = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int undo = 0; undo < 2; undo++, n++) {
+      overlap_case_t c = {kind, undo, (int)(relock__random(&rng) % 2), (int)(relock__random(&rng) % 2)};
+      const char *wrong = overlap(fx, &c, n, what, sizeof what);
+      if (wrong != NULL) {
+        printf("#   %s: %s\n", what, wrong);
+        failed++;
+      }
+    }
+  if (failed > 0)
+    fail_msg("%d of %d owners' requests overlapped (above)", failed, n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -1185,6 +1309,7 @@ int main(void) {
       T(test_every_loss_is_told_within_a_cycle),
       T(test_watched_hold_of_every_kind_hears_a_force_release),
       T(test_reentry_after_the_key_vanished_loses_the_earlier_holds),
+      T(test_one_owners_counting_requests_go_one_at_a_time),
 #undef T
   };
   if (!relock_test_redis_available())
