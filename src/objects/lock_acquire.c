@@ -1,7 +1,10 @@
 /* Acquiring a lock of any kind (lock_kind.h), and waiting for a held one
  * (DESIGN.md §4).
  *
- * 1. Try. Acquired: done (a watchdog hold is registered for renewal).
+ * 1. Try (once it is the owner's turn on the lock: lock_turn.h). Acquired:
+ *    done (a watchdog hold is registered for renewal); the answer says how
+ *    many holds of the owner Redis counts now - fewer than it had plus this
+ *    one when the key vanished meanwhile (watchdog/renewal.h).
  * 2. Held by someone else: join the lock's wait queue, which subscribes to
  *    its unlock channel (one subscription per name, shared by every local
  *    waiter), and only once the subscription is confirmed try again, so that
