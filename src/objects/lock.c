@@ -301,7 +301,22 @@ static void send_release(release_t *op) {
   relock_future_on_done(f, on_release_done, op);
 }
 
-static void on_release_turn(relock__turn_wait_t *w) { send_release(relock__container_of(w, release_t, turn)); }
+static void on_release_turn(relock__turn_wait_t *w, int err) {
+  release_t *op = relock__container_of(w, release_t, turn);
+  if (err == 0) {
+    send_release(op);
+    return;
+  }
+  /* Never sent: the hold is as it was. */
+  if (err == RELOCK_ECLOSED)
+    relock__future_fail(op->out, err, "client closed");
+  else
+    relock__future_fail(op->out, err,
+                        "%s %s: an earlier request of owner %llu on it (a give-back, or an acquisition) is still "
+                        "unanswered",
+                        op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
+  release_free(op);
+}
 
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms) {
   relock_client_t *c = lock->client;

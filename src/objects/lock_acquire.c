@@ -943,7 +943,16 @@ static void send_try(acquire_t *op) {
   relock_future_on_done(f, on_try_done, op);
 }
 
-static void on_turn(relock__turn_wait_t *w) { send_try(relock__container_of(w, acquire_t, turn)); }
+static void on_turn(relock__turn_wait_t *w, int err) {
+  acquire_t *op = relock__container_of(w, acquire_t, turn);
+  if (err == 0)
+    send_try(op);
+  else if (err == RELOCK_ECLOSED)
+    end(op, err, 0, "client closed");
+  else /* never sent: nothing to give back */
+    end(op, err, 0, "%s %s: an earlier request of owner %llu on it (a give-back, or a release) is still unanswered",
+        op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
+}
 
 /* Tries once it is op's owner's turn (lock_turn.h): a try of a kind that
  * takes holds waits while one of the owner's requests that change its

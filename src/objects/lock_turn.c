@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <relock/error.h>
+
 #include "base/hashtab.h"
 #include "objects/lock_turn.h"
 
@@ -64,6 +66,26 @@ static void maybe_free(relock__turn_t *t) {
   free(t);
 }
 
+/* The turn did not come in time, or the client closes. */
+static void on_late(relock__timer_t *timer, int status, void *arg) {
+  (void)timer;
+  relock__turn_wait_t *w = arg;
+  relock__turn_t *t = w->turn;
+  w->turn = NULL;
+  relock__list_remove(&w->link);
+  maybe_free(t);
+  w->go(w, status != 0 ? RELOCK_ECLOSED : RELOCK_ETIMEDOUT);
+}
+
+/* As long as a call could take (each attempt's command timeout, a retry
+ * interval before each retry), and one attempt more: a give-back past its
+ * budget tries again every retry interval, so one held up by a passing
+ * fault is answered within that once Redis answers again. */
+static int64_t longest_wait_ms(const relock_client_t *c) {
+  const relock_options_t *o = &c->settings.opt;
+  return o->command_timeout_ms * (2 + o->retry_attempts) + o->retry_interval_ms * (1 + o->retry_attempts);
+}
+
 int relock__turn_ask(relock_lock_t *lock, uint64_t owner, relock__turn_wait_t *w) {
   relock__turn_t *t = turn_of(lock, owner);
   if (t == NULL)
@@ -76,6 +98,8 @@ int relock__turn_ask(relock_lock_t *lock, uint64_t owner, relock__turn_wait_t *w
   }
   w->holds = 0;
   relock__list_push_back(&t->queue, &w->link);
+  relock__timer_init(&w->late, on_late, w);
+  relock__timer_start(&lock->client->wheel, &w->late, longest_wait_ms(lock->client)); /* closing: the holder ends */
   return 0;
 }
 
@@ -89,8 +113,9 @@ void relock__turn_pass(relock__turn_t *t) {
   }
   relock__turn_wait_t *next = relock__container_of(t->queue.next, relock__turn_wait_t, link);
   relock__list_remove(&next->link);
+  relock__timer_stop(&next->late);
   next->holds = 1; /* busy still: it is next's now */
-  next->go(next);
+  next->go(next, 0);
 }
 
 relock__turn_t *relock__turn_take(relock__turn_wait_t *w) {
@@ -111,6 +136,7 @@ void relock__turn_leave(relock__turn_wait_t *w) {
     w->holds = 0;
     relock__turn_pass(t);
   } else {
+    relock__timer_stop(&w->late);
     relock__list_remove(&w->link);
     maybe_free(t);
   }

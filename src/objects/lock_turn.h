@@ -13,13 +13,21 @@
  * it or waits for it. An acquisition's give-back keeps the turn of the try
  * it gives back (nothing may come between them), and passes it on when it
  * is answered. A kind whose acquisitions take no hold (a semaphore) has no
- * turns. */
+ * turns.
+ *
+ * A request waits for its turn at most as long as a call of its own could
+ * take (the command timeout, for each attempt, and the retry intervals)
+ * and one attempt more: a give-back is retried until Redis answers,
+ * however long it stays out of reach, and the requests behind it fail
+ * meanwhile (RELOCK_ETIMEDOUT), never sent, as they would have in Redis's
+ * silence. */
 #ifndef RELOCK__OBJECTS_LOCK_TURN_H
 #define RELOCK__OBJECTS_LOCK_TURN_H
 
 #include <stdint.h>
 
 #include "base/list.h"
+#include "loop/wheel.h"
 #include "objects/lock_impl.h"
 
 typedef struct relock__turn relock__turn_t;
@@ -28,13 +36,17 @@ typedef struct relock__turn relock__turn_t;
 typedef struct relock__turn_wait {
   relock__link_t link;      /* in its turn's queue while it waits */
   relock__turn_t *turn;     /* NULL: neither waiting nor holding */
+  relock__timer_t late;     /* while it waits: the most it waits */
   int holds;                /* its turn came */
-  void (*go)(struct relock__turn_wait *w); /* its turn came (not called when it came at once) */
+  /* Its turn came (err 0; not called when it came at once), or not in
+   * time (RELOCK_ETIMEDOUT; RELOCK_ECLOSED: the client closes): then w
+   * neither waits nor holds. */
+  void (*go)(struct relock__turn_wait *w, int err);
 } relock__turn_wait_t;
 
 /* Asks for owner's turn on lock for w (not waiting or holding yet): 1 when
- * it is w's at once, 0 when w waits (w->go is called when it comes), -1
- * when out of memory. */
+ * it is w's at once, 0 when w waits (w->go is called), -1 when out of
+ * memory. */
 int relock__turn_ask(relock_lock_t *lock, uint64_t owner, relock__turn_wait_t *w);
 
 /* w leaves: waiting, it gives up its place; holding, the turn passes on
