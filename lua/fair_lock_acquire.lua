@@ -12,8 +12,9 @@
 -- ARGV[4]  how long the latch remembers a success, in milliseconds
 -- ARGV[5]  1: a wait - join (or stay in) the queue; 0: a single try
 -- ARGV[6]  the publish command (PUBLISH, SPUBLISH; empty: none)
--- Returns nil when the caller now holds the lock, otherwise how long to
--- wait at most (ms) before trying again.
+-- Returns {count} when the caller now holds the lock (its field's hold
+-- count now, as lua/lock_acquire.lua answers), otherwise how long to wait
+-- at most (ms) before trying again.
 --
 -- The lock goes to the head of the queue (or to anyone when it is empty);
 -- an acquisition takes the caller out of the queue and brings every other
@@ -56,16 +57,16 @@ local function extend()
   end
 end
 local function take()
-  redis.call('hincrby', KEYS[1], field, 1)
+  local count = redis.call('hincrby', KEYS[1], field, 1)
   extend()
   redis.call('set', KEYS[5], 1, 'px', ARGV[4])
-  return nil
+  return {count}
 end
 
 local mine = redis.call('hexists', KEYS[1], field) == 1
 if mine and redis.call('exists', KEYS[5]) == 1 then
   extend()
-  return nil -- this request counted its hold already
+  return {tonumber(redis.call('hget', KEYS[1], field))} -- this request counted its hold already
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if redis.call('exists', KEYS[1]) == 0 and (not head or head == field) then

@@ -8,9 +8,10 @@
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  the holder's field
 -- ARGV[3]  how long the latch remembers a success, in milliseconds
--- Returns {token} when the caller now holds the lock, otherwise the lock's
--- remaining time to live in milliseconds. Never an ambiguous answer: a
--- token is always >= 1, a wait always a plain integer.
+-- Returns {count, token} when the caller now holds the lock (count: its
+-- field's hold count now, as lua/lock_acquire.lua answers), otherwise the
+-- lock's remaining time to live in milliseconds. Never an ambiguous answer:
+-- a token is always >= 1, a wait always a plain integer.
 --
 -- The latch remembers the token: a retried acquisition (after a lost
 -- reply) counts its hold once and answers the same token, while the field
@@ -27,14 +28,14 @@ if mine then
   local token = redis.call('get', KEYS[2])
   if token then
     extend()
-    return {tonumber(token)}
+    return {tonumber(redis.call('hget', KEYS[1], ARGV[2])), tonumber(token)}
   end
 end
 if mine or redis.call('exists', KEYS[1]) == 0 then
   local token = redis.call('incr', KEYS[3])
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
   redis.call('set', KEYS[2], token, 'px', ARGV[3])
-  return {token}
+  return {count, token}
 end
 return redis.call('pttl', KEYS[1])

@@ -13,8 +13,11 @@
 --          only (lua/lock_release.lua)
 -- ARGV[5]  (a wait only) "1" when the process has other waiters for the
 --          lock: it stays registered when this one acquires
--- Returns nil when the caller now holds the lock, otherwise the lock's
--- remaining time to live in milliseconds (how long waiting can take at most).
+-- Returns {count} when the caller now holds the lock - its field's hold
+-- count now, this acquisition's included: fewer than the holds the caller
+-- had plus one means the earlier ones are gone (the key vanished, and this
+-- made it afresh) - otherwise the lock's remaining time to live in
+-- milliseconds (how long waiting can take at most).
 --
 -- The latch makes a retried acquisition (after a lost reply) count its hold
 -- once. It answers "acquired" only while the field still exists: a latch
@@ -65,10 +68,10 @@ end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then
   extend()
-  return nil
+  return {tonumber(redis.call('hget', KEYS[1], ARGV[2]))}
 end
 if mine or redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
   -- The latch lasts the retry window and at least as long as the hold it
   -- counted can last without a renewal (the key's TTL now), so that the
@@ -77,6 +80,6 @@ if mine or redis.call('exists', KEYS[1]) == 0 then
   -- so that it can never take away a later hold of the owner.
   redis.call('set', KEYS[2], 1, 'px', math.max(tonumber(ARGV[3]), redis.call('pttl', KEYS[1])))
   registered(true)
-  return nil
+  return {count}
 end
 return registered(false) or redis.call('pttl', KEYS[1])

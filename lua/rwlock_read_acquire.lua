@@ -10,7 +10,8 @@
 -- ARGV[2]  the reader's field
 -- ARGV[3]  the same owner's writer field (a writer may take read holds)
 -- ARGV[4]  how long the latch remembers a success, in milliseconds
--- Returns nil when the caller now holds a read hold, otherwise how long to
+-- Returns {count} when the caller now holds a read hold (its field's read
+-- hold count now, as lua/lock_acquire.lua answers), otherwise how long to
 -- wait at most (ms) before trying again.
 --
 -- Each read hold n (1..count) has its own timeout key
@@ -33,7 +34,7 @@ local function take()
     redis.call('pexpire', KEYS[1], lease)
   end
   redis.call('set', KEYS[2], 1, 'px', ARGV[4])
-  return nil
+  return {n}
 end
 
 -- How long to wait before trying again when a C writer waits, else nil.
@@ -56,7 +57,7 @@ end
 
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then
-  return nil -- this request counted its hold already
+  return {tonumber(redis.call('hget', KEYS[1], ARGV[2]))} -- this request counted its hold already
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' then

@@ -9,7 +9,8 @@
 -- ARGV[4]  how long the latch remembers a success, in milliseconds
 -- ARGV[5]  1: a wait (not a single try): count as a waiting writer
 -- ARGV[6]  how long a waiting writer counts as waiting without trying again
--- Returns nil when the caller now holds the write lock; an error
+-- Returns {count} when the caller now holds the write lock (its field's
+-- hold count now, as lua/lock_acquire.lua answers); an error
 -- "RELOCK_UPGRADE ..." when the owner holds read holds (it would wait for
 -- itself); otherwise how long to wait at most (ms) before trying again.
 --
@@ -22,18 +23,18 @@ local function extend()
   end
 end
 local function take()
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
   redis.call('set', KEYS[2], 1, 'px', ARGV[4])
   redis.call('zrem', KEYS[3], ARGV[2])
-  return nil
+  return {count}
 end
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if redis.call('exists', KEYS[2]) == 1 then
     extend()
-    return nil -- this request counted its hold already
+    return {tonumber(redis.call('hget', KEYS[1], ARGV[2]))} -- this request counted its hold already
   end
   return take()
 end

@@ -35,6 +35,7 @@ static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
   relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
+  relock__htab_cleanup(&c->turns);  /* empty: every request completed on close */
   relock__settings_cleanup(&c->settings);
   relock__tls_free(c->tls); /* the connections are down */
   relock__exec_unref(c->exec); /* threaded: the loop goes with the last future */
@@ -189,6 +190,10 @@ static int client_init(relock_client_t *c) {
     r = RELOCK_ENOMEM;
     goto fail_waitqs;
   }
+  if (relock__htab_init(&c->turns, 16) != 0) {
+    r = RELOCK_ENOMEM;
+    goto fail_turns;
+  }
   if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
     goto fail_renewal;
   if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, c->tls, &c->rng, on_redis_closed,
@@ -199,6 +204,8 @@ static int client_init(relock_client_t *c) {
 fail_redis:
   relock__renewal_close(&c->renewal);
 fail_renewal:
+  relock__htab_cleanup(&c->turns);
+fail_turns:
   relock__htab_cleanup(&c->waitqs);
 fail_waitqs:
   relock__wheel_close(&c->wheel);

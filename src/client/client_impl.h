@@ -24,6 +24,7 @@ struct relock_client {
   relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
   relock__renewal_t renewal; /* the watchdog: what this client holds */
   relock__htab_t waitqs;    /* lock wait queues, by lock name */
+  relock__htab_t turns;     /* owners' count-changing requests in flight, by lock name and field (objects/lock_turn.h) */
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
   char waker_id[19];        /* "": none yet; what wakes this client's waiters only (objects/keys.h) */

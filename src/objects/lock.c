@@ -17,6 +17,7 @@
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
+#include "objects/lock_turn.h"
 #include "objects/replies.h"
 #include "redis/call.h"
 #include "redis/reply.h"
@@ -228,10 +229,11 @@ int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
 }
 
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns) {
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
+                          int64_t count) {
   relock__hold_id_t id = relock__lock_hold(lock, owner);
   return relock__renewal_acquired(&lock->client->renewal, &id, &relock__lock_ref(lock)->holder, watchdog, lease_ms,
-                                  sent_ns);
+                                  sent_ns, count);
 }
 
 /* -- release ----------------------------------------------------------------*/
@@ -240,7 +242,16 @@ typedef struct release {
   relock_lock_t *lock;
   relock_future_t *out;
   uint64_t owner;
+  relock__turn_wait_t turn; /* its owner's turn (lock_turn.h), until it is answered */
 } release_t;
+
+/* Lets go of op; the owner's next request on the lock may go. */
+static void release_free(release_t *op) {
+  relock__turn_leave(&op->turn);
+  relock_future_release(op->out);
+  relock__lock_unref(op->lock);
+  free(op);
+}
 
 static void on_release_done(relock_future_t *f, void *arg) {
   release_t *op = arg;
@@ -270,10 +281,41 @@ static void on_release_done(relock_future_t *f, void *arg) {
     if (relock__lock_watching(lock) && relock__renewal_find(r, &id) == NULL)
       relock__lock_watch_gone(lock, op->owner); /* no hold of owner's left here */
   }
-  relock_future_release(op->out);
-  relock__lock_unref(lock);
-  free(op);
+  release_free(op);
   relock_future_release(f);
+}
+
+/* Sends op's release (it is its owner's turn). */
+static void send_release(release_t *op) {
+  relock__renewal_t *r = &op->lock->client->renewal;
+  relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
+  relock__renewal_release_started(r, &id);
+  relock_future_t *f = relock__lock_send_release(op->lock, op->owner, relock__renewal_lease_for(r, &id));
+  if (f == NULL) {
+    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
+    relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory releasing %s %s", op->lock->kind->what,
+                        op->lock->name);
+    release_free(op);
+    return;
+  }
+  relock_future_on_done(f, on_release_done, op);
+}
+
+static void on_release_turn(relock__turn_wait_t *w, int err) {
+  release_t *op = relock__container_of(w, release_t, turn);
+  if (err == 0) {
+    send_release(op);
+    return;
+  }
+  /* Never sent: the hold is as it was. */
+  if (err == RELOCK_ECLOSED)
+    relock__future_fail(op->out, err, "client closed");
+  else
+    relock__future_fail(op->out, err,
+                        "%s %s: an earlier request of owner %llu on it (a give-back, or an acquisition) is still "
+                        "unanswered",
+                        op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
+  release_free(op);
 }
 
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms) {
@@ -310,17 +352,9 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
     return relock__future_failed(c->exec, RELOCK_ELOST, "%s %s was lost before this release by %s", lock->kind->what,
                                  lock->name, field);
   }
-  release_t *op = malloc(sizeof(*op));
+  release_t *op = calloc(1, sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
-    free(op);
-    relock_future_release(out);
-    return NULL;
-  }
-  relock__renewal_release_started(&c->renewal, &id);
-  relock_future_t *f = relock__lock_send_release(lock, owner, relock__renewal_lease_for(&c->renewal, &id));
-  if (f == NULL) {
-    relock__renewal_release_done(&c->renewal, &id, RELOCK__RELEASE_FAILED);
     free(op);
     relock_future_release(out);
     return NULL;
@@ -328,7 +362,16 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
-  relock_future_on_done(f, on_release_done, op);
+  op->turn.go = on_release_turn;
+  /* Sent once no other request of the owner's that changes its count on
+   * the lock is in flight (lock_turn.h). */
+  int turn = relock__turn_ask(lock, owner, &op->turn);
+  if (turn > 0) {
+    send_release(op);
+  } else if (turn < 0) {
+    relock__future_fail(out, RELOCK_ENOMEM, "out of memory releasing %s %s", lock->kind->what, lock->name);
+    release_free(op);
+  }
   return out;
 }
 

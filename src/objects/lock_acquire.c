@@ -1,7 +1,10 @@
 /* Acquiring a lock of any kind (lock_kind.h), and waiting for a held one
  * (DESIGN.md §4).
  *
- * 1. Try. Acquired: done (a watchdog hold is registered for renewal).
+ * 1. Try (once it is the owner's turn on the lock: lock_turn.h). Acquired:
+ *    done (a watchdog hold is registered for renewal); the answer says how
+ *    many holds of the owner Redis counts now - fewer than it had plus this
+ *    one when the key vanished meanwhile (watchdog/renewal.h).
  * 2. Held by someone else: join the lock's wait queue, which subscribes to
  *    its unlock channel (one subscription per name, shared by every local
  *    waiter), and only once the subscription is confirmed try again, so that
@@ -61,6 +64,7 @@
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
+#include "objects/lock_turn.h"
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/pubsub.h"
@@ -68,10 +72,14 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
-/* A try's answer when the lock is ours: ACQUIRED plus the fenced lock's
- * token (0 for the other kinds). Anything else is the holder's TTL. */
-#define ACQUIRED INT64_MIN
-#define IS_ACQUIRED(answer) ((answer) <= INT64_MIN / 2)
+/* A try's answer when the lock is ours (the try's future holds it as a
+ * pointer): the owner's hold count in Redis now, this acquisition's
+ * included (0: the kind takes no hold), and the fenced lock's token (0 for
+ * the other kinds). Any other answer is the holder's TTL (an integer). */
+typedef struct granted {
+  int64_t count;
+  int64_t token;
+} granted_t;
 #define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
 #define SPIN_MAX_MS 128
 #define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
@@ -110,6 +118,8 @@ typedef struct acquire {
   int64_t wait_ms;
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
+  relock__turn_wait_t turn; /* its owner's turn (lock_turn.h): held from a try's send until it is answered, or
+                               handed to its give-back */
 } acquire_t;
 
 /* The local waiters of one channel: those of one lock, or of its read and
@@ -531,6 +541,14 @@ static void on_give_back_done(relock_future_t *f, void *arg) {
   relock_future_release(f);
 }
 
+/* The same for a give-back that kept its try's turn (arg): the owner's
+ * next request may go now. */
+static void on_give_back_turn_done(relock_future_t *f, void *arg) {
+  relock_client_t *c = relock__turn_client(arg);
+  relock__turn_pass(arg);
+  on_give_back_done(f, c);
+}
+
 /* Gives back the hold (the permits) op's try took, if it took any: the
  * latch says so in Redis (op's place in a queue in Redis goes when op
  * finishes). Sent after the try on the same connection, so it runs after
@@ -543,13 +561,19 @@ static void on_give_back_done(relock_future_t *f, void *arg) {
  * that cancelling and closing at once (the relock tool on a signal) leaves
  * nothing held, and counts what it could not give back. */
 static void undo(acquire_t *op) {
-  if (op->lock->kind->undo == NULL)
+  /* The try's turn goes with it: nothing of its owner's may come between
+   * the try and its give-back, whose latch outlives the key (lock_turn.h). */
+  relock__turn_t *turn = relock__turn_take(&op->turn);
+  if (op->lock->kind->undo == NULL) {
+    relock__turn_pass(turn);
     return; /* it takes nothing: a latch's await */
+  }
   relock_client_t *c = op->lock->client;
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
   if (try_call(op, &call, field) != 0) {
     __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED); /* out of memory */
+    relock__turn_pass(turn);
     return;
   }
   call.spec.flush_on_close = 1; /* retry_safe: deleting the latch makes a repeat harmless */
@@ -558,10 +582,14 @@ static void undo(acquire_t *op) {
   free((char *)call.latch);
   if (f == NULL) {
     __atomic_add_fetch(&c->give_backs_failed, 1, __ATOMIC_RELAXED);
+    relock__turn_pass(turn);
     return;
   }
   __atomic_add_fetch(&c->give_backs_owed, 1, __ATOMIC_RELAXED);
-  relock_future_on_done(f, on_give_back_done, c);
+  if (turn != NULL)
+    relock_future_on_done(f, on_give_back_turn_done, turn);
+  else
+    relock_future_on_done(f, on_give_back_done, c);
 }
 
 /* op gives up waiting: its place in the lock's queue in Redis, if the
@@ -638,6 +666,7 @@ static void drop_latch(acquire_t *op) {
 /* -- the operation ----------------------------------------------------------*/
 
 static void finish(acquire_t *op) {
+  relock__turn_leave(&op->turn); /* a try waiting for its turn goes unsent */
   leave_redis_queue(op);
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
@@ -722,13 +751,28 @@ static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
+static void grant(relock_future_t *f, int64_t count, int64_t token) {
+  granted_t *g = malloc(sizeof(*g));
+  if (g == NULL) { /* an unknown outcome: given back */
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory reading an acquisition's answer");
+    return;
+  }
+  *g = (granted_t){count, token};
+  if (!relock__future_succeed_ptr(f, g, free))
+    free(g); /* cancelled meanwhile */
+}
+
+static int positive(const relock_reply_t *reply) {
+  return reply->type == RELOCK_REPLY_INTEGER && reply->integer > 0;
+}
+
 static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   (void)arg;
-  if (reply->type == RELOCK_REPLY_NIL)
-    relock__future_succeed_int(f, ACQUIRED);
-  else if (reply->type == RELOCK_REPLY_ARRAY && reply->elements == 1 && reply->element[0]->type == RELOCK_REPLY_INTEGER &&
-           reply->element[0]->integer > 0 && reply->element[0]->integer < INT64_MAX / 2)
-    relock__future_succeed_int(f, ACQUIRED + reply->element[0]->integer); /* {token} */
+  if (reply->type == RELOCK_REPLY_NIL) /* a kind that takes no hold: a semaphore's permits, a latch */
+    grant(f, 0, 0);
+  else if (reply->type == RELOCK_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2) &&
+           positive(reply->element[0]) && (reply->elements == 1 || positive(reply->element[1])))
+    grant(f, reply->element[0]->integer, reply->elements == 2 ? reply->element[1]->integer : 0); /* {count, token} */
   else if (reply->type == RELOCK_REPLY_INTEGER)
     relock__future_succeed_int(f, reply->integer);
   else if (reply->type == RELOCK_REPLY_ERROR)
@@ -740,7 +784,7 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
 /* A try answered "acquired". Reported only if the answer came while the
  * hold is surely valid; a late one is given back and tried afresh (or, for
  * a single try, reported as a timeout). */
-static void on_acquired(acquire_t *op, int64_t token) {
+static void on_acquired(acquire_t *op, granted_t granted) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
@@ -771,17 +815,18 @@ static void on_acquired(acquire_t *op, int64_t token) {
     end(op, 0, 1, NULL);
     return;
   }
-  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns);
+  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns, granted.count);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
     end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
+    relock__turn_leave(&op->turn); /* counted: the owner's next request may go */
     drop_latch(op);
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->q != NULL)
       wake(op->q, 1); /* shared holds: the other local waiters may well get one too */
-    end(op, 0, op->lock->kind->fenced ? token : 1, NULL);
+    end(op, 0, op->lock->kind->fenced ? granted.token : 1, NULL);
   }
 }
 
@@ -798,8 +843,11 @@ static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   int err = relock_future_error(f);
-  int64_t answer = err == 0 ? relock_future_int(f) : 0;
-  if (err == 0 && !IS_ACQUIRED(answer))
+  const granted_t *g = err == 0 ? relock_future_ptr(f) : NULL;
+  int acquired = g != NULL;
+  granted_t granted = acquired ? *g : (granted_t){0, 0};
+  int64_t answer = err == 0 && !acquired ? relock_future_int(f) : 0;
+  if (err == 0 && !acquired)
     tell_waiting(op, answer);
   op->attempt = NULL;
   /* A server error means the script did not run (an upgrade refused: it
@@ -807,10 +855,12 @@ static void on_try_done(relock_future_t *f, void *arg) {
    * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
-  int may_hold = err == 0 ? IS_ACQUIRED(answer) : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
+  int may_hold = err == 0 ? acquired : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
+  if (!may_hold)
+    relock__turn_leave(&op->turn); /* nothing to give back: the owner's next request may go */
   if (err == 0)
     op->answered = 1;
-  if (err == 0 && !IS_ACQUIRED(answer) && !op->try_once && op->lock->kind->wakes_one) {
+  if (err == 0 && !acquired && !op->try_once && op->lock->kind->wakes_one) {
     op->registered = op->waker_sent;
     op->lock->waited = 1;
   }
@@ -826,8 +876,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
       end(op, err, 0, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
     else
       end(op, err, 0, "%s", relock_future_message(f));
-  } else if (IS_ACQUIRED(answer)) {
-    on_acquired(op, answer - ACQUIRED);
+  } else if (acquired) {
+    on_acquired(op, granted);
   } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
     end(op, RELOCK_ECLOSED, 0, "client closed");
   } else if (op->try_once) {
@@ -859,7 +909,8 @@ static int acquired_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_ARRAY;
 }
 
-static void try_acquire(acquire_t *op) {
+/* Sends op's try (it is its owner's turn). */
+static void send_try(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
   char field[RELOCK__FIELD_MAX];
@@ -890,6 +941,34 @@ static void try_acquire(acquire_t *op) {
   op->queued |= call.queue && lock->kind->leave_queue != NULL;
   op->attempt = f;
   relock_future_on_done(f, on_try_done, op);
+}
+
+static void on_turn(relock__turn_wait_t *w, int err) {
+  acquire_t *op = relock__container_of(w, acquire_t, turn);
+  if (err == 0)
+    send_try(op);
+  else if (err == RELOCK_ECLOSED)
+    end(op, err, 0, "client closed");
+  else /* never sent: nothing to give back */
+    end(op, err, 0, "%s %s: an earlier request of owner %llu on it (a give-back, or a release) is still unanswered",
+        op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
+}
+
+/* Tries once it is op's owner's turn (lock_turn.h): a try of a kind that
+ * takes holds waits while one of the owner's requests that change its
+ * count on the lock is in flight. */
+static void try_acquire(acquire_t *op) {
+  if (op->turn.turn != NULL && !op->turn.holds)
+    return; /* waiting for its turn already */
+  int r = op->lock->kind->no_hold || op->turn.holds ? 1 : relock__turn_ask(op->lock, op->owner, &op->turn);
+  if (r < 0) {
+    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring %s %s", op->lock->kind->what, op->lock->name);
+  } else if (r == 0) {
+    relock__timer_stop(&op->timer);
+    set_state(op, TRYING); /* on_turn sends it */
+  } else {
+    send_try(op);
+  }
 }
 
 static void on_timer(relock__timer_t *t, int status, void *arg) {
@@ -970,6 +1049,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   relock__list_init(&op->qlink);
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
+  op->turn.go = on_turn;
   relock__request_id(&c->rng, op->latch_id);
   relock__future_set_cancel(out, on_cancel, op);
   if (wait_ms > 0)

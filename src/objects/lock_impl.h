@@ -136,8 +136,9 @@ int relock__lock_watching(const relock_lock_t *lock);
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's
  * relock__renewal_acquired, the lock being the holder that is told when it
- * is lost). */
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns);
+ * is lost; count: the owner's holds Redis counts now, 0 if not said). */
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
+                          int64_t count);
 
 /* The blocking calls' pieces (sync.c), for every object built on a lock
  * object. Each sets the thread's last error (relock_last_error_message).

@@ -74,8 +74,10 @@ typedef struct relock__lock_kind {
   unsigned wakes_one : 1;     /* a waiting try registers its process (call->waker), and a release wakes
                                  the one registered longest, not a waiter in every process */
   /* Each sends one script; the future completes with its answer (a reply).
-   *   acquire: nil or {token} acquired (call->latch made: a repeat of the
-   *            same request answers the same), else an integer: how long
+   *   acquire: {count} acquired - the owner's hold count in Redis now,
+   *            this acquisition's included; the fenced lock's {count,
+   *            token}; nil for a no_hold kind - (call->latch made: a repeat
+   *            of the same request answers the same), else an integer: how long
    *            the holder's lease has left (-1: no expiry) - the most a
    *            waiter waits before trying again.
    *   undo:    gives back the hold the acquisition with call->latch took,

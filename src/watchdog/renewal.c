@@ -272,8 +272,21 @@ static void extend_lease(relock__renewal_t *r, relock__hold_t *hold, int64_t lea
   relock__timer_start(r->wheel, &hold->fixed->end, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
 }
 
+/* Redis counts count holds of the owner now, this acquisition's included:
+ * no more than the owner had before it, the earlier ones are gone - the
+ * key vanished (deleted, force released, lost in a failover) and this
+ * acquisition made the field afresh. Counting on from them would let the
+ * owner's next release free the lock under the hold it still believes
+ * in. They are lost (told, as any loss); 1 if so. */
+static int earlier_holds_gone(relock__renewal_t *r, relock__hold_t *hold, int64_t count) {
+  if (hold == NULL || hold->lost || count <= 0 || count > hold->count)
+    return 0;
+  declare_lost(r, hold, RELOCK_ELOST);
+  return 1;
+}
+
 int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
-                             int watchdog, int64_t lease_ms, uint64_t sent_ns) {
+                             int watchdog, int64_t lease_ms, uint64_t sent_ns, int64_t count) {
   if (r->closing) {
     holder->ops->drop(holder);
     return RELOCK_ECLOSED;
@@ -291,6 +304,14 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
     }
     hold = relock__renewal_find(r, id);
   }
+  int afresh = earlier_holds_gone(r, hold, count);
+  if (afresh) {
+    if (r->closing) { /* by the lost callback */
+      holder->ops->drop(holder);
+      return RELOCK_ECLOSED;
+    }
+    hold = relock__renewal_find(r, id);
+  }
   if (hold != NULL && hold->lost) { /* a fresh hold after a lost one */
     forget(r, hold);
     hold = NULL;
@@ -301,7 +322,7 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
     holder->ops->drop(holder);
     return RELOCK_ENOMEM;
   }
-  hold->count++;
+  hold->count = afresh ? count : hold->count + 1; /* afresh: what Redis counts */
   /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
    * one): a renewed hold keeps the watchdog's, a fixed one the longest.
    * Nor do renewals and partial releases (they only extend), so the

@@ -192,14 +192,18 @@ void relock__renewal_close(relock__renewal_t *r);
 relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id_t *id);
 
 /* The hold id was taken (one more hold) through holder; the acquisition
- * was sent at sent_ns. The watchdog takes over one reference on holder: it
- * keeps it with a new hold and drops it (ops->drop) at once otherwise,
- * errors included.
+ * was sent at sent_ns, and Redis counts count holds of the owner now, this
+ * one included (0: not said). Fewer than the owner had plus this one: the
+ * earlier ones are gone (the key vanished, and this acquisition made it
+ * afresh) - they are lost, told to the holder as any loss (RELOCK_ELOST),
+ * and the owner holds what Redis counts. The watchdog takes over one
+ * reference on holder: it keeps it with a new hold and drops it (ops->drop)
+ * at once otherwise, errors included.
  * Returns 0, RELOCK_ENOMEM (the hold is then not renewed) or RELOCK_ECLOSED
  * (the client closed, possibly from the lost callback of an earlier hold
  * found past its validity, which this one replaces). */
 int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
-                             int watchdog, int64_t lease_ms, uint64_t sent_ns);
+                             int watchdog, int64_t lease_ms, uint64_t sent_ns, int64_t count);
 
 typedef enum relock__release_outcome {
   RELOCK__RELEASE_FAILED = 0, /* no answer: nothing is known */

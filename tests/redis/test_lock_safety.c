@@ -138,6 +138,14 @@ static int key_gone(void *arg) {
 
 /* -- item 1: a retried acquisition, and a late answer ----------------------*/
 
+/* The acquire script's "acquired": {count}, the holder's hold count now. */
+static void assert_held(const relock_reply_t *r, long long count) {
+  assert_int_equal(r->type, RELOCK_REPLY_ARRAY);
+  assert_int_equal(r->elements, 1);
+  assert_int_equal(r->element[0]->type, RELOCK_REPLY_INTEGER);
+  assert_int_equal(r->element[0]->integer, count);
+}
+
 /* The acquire script, run by hand with one request id twice, as a retry
  * after a lost reply would: by the retry the first hold has expired and
  * another client holds the lock. The latch must not answer "acquired". */
@@ -147,12 +155,12 @@ static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
   const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
   const char *latch = "relock_lock_latch:{retried}:0123456789abcdef0123456789abcdef";
   relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000");
-  assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL); /* A's first attempt took it; its reply was lost */
+  assert_held(fx_ok(f), 1); /* A's first attempt took it; its reply was lost */
   relock_future_release(f);
   void *arg[2] = {fx, (char[]){"retried"}};
   assert_true(fx_run_until(fx->a->loop, key_gone, arg, 2000)); /* A's lease ran out */
   f = FX_CMD(fx->a, "EVAL", body, "2", "retried", "relock_lock_latch:{retried}:b", "30000", "B:1", "21000");
-  assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL); /* B holds it now */
+  assert_held(fx_ok(f), 1); /* B holds it now */
   relock_future_release(f);
   f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000"); /* A's retry */
   const relock_reply_t *r = fx_ok(f);
@@ -161,7 +169,8 @@ static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
   relock_future_release(f);
 }
 
-/* The same retry while the first hold is still there: acquired, counted once. */
+/* The same retry while the first hold is still there: acquired, counted
+ * once, and both answer the same count. */
 static void test_retried_acquire_while_held_counts_once(void **state) {
   fx_t *fx = *state;
   fx->a = fx_client(fx->cfg);
@@ -169,7 +178,7 @@ static void test_retried_acquire_while_held_counts_once(void **state) {
   const char *latch = "relock_lock_latch:{once}:0123456789abcdef0123456789abcdef";
   for (int attempt = 0; attempt < 2; attempt++) {
     relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "once", latch, "30000", "A:1", "21000");
-    assert_int_equal(fx_ok(f)->type, RELOCK_REPLY_NIL);
+    assert_held(fx_ok(f), 1);
     relock_future_release(f);
   }
   assert_int_equal(fx_raw_int(fx->redis, "HINCRBY", "once", "A:1", "0", NULL), 1);
@@ -1198,6 +1207,219 @@ static void test_watched_hold_of_every_kind_hears_a_force_release(void **state) 
   lose_holds(fx, cases, n, (double)fx_slack_ms(100));
 }
 
+/* -- a re-entry after the key vanished -----------------------------------------*/
+
+/* How an owner's holds of a name are taken and the key vanishes under them. */
+typedef struct {
+  size_t kind;      /* in lock_kinds */
+  int fixed;        /* the first hold: a fixed lease (else the watchdog's) */
+  int fixed_again;  /* the re-entry: a fixed lease (else the watchdog's) */
+  int forced;       /* b's force release (else a DEL); a is not watching: it hears nothing */
+  int other_object; /* the re-entry goes through another object of the same kind and name */
+} vanish_case_t;
+
+/* Owner 1 of a holds the name; the key vanishes and, before any renewal or
+ * check notices (the watchdog's cycle is 10 s), owner 1 re-enters. Redis
+ * makes the field afresh with one hold: the earlier hold is lost (told, as
+ * any loss), and the owner holds what Redis counts - one hold, released by
+ * one release. Returns NULL, or what went wrong. */
+static const char *reenter_after_vanish(fx_t *fx, const vanish_case_t *c, int n, char *what, size_t size) {
+  static char why[256];
+  char name[64];
+  snprintf(name, sizeof name, "vanish-%d-%s", n, lock_kinds[c->kind].what);
+  snprintf(what, size, "%s: %s, %s, re-entered %s%s", name, c->fixed ? "fixed" : "watchdog",
+           c->forced ? "force released" : "deleted", c->fixed_again ? "fixed" : "with the watchdog",
+           c->other_object ? " through another object" : "");
+  relock_lock_t *l = lock_kinds[c->kind].make(fx->a, name, NULL);
+  relock_lock_t *l2 = c->other_object ? lock_kinds[c->kind].make(fx->a, name, NULL) : l;
+  relock_lock_t *other = lock_kinds[c->kind].make(fx->b, name, NULL);
+  told_t told = {0, 0, 0};
+  assert_int_equal(relock_lock_on_lost(l, on_told, &told), 0);
+  assert_int_equal(relock_lock_on_lost(l2, on_told, &told), 0);
+  const char *wrong = NULL;
+  assert_true(value_of(relock_lock_acquire_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
+  if (c->forced)
+    assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+  else
+    assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
+  assert_true(value_of(relock_lock_acquire_async(l2, 1, 0, c->fixed_again ? 20000 : RELOCK_INFINITE)) >= 1);
+  relock__hold_t *hold = hold_of(fx->a, l, 1);
+  long long local = hold != NULL ? (long long)hold->count : 0, redis = raw_count(fx, l, 1);
+  if (told.calls != 1 || told.reason != RELOCK_ELOST || local != redis) {
+    snprintf(why, sizeof why, "the lost callback ran %d times (reason %s), local count %lld, Redis's %lld", told.calls,
+             told.calls > 0 ? relock_err_name(told.reason) : "none", local, redis);
+    wrong = why;
+  } else if (relock_lock_validity_ms(l2, 1) <= 0) {
+    snprintf(why, sizeof why, "the re-entry is not valid: %lld", (long long)relock_lock_validity_ms(l2, 1));
+    wrong = why;
+  }
+  /* One release for the one hold Redis counts: the lock is free, for b. */
+  int64_t freed = -1;
+  int r = outcome(relock_lock_release_async(l2, 1), &freed, NULL, 0);
+  if (wrong == NULL && (r != 0 || freed != 1)) {
+    snprintf(why, sizeof why, "the release answered %s, freed %lld", relock_err_name(r), (long long)freed);
+    wrong = why;
+  }
+  fx_raw_int(fx->redis, "DEL", name, NULL);
+  relock_lock_free(other);
+  if (l2 != l)
+    relock_lock_free(l2);
+  relock_lock_free(l);
+  return wrong;
+}
+
+/* Every kind whose holds are counted, each lease, a DEL or a force release,
+ * the same object or another: a re-entry after the key vanished reports
+ * the earlier holds lost, and counts what Redis counts. Before, the
+ * re-entry was counted on top of the vanished hold (2 here, 1 in Redis),
+ * nobody was told, and the owner's next release freed the lock under the
+ * hold it still believed in. */
+static void test_reentry_after_the_key_vanished_loses_the_earlier_holds(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  uint64_t rng = test_seed("re-entry after a vanish");
+  char what[160];
+  int n = 0, failed = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int i = 0; i < 3; i++, n++) {
+      vanish_case_t c = {kind, (int)(relock__random(&rng) % 2), (int)(relock__random(&rng) % 2),
+                         (int)(relock__random(&rng) % 2), (int)(relock__random(&rng) % 2)};
+      const char *wrong = reenter_after_vanish(fx, &c, n, what, sizeof what);
+      if (wrong != NULL) {
+        printf("#   %s: %s\n", what, wrong);
+        failed++;
+      }
+    }
+  if (failed > 0)
+    fail_msg("%d of %d re-entries after a vanish went wrong (above)", failed, n);
+}
+
+/* -- one owner's count-changing requests, one at a time ------------------------*/
+
+/* Loads every script but the ones that give holds back (releases, undos):
+ * those meet NOSCRIPT, and the client sends them again as EVAL behind what
+ * it sent meanwhile - as after a restart of Redis, which forgets its
+ * scripts. */
+static void forget_give_back_scripts(fx_t *fx) {
+  assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "FLUSH", NULL), 0);
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    if (i != RELOCK__SCRIPT_LOCK_RELEASE && i != RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO &&
+        i != RELOCK__SCRIPT_FAIR_LOCK_RELEASE && i != RELOCK__SCRIPT_RWLOCK_READ_RELEASE &&
+        i != RELOCK__SCRIPT_RWLOCK_WRITE_RELEASE)
+      assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+}
+
+static int give_backs_over(void *arg) {
+  return __atomic_load_n(&((relock_client_t *)arg)->give_backs_owed, __ATOMIC_RELAXED) == 0;
+}
+
+typedef struct {
+  size_t kind;      /* in lock_kinds */
+  int undo;         /* the earlier request: the give-back of a late acquisition (else a release) */
+  int fixed;        /* the new acquisition: a fixed lease (else the watchdog's) */
+  int other_object; /* the new acquisition goes through another object */
+} overlap_case_t;
+
+/* Owner 1's give-back of a hold is sent, and right after it the same
+ * owner's new acquisition of the name; the hold it gives back is gone from
+ * Redis meanwhile (its key vanished, or its lease of 1 ms ran out). The
+ * give-back meets NOSCRIPT and is sent again: had the acquisition gone
+ * ahead of it, the give-back would take away the hold the acquisition made
+ * afresh, under the owner's belief. Returns NULL, or what went wrong. */
+static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what, size_t size) {
+  static char why[256];
+  char name[64];
+  snprintf(name, sizeof name, "overlap-%d-%s", n, lock_kinds[c->kind].what);
+  snprintf(what, size, "%s: %s, then acquired %s%s", name, c->undo ? "a late acquisition given back" : "released",
+           c->fixed ? "fixed" : "with the watchdog", c->other_object ? " through another object" : "");
+  relock_lock_t *l = lock_kinds[c->kind].make(fx->a, name, NULL);
+  relock_lock_t *l2 = c->other_object ? lock_kinds[c->kind].make(fx->a, name, NULL) : l;
+  relock_future_t *first;
+  if (c->undo) {
+    /* Its answer comes 10 ms after the try, past its 1 ms lease: given back. */
+    relock_test_proxy_delay(fx->proxy, 5);
+    forget_give_back_scripts(fx);
+    first = relock_lock_acquire_async(l, 1, 0, 1);
+    assert_int_equal(outcome(first, NULL, NULL, 0), RELOCK_ETIMEDOUT); /* the give-back is on its way */
+    first = NULL;
+  } else {
+    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
+    assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
+    relock_test_proxy_delay(fx->proxy, 5);
+    forget_give_back_scripts(fx);
+    first = relock_lock_release_async(l, 1);
+  }
+  int64_t acquired = -1;
+  int r = outcome(relock_lock_acquire_async(l2, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE), &acquired, NULL, 0);
+  if (first != NULL)
+    outcome(first, NULL, NULL, 0); /* lost: the hold is gone */
+  assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000)); /* the give-back has run */
+  relock_test_proxy_delay(fx->proxy, 0);
+  const char *wrong = NULL;
+  long long redis = raw_count(fx, l2, 1);
+  relock__hold_t *hold = hold_of(fx->a, l2, 1);
+  if (r != 0 || acquired < 1) {
+    snprintf(why, sizeof why, "the acquisition answered %s, %lld", relock_err_name(r), (long long)acquired);
+    wrong = why;
+  }
+  if (wrong == NULL && (redis != 1 || hold == NULL || hold->count != 1 || relock_lock_validity_ms(l2, 1) <= 0)) {
+    snprintf(why, sizeof why, "acquired, but Redis counts %lld hold(s), the owner %lld (validity %lld)", redis,
+             hold != NULL ? (long long)hold->count : 0LL, (long long)relock_lock_validity_ms(l2, 1));
+    wrong = why;
+  }
+  if (r == 0 && acquired >= 1)
+    outcome(relock_lock_release_async(l2, 1), NULL, NULL, 0);
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+  fx_raw_int(fx->redis, "DEL", name, NULL);
+  if (l2 != l)
+    relock_lock_free(l2);
+  relock_lock_free(l);
+  return wrong;
+}
+
+/* Has a's connection send every give-back script once, so that it knows
+ * them (its first EVALSHA of a script goes alone, with nothing behind it). */
+static void learn_give_back_scripts(fx_t *fx) {
+  for (size_t kind = 0; kind < NKINDS; kind++) {
+    relock_lock_t *l = lock_kinds[kind].make(fx->a, "learn", NULL);
+    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
+    assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+    assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, 1), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+    assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000));
+    relock_lock_free(l);
+  }
+}
+
+/* Every kind whose holds are counted: an owner's release, or the give-back
+ * of its late acquisition, and its next acquisition of the name go to Redis
+ * one at a time, whatever happens to the first on its way (here: NOSCRIPT,
+ * and a second trip). Before, the acquisition went ahead, made the field
+ * afresh, and the give-back running after it took that hold away: the
+ * owner was told "acquired" with nothing in Redis. */
+static void test_one_owners_counting_requests_go_one_at_a_time(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->via);
+  uint64_t rng = test_seed("one at a time");
+  learn_give_back_scripts(fx);
+  char what[160];
+  int n = 0, failed = 0;
+  for (size_t kind = 0; kind < NKINDS; kind++)
+    for (int undo = 0; undo < 2; undo++, n++) {
+      overlap_case_t c = {kind, undo, (int)(relock__random(&rng) % 2), (int)(relock__random(&rng) % 2)};
+      const char *wrong = overlap(fx, &c, n, what, sizeof what);
+      if (wrong != NULL) {
+        printf("#   %s: %s\n", what, wrong);
+        failed++;
+      }
+    }
+  if (failed > 0)
+    fail_msg("%d of %d owners' requests overlapped (above)", failed, n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -1224,6 +1446,8 @@ int main(void) {
       T(test_release_of_a_lost_hold_needs_no_redis),
       T(test_every_loss_is_told_within_a_cycle),
       T(test_watched_hold_of_every_kind_hears_a_force_release),
+      T(test_reentry_after_the_key_vanished_loses_the_earlier_holds),
+      T(test_one_owners_counting_requests_go_one_at_a_time),
 #undef T
   };
   if (!relock_test_redis_available())
