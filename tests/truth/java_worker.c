@@ -295,6 +295,8 @@ int truth_java_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed) 
       if (w.tags[i].busy && now > w.tags[i].bound_ns) {
         atomic_fetch_add(&w.slot->hung, 1);
         truth_trace(w.slot, "j%d: took longer than its bound (no answer)", i);
+        fprintf(stderr, "# java worker %d: j%d's %s on %s got no answer within its bound\n", id, i,
+                java_kind(w.tags[i].op_kind), truth_names[w.tags[i].op_name]);
         w.tags[i].bound_ns = UINT64_MAX;
       }
     }

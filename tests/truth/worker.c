@@ -288,9 +288,13 @@ static void refresh_all(worker_t *w) {
       if (v > 0) {
         l->b.deadline_ns = now + (uint64_t)v * 1000000u;
         publish(w, s);
-      } else if (now + 50000000u < l->natural_end_ns) {
-        truth_trace(w->slot, "%s %s: validity %lld without a lost callback", truth_names[l->b.name], l->b.field,
-                    (long long)v);
+      } else {
+        /* the library holds it no more: a fixed lease that ran out (its
+         * end), or a loss whose callback is yet to come */
+        if (now + 50000000u < l->natural_end_ns)
+          truth_trace(w->slot, "%s %s: validity %lld before its lease ran out, no lost callback yet",
+                      truth_names[l->b.name], l->b.field, (long long)v);
+        forget_slot(&w->actors[s / SLOTS_PER_ACTOR], s);
       }
     }
     pthread_mutex_unlock(&w->mu);
@@ -663,6 +667,8 @@ static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
     atomic_fetch_add(&w->slot->hung, 1);
     truth_trace(w->slot, "a%d op %d took %llu ms (bound %lld)", a->idx, op->type, (unsigned long long)took_ms,
                 (long long)bound);
+    fprintf(stderr, "# worker %d: a%d's operation %d on %s took %llu ms (bound %lld)\n", w->id, a->idx, op->type,
+            truth_names[w->targets[op->target].name], (unsigned long long)took_ms, (long long)bound);
   }
 }
 
