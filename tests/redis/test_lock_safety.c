@@ -1338,10 +1338,11 @@ static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what,
   relock_lock_t *l2 = c->other_object ? lock_kinds[c->kind].make(fx->a, name, NULL) : l;
   relock_future_t *first;
   if (c->undo) {
-    /* Its answer comes 10 ms after the try, past its 1 ms lease: given back. */
-    relock_test_proxy_delay(fx->proxy, 5);
+    /* Its answer comes 12 ms after the try, past the shortest lease's
+     * validity (10 ms less the drift margin): given back. */
+    relock_test_proxy_delay(fx->proxy, 6);
     forget_give_back_scripts(fx);
-    first = relock_lock_acquire_async(l, 1, 0, 1);
+    first = relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS);
     assert_int_equal(outcome(first, NULL, NULL, 0), RELOCK_ETIMEDOUT); /* the give-back is on its way */
     first = NULL;
   } else {
@@ -1387,7 +1388,10 @@ static void learn_give_back_scripts(fx_t *fx) {
     relock_lock_t *l = lock_kinds[kind].make(fx->a, "learn", NULL);
     assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
     assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
-    assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, 1), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+    relock_test_proxy_delay(fx->proxy, 6); /* an answer too late for the shortest lease */
+    assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS), NULL, NULL, 0),
+                     RELOCK_ETIMEDOUT);
+    relock_test_proxy_delay(fx->proxy, 0);
     assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000));
     relock_lock_free(l);
   }
