@@ -1198,6 +1198,37 @@ static void test_watched_hold_of_every_kind_hears_a_force_release(void **state) 
   lose_holds(fx, cases, n, (double)fx_slack_ms(100));
 }
 
+/* -- a foreign client cuts a fixed lease --------------------------------------*/
+
+/* a holds the lock with a fixed 6 s lease; another client cuts its key's
+ * expiry to 1 s with a plain PEXPIRE (as Redisson's watchdog renewal does,
+ * with its own lease, on a lock it shares). a cannot stop that, but within
+ * a check cycle (200 ms) and a round trip it believes no longer than Redis
+ * keeps the key, and nobody renewing it, a is told of the loss before
+ * another client can take the lock. Before, a went on believing its 6 s:
+ * the key expired, and b took the lock while a believed it held it. */
+static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "cut"), *other = lock_of(fx->b, "cut");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut", "1000", NULL), 1);
+  fx_kept_at_least_believed(fx->redis, "cut", l, 1, 200 + 100);
+  assert_int_equal(lost.calls, 0); /* not yet: Redis keeps it for a while */
+  fx_told_before_taken(&lost.calls, other, 2, 3000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(value_of(relock_lock_release_async(other, 2)), 1);
+  relock_lock_free(l);
+  relock_lock_free(other);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -1224,6 +1255,7 @@ int main(void) {
       T(test_release_of_a_lost_hold_needs_no_redis),
       T(test_every_loss_is_told_within_a_cycle),
       T(test_watched_hold_of_every_kind_hears_a_force_release),
+      T(test_a_foreign_pexpire_cuts_a_fixed_lease),
 #undef T
   };
   if (!relock_test_redis_available())
