@@ -10,7 +10,8 @@
  * a lease within the drift margin is refused; an unconfirmed subscription
  * does not make a waiter sleep through an unlock; lost and expired holds
  * leave the registry; the hold's validity can be asked for locally and
- * checked against Redis. */
+ * checked against Redis, and comes down to what Redis keeps when another
+ * client cuts a fixed lease's key shorter. */
 #include <config.h>
 
 #include <pthread.h>
@@ -1229,6 +1230,29 @@ static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
   relock_lock_free(other);
 }
 
+/* relock_lock_validate asks Redis the same, at once (no check cycle runs
+ * within this test: the watchdog's is every 10 s): a cut expiry cuts the
+ * validity, and one too short to leave any is a loss. Before, validate
+ * answered "still there" and the validity stayed at 6 s. */
+static void test_validate_sees_a_foreign_cut(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "cut-validate");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut-validate", "1000", NULL), 1);
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 1);
+  fx_kept_at_least_believed(fx->redis, "cut-validate", l, 1, 0);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut-validate", "1", NULL), 1);
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 0);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  relock_lock_free(l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -1256,6 +1280,7 @@ int main(void) {
       T(test_every_loss_is_told_within_a_cycle),
       T(test_watched_hold_of_every_kind_hears_a_force_release),
       T(test_a_foreign_pexpire_cuts_a_fixed_lease),
+      T(test_validate_sees_a_foreign_cut),
 #undef T
   };
   if (!relock_test_redis_available())
