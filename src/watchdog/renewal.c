@@ -439,14 +439,16 @@ static int answered_gone(const batch_t *b, const relock_reply_t *reply, size_t i
 }
 
 /* A check answered (lua/lock_check.lua) that Redis keeps the fixed-lease
- * hold kept_ms more, counted from the check's send time: a belief is never
- * longer than what Redis keeps, so its validity comes down to that less the
- * drift margin - never up, as a fixed lease is never renewed; -1 (no
- * expiry) changes nothing. A foreign client can cut a key's expiry below
- * the lease (Redisson's read-lock renewal is a plain PEXPIRE to its own
- * lease); when Redis would let the key go before the hold's validity ends
- * (not merely the drift margin taken anew), the hold was cut: the end of
- * its validity is then a loss, told to its holder. */
+ * hold kept_ms more: a belief is never longer than what Redis keeps, so its
+ * validity comes down to that, counted from the check's send time (Redis
+ * ran it later), less the drift margin - never up, as a fixed lease is
+ * never renewed; -1 (no expiry) changes nothing. A foreign client can cut
+ * a key's expiry below the lease (Redisson's read-lock renewal is a plain
+ * PEXPIRE to its own lease). When Redis lets the key go before the hold's
+ * validity would have ended even counted from now (so not a slow answer,
+ * nor the margin taken anew: a lease left alone always outlasts it), the
+ * hold was cut: the end of its validity is then a loss, told to its holder,
+ * not a lease run out. */
 static void kept_for(relock__renewal_t *r, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms) {
   if (kept_ms < 0)
     return;
@@ -454,10 +456,11 @@ static void kept_for(relock__renewal_t *r, relock__hold_t *hold, uint64_t sent_n
   uint64_t deadline = valid_ms > 0 ? relock__deadline_after(sent_ns, valid_ms) : sent_ns;
   if (deadline >= hold->deadline_ns)
     return;
-  if (relock__deadline_after(sent_ns, kept_ms) < hold->deadline_ns)
+  uint64_t now = relock__now_ns();
+  if (relock__deadline_after(now, kept_ms) < hold->deadline_ns)
     hold->cut = 1;
   hold->deadline_ns = deadline;
-  if (deadline <= relock__now_ns())
+  if (deadline <= now)
     lease_over(r, hold);
   else
     arm_lease_end(r, hold);

@@ -1213,10 +1213,13 @@ static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
   fx->a = fx_client(fx->cfg);
   fx->b = fx_client(fx->cfg);
-  relock_lock_t *l = lock_of(fx->a, "cut"), *other = lock_of(fx->b, "cut");
-  lost_t lost = {0, 0};
+  relock_lock_t *l = lock_of(fx->a, "cut"), *other = lock_of(fx->b, "cut"), *alone = lock_of(fx->a, "uncut");
+  lost_t lost = {0, 0}, alone_lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
+  relock_lock_on_lost(alone, on_lost, &alone_lost);
   assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  /* a lease nobody cuts, checked all along, merely runs out meanwhile */
+  assert_int_equal(value_of(relock_lock_acquire_async(alone, 1, 0, 1000)), 1);
   assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut", "1000", NULL), 1);
   fx_kept_at_least_believed(fx->redis, "cut", l, 1, 200 + 100);
   assert_int_equal(lost.calls, 0); /* not yet: Redis keeps it for a while */
@@ -1226,8 +1229,14 @@ static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
   assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
   assert_int_equal(value_of(relock_lock_release_async(other, 2)), 1);
+  void *uncut[] = {fx, "uncut"};
+  assert_true(fx_run_until(fx->a->loop, key_gone, uncut, 2000));
+  fx_run_until(fx->a->loop, never, NULL, 20); /* its end's timer, a tick late at most */
+  assert_int_equal(relock_lock_validity_ms(alone, 1), RELOCK_ENOTOWNER); /* forgotten, */
+  assert_int_equal(alone_lost.calls, 0);                                 /* not lost */
   relock_lock_free(l);
   relock_lock_free(other);
+  relock_lock_free(alone);
 }
 
 /* relock_lock_validate asks Redis the same, at once (no check cycle runs
