@@ -19,6 +19,7 @@
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
 static void forget(relock__renewal_t *r, relock__hold_t *hold);
+static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason);
 struct batch;
 static void send_spec(relock__renewal_t *r, struct batch *b, const relock__call_spec_t *spec);
 
@@ -81,11 +82,20 @@ static void maybe_stop_cycle(relock__renewal_t *r) {
     relock__timer_stop(&r->cycle);
 }
 
-/* A fixed lease's end: its hold is forgotten, Redis letting it expire. */
+/* A fixed lease's validity is over: its hold is forgotten, Redis letting
+ * it expire - or lost, when someone else cut the key's expiry below the
+ * lease (kept_for): the holder did not get the lease it asked for. */
+static void lease_over(relock__renewal_t *r, relock__hold_t *hold) {
+  if (hold->cut)
+    declare_lost(r, hold, RELOCK_ELOST);
+  else
+    forget(r, hold);
+}
+
 static void on_lease_end(relock__timer_t *t, int status, void *arg) {
   if (status != 0) /* the client is closing: renewal_close forgets it */
     return;
-  forget(arg, relock__container_of(t, relock__hold_lease_t, end)->hold);
+  lease_over(arg, relock__container_of(t, relock__hold_lease_t, end)->hold);
 }
 
 static relock__hold_lease_t *lease_new(relock__renewal_t *r, relock__hold_t *hold) {
@@ -204,7 +214,10 @@ static void notify_lost(relock__hold_t *hold, int reason) {
   const char *key = hold_key(hold, &key_len);
   hold_field(hold, field);
   int n = key_len > sizeof msg ? (int)sizeof msg : (int)key_len;
-  if (reason == RELOCK_ELOST)
+  if (reason == RELOCK_ELOST && hold->cut)
+    snprintf(msg, sizeof msg,
+             "lock %.*s lost: another client cut its expiry in Redis below its lease (holder %s)", n, key, field);
+  else if (reason == RELOCK_ELOST)
     snprintf(msg, sizeof msg, "lock %.*s lost: its holder %s is gone from Redis (deleted, or expired)", n, key,
              field);
   else if (hold->unsynced)
@@ -230,9 +243,9 @@ static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason)
  * the answer was produced before now, and the deadline comes before
  * Redis's own expiry (renewal.h), so Redis did not let it expire - it was
  * deleted, force-released or lost in a failover. Past its deadline a fixed
- * lease may simply have run out. */
+ * lease may simply have run out - unless someone cut it shorter. */
 static int taken_away(const relock__hold_t *hold) {
-  return hold->watchdog || relock__now_ns() < hold->deadline_ns;
+  return hold->watchdog || hold->cut || relock__now_ns() < hold->deadline_ns;
 }
 
 /* The hold's field is gone: lost, or (a fixed lease run out) forgotten, as
@@ -264,12 +277,27 @@ static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *i
   return hold;
 }
 
+/* Arms the end of a fixed lease at its deadline: once it has surely passed
+ * for a lease that runs out (a release until then still finds the hold);
+ * for one cut shorter (kept_for), a tick before it, as the wheel may fire
+ * a tick late: its loss is told by the deadline, before Redis lets the key
+ * go (the drift margin of a short expiry is not much more than a tick). */
+static void arm_lease_end(relock__renewal_t *r, relock__hold_t *hold) {
+  int64_t until = relock__ms_until(hold->deadline_ns, relock__now_ns());
+  int64_t tick_ms = (int64_t)(r->wheel->tick_ns / RELOCK__NS_PER_MS);
+  if (!hold->cut)
+    until += 1;
+  else
+    until = until > tick_ms ? until - tick_ms : 0;
+  relock__timer_start(r->wheel, &hold->fixed->end, until);
+}
+
 /* A fixed lease taken (again): the hold keeps the longest, and is forgotten
  * once its deadline has surely passed. */
 static void extend_lease(relock__renewal_t *r, relock__hold_t *hold, int64_t lease_ms) {
   if (lease_ms > hold->fixed->lease_ms)
     hold->fixed->lease_ms = lease_ms;
-  relock__timer_start(r->wheel, &hold->fixed->end, relock__ms_until(hold->deadline_ns, relock__now_ns()) + 1);
+  arm_lease_end(r, hold);
 }
 
 /* Redis counts count holds of the owner now, this acquisition's included:
@@ -331,8 +359,10 @@ int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, 
   if (watchdog)
     lease_ms = r->watchdog_ms;
   uint64_t deadline = relock__deadline_after(sent_ns, lease_ms - relock__validity_margin_ms(lease_ms));
-  if (deadline > hold->deadline_ns)
+  if (deadline > hold->deadline_ns) {
     hold->deadline_ns = deadline;
+    hold->cut = 0; /* Redis keeps the key this long again */
+  }
   if (watchdog && !hold->watchdog)
     start_renewing(r, hold);
   if (!hold->watchdog)
@@ -422,6 +452,41 @@ typedef struct batch {
   relock__hold_t *holds[RELOCK__RENEW_BATCH];
 } batch_t;
 
+/* Whether answer i says that holds[i]'s field is gone: a renewal answers 1
+ * (renewed) or 0, a check how long Redis keeps the hold, -2 if not at all. */
+static int answered_gone(const batch_t *b, const relock_reply_t *reply, size_t i) {
+  long long v = reply->element[i]->integer;
+  return b->check ? v == -2 : v != 1;
+}
+
+/* A check answered (lua/lock_check.lua) that Redis keeps the fixed-lease
+ * hold kept_ms more: a belief is never longer than what Redis keeps, so its
+ * validity comes down to that, counted from the check's send time (Redis
+ * ran it later), less the drift margin - never up, as a fixed lease is
+ * never renewed; -1 (no expiry) changes nothing. A foreign client can cut
+ * a key's expiry below the lease (Redisson's read-lock renewal is a plain
+ * PEXPIRE to its own lease). When Redis lets the key go before the hold's
+ * validity would have ended even counted from now (so not a slow answer,
+ * nor the margin taken anew: a lease left alone always outlasts it), the
+ * hold was cut: the end of its validity is then a loss, told to its holder,
+ * not a lease run out. */
+static void kept_for(relock__renewal_t *r, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms) {
+  if (kept_ms < 0)
+    return;
+  int64_t valid_ms = kept_ms - relock__validity_margin_ms(kept_ms);
+  uint64_t deadline = valid_ms > 0 ? relock__deadline_after(sent_ns, valid_ms) : sent_ns;
+  if (deadline >= hold->deadline_ns)
+    return;
+  uint64_t now = relock__now_ns();
+  if (relock__deadline_after(now, kept_ms) < hold->deadline_ns)
+    hold->cut = 1;
+  hold->deadline_ns = deadline;
+  if (deadline <= now)
+    lease_over(r, hold);
+  else
+    arm_lease_end(r, hold);
+}
+
 static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   batch_t *b = arg;
   relock__renewal_t *r = b->r;
@@ -433,15 +498,19 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
     relock__future_fail(f, RELOCK_EPROTO, "renewal answered with an unexpected reply");
     return;
   }
-  b->gone = reply->element[0]->integer != 1;
+  b->gone = answered_gone(b, reply, 0);
   for (size_t i = 0; i < b->n; i++) {
     relock__hold_t *hold = b->holds[i];
     if (hold->removed || hold->lost)
       continue;
-    if (reply->element[i]->integer != 1) {
+    if (answered_gone(b, reply, i)) {
       if (hold->releases_in_flight == 0)
         found_gone(r, hold);
-    } else if (!b->check) {
+    } else if (b->check) {
+      /* a hold re-entered with the watchdog meanwhile is renewed instead */
+      if (!hold->watchdog)
+        kept_for(r, hold, b->sent_ns, reply->element[i]->integer);
+    } else {
       hold->unsynced = 0;
       uint64_t deadline =
           relock__deadline_after(b->sent_ns, r->watchdog_ms - relock__validity_margin_ms(r->watchdog_ms));
@@ -489,21 +558,32 @@ static int renewed_any(const relock_reply_t *reply) {
   return 0;
 }
 
-/* A check of fixed-lease holds: KEYS = the keys, ARGV = their fields. No
- * WAIT: a check extends nothing that the replicas would have to keep. */
+/* The roles of b's holds, one character each, as the scripts take them:
+ * 'r' for a read hold (whose timeout keys count too), '-' for any other. */
+static void batch_roles(const batch_t *b, char roles[RELOCK__RENEW_BATCH]) {
+  for (size_t i = 0; i < b->n; i++)
+    roles[i] = b->holds[i]->role == RELOCK__ROLE_READ ? 'r' : '-';
+}
+
+/* A check of fixed-lease holds: KEYS = the keys, ARGV = their roles, then
+ * their fields. No WAIT: a check extends nothing that the replicas would
+ * have to keep. */
 static void send_check(relock__renewal_t *r, batch_t *b) {
-  const char *argv[2 * RELOCK__RENEW_BATCH];
-  size_t lens[2 * RELOCK__RENEW_BATCH];
-  char fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
+  const char *argv[2 * RELOCK__RENEW_BATCH + 1];
+  size_t lens[2 * RELOCK__RENEW_BATCH + 1];
+  char roles[RELOCK__RENEW_BATCH], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
   size_t n = b->n;
+  batch_roles(b, roles);
+  argv[n] = roles;
+  lens[n] = n;
   for (size_t i = 0; i < n; i++) {
     argv[i] = hold_key(b->holds[i], &lens[i]);
-    argv[n + i] = fields[i];
-    lens[n + i] = hold_field(b->holds[i], fields[i]);
+    argv[n + 1 + i] = fields[i];
+    lens[n + 1 + i] = hold_field(b->holds[i], fields[i]);
   }
   relock__call_spec_t spec = {.script = &relock__scripts[RELOCK__SCRIPT_LOCK_CHECK],
                               .nkeys = (int)n,
-                              .argc = (int)(2 * n),
+                              .argc = (int)(2 * n + 1),
                               .argv = argv,
                               .lens = lens,
                               .on_reply = on_batch_reply,
@@ -521,10 +601,10 @@ static void send_batch(relock__renewal_t *r, batch_t *b) {
   size_t lens[2 * RELOCK__RENEW_BATCH + 2];
   char lease[24], roles[RELOCK__RENEW_BATCH], fields[RELOCK__RENEW_BATCH][RELOCK__HOLD_FIELD_MAX];
   size_t n = b->n;
+  batch_roles(b, roles);
   for (size_t i = 0; i < n; i++) {
     relock__hold_t *hold = b->holds[i];
     argv[i] = hold_key(hold, &lens[i]);
-    roles[i] = hold->role == RELOCK__ROLE_READ ? 'r' : '-';
     argv[n + 2 + i] = fields[i];
     lens[n + 2 + i] = hold_field(hold, fields[i]);
   }

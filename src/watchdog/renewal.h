@@ -27,11 +27,19 @@
  *
  * A fixed-lease hold is never renewed, but it is lost like any other: each
  * cycle checks the fixed-lease holds too, in the same batches
- * (lua/lock_check.lua: is the field there? - it extends nothing), and one
- * found gone before its validity deadline was taken away (deleted, force
- * released, lost in a failover): Redis cannot have let it expire yet. So
- * every loss is told within a cycle (a third of the watchdog timeout) and a
- * round trip, whatever the lease.
+ * (lua/lock_check.lua: is the field there, and for how long does Redis
+ * keep it? - it extends nothing), and one found gone before its validity
+ * deadline was taken away (deleted, force released, lost in a failover):
+ * Redis cannot have let it expire yet. So every loss is told within a cycle
+ * (a third of the watchdog timeout) and a round trip, whatever the lease.
+ * A foreign client can cut a key's expiry below a lease (a plain PEXPIRE,
+ * as Redisson's read-lock renewal does with its own lease), which nothing
+ * here can stop; but a belief is never longer than what Redis keeps: the
+ * check brings the hold's deadline down to its send time plus the time
+ * Redis keeps the hold (the key's PTTL; for a read hold no longer than its
+ * owner's longest timeout key) less the drift margin, never up. A hold so
+ * cut is lost when that deadline passes (or at once, if it has), its holder
+ * told, before Redis lets the key go.
  *
  * The watchdog knows holds as plain data - a key, an opaque owner, a lease,
  * a deadline - and a holder interface that names the key and the field and
@@ -150,6 +158,7 @@ struct relock__hold {
   unsigned telling : 1;       /* lost, its holder not told yet (check_deadlines) */
   unsigned removed : 1;       /* out of the table: the batch replies ignore it */
   unsigned unsynced : 1;      /* its last renewal was not on enough replicas */
+  unsigned cut : 1;           /* a fixed lease whose key someone cut shorter: its end is a loss */
   unsigned role : 2;          /* relock__hold_role_t */
 };
 

@@ -10,7 +10,8 @@
  * a lease within the drift margin is refused; an unconfirmed subscription
  * does not make a waiter sleep through an unlock; lost and expired holds
  * leave the registry; the hold's validity can be asked for locally and
- * checked against Redis. */
+ * checked against Redis, and comes down to what Redis keeps when another
+ * client cuts a fixed lease's key shorter. */
 #include <config.h>
 
 #include <pthread.h>
@@ -1424,6 +1425,70 @@ static void test_one_owners_counting_requests_go_one_at_a_time(void **state) {
     fail_msg("%d of %d owners' requests overlapped (above)", failed, n);
 }
 
+/* -- a foreign client cuts a fixed lease --------------------------------------*/
+
+/* a holds the lock with a fixed 6 s lease; another client cuts its key's
+ * expiry to 1 s with a plain PEXPIRE (as Redisson's watchdog renewal does,
+ * with its own lease, on a lock it shares). a cannot stop that, but within
+ * a check cycle (200 ms) and a round trip it believes no longer than Redis
+ * keeps the key, and nobody renewing it, a is told of the loss before
+ * another client can take the lock. Before, a went on believing its 6 s:
+ * the key expired, and b took the lock while a believed it held it. */
+static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "cut"), *other = lock_of(fx->b, "cut"), *alone = lock_of(fx->a, "uncut");
+  lost_t lost = {0, 0}, alone_lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  relock_lock_on_lost(alone, on_lost, &alone_lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  /* a lease nobody cuts, checked all along, merely runs out meanwhile */
+  assert_int_equal(value_of(relock_lock_acquire_async(alone, 1, 0, 1000)), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut", "1000", NULL), 1);
+  fx_kept_at_least_believed(fx->redis, "cut", l, 1, 200 + 100);
+  assert_int_equal(lost.calls, 0); /* not yet: Redis keeps it for a while */
+  fx_told_before_taken(&lost.calls, other, 2, 3000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(value_of(relock_lock_release_async(other, 2)), 1);
+  char uncut_key[] = "uncut";
+  void *uncut[] = {fx, uncut_key};
+  assert_true(fx_run_until(fx->a->loop, key_gone, uncut, 2000));
+  fx_run_until(fx->a->loop, never, NULL, 20); /* its end's timer, a tick late at most */
+  assert_int_equal(relock_lock_validity_ms(alone, 1), RELOCK_ENOTOWNER); /* forgotten, */
+  assert_int_equal(alone_lost.calls, 0);                                 /* not lost */
+  relock_lock_free(l);
+  relock_lock_free(other);
+  relock_lock_free(alone);
+}
+
+/* relock_lock_validate asks Redis the same, at once (no check cycle runs
+ * within this test: the watchdog's is every 10 s): a cut expiry cuts the
+ * validity, and one too short to leave any is a loss. Before, validate
+ * answered "still there" and the validity stayed at 6 s. */
+static void test_validate_sees_a_foreign_cut(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx->a = fx_client(fx->cfg);
+  relock_lock_t *l = lock_of(fx->a, "cut-validate");
+  lost_t lost = {0, 0};
+  relock_lock_on_lost(l, on_lost, &lost);
+  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut-validate", "1000", NULL), 1);
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 1);
+  fx_kept_at_least_believed(fx->redis, "cut-validate", l, 1, 0);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut-validate", "1", NULL), 1);
+  assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 0);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
+  relock_lock_free(l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table_hash_is_keyed_per_process),
@@ -1452,6 +1517,8 @@ int main(void) {
       T(test_watched_hold_of_every_kind_hears_a_force_release),
       T(test_reentry_after_the_key_vanished_loses_the_earlier_holds),
       T(test_one_owners_counting_requests_go_one_at_a_time),
+      T(test_a_foreign_pexpire_cuts_a_fixed_lease),
+      T(test_validate_sees_a_foreign_cut),
 #undef T
   };
   if (!relock_test_redis_available())

@@ -651,6 +651,63 @@ static void test_mixed_holders_keep_what_each_believes(void **state) {
     relock_lock_free(b.l[i]);
 }
 
+/* Reader a holds with a fixed 6 s lease; a raw connection does what
+ * Redisson's read-lock watchdog renewal does to the lock it shares: a plain
+ * PEXPIRE to its own lease (1 s). Within a check cycle (200 ms) and a round
+ * trip a believes no longer than Redis keeps the lock, and nobody renewing
+ * it, a is told of the loss before a writer (another client) gets the lock.
+ * Before, a went on believing its 6 s: the lock expired, and the writer got
+ * it while a believed it held its read hold. Found by the truth checker. */
+static void test_a_foreign_pexpire_cuts_a_fixed_readers_belief(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *w = writer(fx->b);
+  lost_t lost = {0};
+  relock_lock_on_lost(ra, on_lost, &lost);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 6000), 1);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "rw", "1000", NULL), 1);
+  fx_kept_at_least_believed(fx->redis, "rw", ra, 1, 200 + 100);
+  assert_int_equal(lost.calls, 0);
+  fx_told_before_taken(&lost.calls, w, 3, 3000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_release_async(ra, 1), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(RELEASE(w, 3), 1);
+  relock_lock_free(ra);
+  relock_lock_free(w);
+}
+
+/* The same through a reader's timeout key: readers a and b hold with fixed
+ * 6 s leases, and a's timeout key is cut to 1 s (Redisson's renewal cuts
+ * every reader's). b's release then sets the lock's expiry from a's
+ * timeout key, as Redisson's does: a must believe no longer than that key
+ * keeps, and be told of the loss before a writer gets the lock. */
+static void test_a_cut_timeout_key_cuts_a_fixed_readers_belief(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
+  clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
+  lost_t lost = {0};
+  relock_lock_on_lost(ra, on_lost, &lost);
+  assert_int_equal(ACQUIRE(ra, 1, 0, 6000), 1);
+  assert_int_equal(ACQUIRE(rb, 2, 0, 6000), 1);
+  char field[RELOCK__FIELD_MAX], key[256];
+  snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:1", field_of(ra, 1, field));
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", key, "1000", NULL), 1);
+  fx_kept_at_least_believed(fx->redis, key, ra, 1, 200 + 100);
+  assert_int_equal(RELEASE(rb, 2), 1); /* the lock's expiry from a's timeout key */
+  fx_kept_at_least_believed(fx->redis, "rw", ra, 1, 0);
+  assert_int_equal(lost.calls, 0);
+  fx_told_before_taken(&lost.calls, w, 3, 3000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_int_equal(RELEASE(w, 3), 1);
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+  relock_lock_free(w);
+}
+
 /* -- force release and messages -----------------------------------------------------*/
 
 static void test_force_release_per_side_and_messages(void **state) {
@@ -735,6 +792,8 @@ int main(void) {
       T(test_partial_read_release_keeps_the_readers_longest_lease),
       T(test_read_release_after_a_timeout_key_expired_keeps_the_hold),
       T(test_mixed_holders_keep_what_each_believes),
+      T(test_a_foreign_pexpire_cuts_a_fixed_readers_belief),
+      T(test_a_cut_timeout_key_cuts_a_fixed_readers_belief),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

@@ -272,4 +272,39 @@ static inline int fx_keyevents_wait(relock_client_t *c, fx_keyevents_t *ev, int 
   return fx_run_until(relock_client_loop(c), fx_keyevents_heard_, &w, 2000);
 }
 
+/* -- a belief is never longer than what Redis keeps ----------------------------*/
+
+static inline int fx_never_(void *arg) {
+  (void)arg;
+  return 0;
+}
+
+/* Once within_ms have passed on the fixture's loop, what Redis keeps of key
+ * (its PTTL, read first) is at least what owner's hold of l believes (its
+ * validity, read after); a key without an expiry keeps anything. */
+static inline void fx_kept_at_least_believed(relock_test_redis_t *r, const char *key, relock_lock_t *l,
+                                             uint64_t owner, int64_t within_ms) {
+  fx_run_until(fx_loop(), fx_never_, NULL, within_ms);
+  long long pttl = fx_raw_int(r, "PTTL", key, NULL);
+  int64_t valid = relock_lock_validity_ms(l, owner);
+  if (pttl != -1 && valid > pttl)
+    fail_msg("the holder believes %lld ms more, Redis keeps %s %lld ms", (long long)valid, key, pttl);
+}
+
+/* Contender other (owner other_owner) tries for the lock until it gets it
+ * (within timeout_ms): by then the holder must have been told of its loss
+ * (*told, its lost callback's count, above 0). */
+static inline void fx_told_before_taken(const int *told, relock_lock_t *other, uint64_t other_owner,
+                                        int64_t timeout_ms) {
+  uint64_t t0 = relock__now_ns();
+  while (fx_ms_since(t0) < fx_slack_ms(timeout_ms)) {
+    if (fx_value(relock_lock_acquire_async(other, other_owner, 0, RELOCK_INFINITE)) == 0)
+      continue;
+    if (*told == 0)
+      fail_msg("another client took the lock before its holder was told of the loss");
+    return;
+  }
+  fail_msg("the lock was not free within %lld ms", (long long)timeout_ms);
+}
+
 #endif /* RELOCK_TEST_CLIENT_FIXTURE_H */
