@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +109,7 @@ static int start_peer(jworker_t *w, int port) {
   if (w->pid < 0)
     return -1;
   if (w->pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the peer never outlives its worker */
     dup2(to[0], 0);
     dup2(from[1], 1);
     int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

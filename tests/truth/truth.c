@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +76,9 @@ static int worker_entry(char **argv) {
   if (id < 0 || id >= TRUTH_MAX_WORKERS)
     return 3;
   signal(SIGPIPE, SIG_IGN);
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* a worker never outlives its supervisor */
+  if (getppid() == 1)
+    return 3; /* it died before the line above */
   int mode = atoi(argv[6]);
   if (mode == WORKER_JAVA)
     return truth_java_worker_main(sh, id, atoi(argv[3]), strtoull(argv[4], NULL, 10));

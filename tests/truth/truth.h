@@ -62,7 +62,7 @@ typedef struct truth_belief {
 enum truth_fault {
   F_DEL, F_FLUSHALL, F_RESTART_LOST, F_FORCE_RELEASE, /* truth breaks */
   F_RESTART_AOF, F_DEBUG_SLEEP, F_CLIENT_KILL, F_CLIENT_PAUSE, F_SERVER_STOP,
-  F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP,
+  F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP, F_CLOCK_STEP,
   F_COUNT
 };
 extern const char *const truth_fault_names[F_COUNT];
@@ -93,6 +93,7 @@ typedef struct truth_worker_slot {
   char trace[TRUTH_TRACE][TRUTH_LINE];
   _Atomic int done;
   _Atomic int ready; /* a Java worker's peer has started */
+  _Atomic int64_t wall_offset_ns; /* the worker's wall clock's step (tests/support/wall_clock.h) */
 } truth_worker_slot_t;
 
 typedef struct truth_shared {

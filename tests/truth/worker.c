@@ -29,6 +29,7 @@
 
 #include <relock/relock.h>
 
+#include "support/wall_clock.h"
 #include "truth/truth.h"
 
 #define MAX_ACTORS 8
@@ -911,6 +912,7 @@ int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int e
   w.embedded = embedded;
   w.rng = seed | 1;
   pthread_mutex_init(&w.mu, NULL);
+  relock_test_wall_offset_at(&w.slot->wall_offset_ns); /* the supervisor steps it */
   w.nactors = embedded ? 4 : 3;
   for (int i = 0; i < w.nactors; i++) {
     w.actors[i].w = &w;

@@ -1,88 +1,36 @@
 /* A step of the wall clock changes nothing: the timer wheel and the
  * watchdog run on the monotonic clock only.
  *
- * This program defines clock_gettime, gettimeofday and time itself, so every
- * call to them in the process binds here (the executable comes first in
- * symbol lookup, libev's calls into libc included; no LD_PRELOAD, so it
- * works the same under the sanitizers and valgrind). They add an offset the
- * tests set at run time to CLOCK_REALTIME and its relatives, as an NTP step,
- * a VM resume or an administrator would; the monotonic clocks are left
- * alone. The first test proves that libev's own reads are intercepted. */
+ * This program is linked with tests/support/wall_clock.c: its own
+ * clock_gettime, gettimeofday and time add an offset the tests set at run
+ * time to CLOCK_REALTIME and its relatives, as an NTP step, a VM resume or
+ * an administrator would; the monotonic clocks are left alone. The first
+ * test proves that libev's own reads are intercepted. */
 #include <config.h>
 
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "support/client_fixture.h"
+#include "support/wall_clock.h"
 #include "objects/lock_impl.h"
 #include "loop/wheel.h"
 
 #define MS INT64_C(1000000)
 #define HOUR_NS (INT64_C(3600) * 1000000000)
 
-/* -- the wall-clock shim ---------------------------------------------------- */
+/* -- the wall-clock shim (tests/support/wall_clock.c) ------------------------ */
 
-/* Added to every wall-clock reading; relaxed is enough, the tests set it on
- * the loop's thread. */
-static _Atomic int64_t wall_offset_ns;
+static void wall_step(int64_t ns) { relock_test_wall_step(ns); }
 
-static void wall_step(int64_t ns) { atomic_fetch_add_explicit(&wall_offset_ns, ns, memory_order_relaxed); }
-
-static void wall_reset(void) { atomic_store_explicit(&wall_offset_ns, 0, memory_order_relaxed); }
-
-static int is_wall_clock(clockid_t id) {
-  return id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE || id == CLOCK_TAI;
-}
-
-/* The kernel's clock, asked directly: calling libc's clock_gettime from
- * here would find this definition again. */
-static int kernel_clock_gettime(clockid_t id, struct timespec *ts) {
-  return (int)syscall(SYS_clock_gettime, id, ts);
-}
-
-/* Visible: the build hides every symbol by default, and a hidden definition
- * would bind this program's own calls only, not libev's. */
-#define SHIM __attribute__((visibility("default")))
-
-SHIM int clock_gettime(clockid_t id, struct timespec *ts) {
-  int r = kernel_clock_gettime(id, ts);
-  if (r != 0 || !is_wall_clock(id))
-    return r;
-  int64_t ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec +
-               atomic_load_explicit(&wall_offset_ns, memory_order_relaxed);
-  ts->tv_sec = (time_t)(ns / 1000000000);
-  ts->tv_nsec = (long)(ns % 1000000000);
-  return 0;
-}
-
-SHIM int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
-  struct timespec ts;
-  int r = clock_gettime(CLOCK_REALTIME, &ts);
-  if (r != 0)
-    return r;
-  tv->tv_sec = ts.tv_sec;
-  tv->tv_usec = (suseconds_t)(ts.tv_nsec / 1000);
-  if (tz != NULL)
-    memset(tz, 0, sizeof(struct timezone));
-  return 0;
-}
-
-SHIM time_t time(time_t *out) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-    return (time_t)-1;
-  if (out != NULL)
-    *out = ts.tv_sec;
-  return ts.tv_sec;
-}
+static void wall_reset(void) { relock_test_wall_reset(); }
 
 static double kernel_wall_s(void) {
   struct timespec ts;
-  kernel_clock_gettime(CLOCK_REALTIME, &ts);
+  relock_test_kernel_clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -98,7 +46,7 @@ static void test_shim_steps_the_wall_clock_only(void **state) {
   assert_in_range((uint64_t)((double)time(NULL) - kernel_wall_s()), 3598, 3601);
   struct timespec mono, kmono;
   clock_gettime(CLOCK_MONOTONIC, &mono);
-  kernel_clock_gettime(CLOCK_MONOTONIC, &kmono);
+  relock_test_kernel_clock_gettime(CLOCK_MONOTONIC, &kmono);
   assert_true(kmono.tv_sec - mono.tv_sec <= 1); /* untouched */
   wall_step(-2 * HOUR_NS);
   assert_in_range((uint64_t)(kernel_wall_s() - ev_time()), 3599, 3601);
