@@ -738,10 +738,7 @@ static void il_run_to(uint64_t t0, int64_t at_ms) {
 static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(void **state) {
   fx_t *fx = *state;
   clients(fx);
-  uint64_t seed = getenv("RELOCK_TEST_SEED") != NULL ? strtoull(getenv("RELOCK_TEST_SEED"), NULL, 10)
-                                                      : relock__now_ns() | 1;
-  printf("# seed %llu (RELOCK_TEST_SEED replays it)\n", (unsigned long long)seed);
-  uint64_t rng = seed;
+  uint64_t seed = fx_seed("the fallback in any interleaving"), rng = seed;
   relock_lock_t *holder = lock_of(fx->a, "res");
   relock_client_t *c[IL_PROCS];
   relock_lock_t *l[IL_PROCS];

@@ -506,10 +506,7 @@ static void test_give_back_outlives_any_outage(void **state) {
    * the acquisition's retries and then its give-back's are over after
    * twice that. */
   int64_t budget = 2 * (fx_slack_ms(300) + 100) + fx_slack_ms(300);
-  const char *env = getenv("RELOCK_TEST_SEED");
-  uint64_t seed = env != NULL ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-  print_message("# seed %llu (RELOCK_TEST_SEED to repeat)\n", (unsigned long long)seed);
-  uint64_t rng = seed * 2654435761u + 1;
+  uint64_t rng = fx_seed("a give-back outlives any outage") * 2654435761u + 1;
   int n = 0;
   for (gb_kind_t kind = 0; kind < GB_KINDS; kind++) {
     int64_t permits = 1 + (int64_t)(relock__random(&rng) % GB_PERMITS);
@@ -882,16 +879,6 @@ static void test_table_hash_is_keyed_per_process(void **state) {
 
 /* -- a belief is never longer than what Redis keeps ------------------------*/
 
-/* The seed of a randomized test: RELOCK_TEST_SEED, else the clock; printed,
- * so that a failing run can be replayed. */
-static uint64_t test_seed(const char *test) {
-  const char *s = getenv("RELOCK_TEST_SEED");
-  uint64_t seed = s != NULL ? strtoull(s, NULL, 10) : relock__now_ns();
-  printf("# %s: seed %llu (RELOCK_TEST_SEED=%llu replays it)\n", test, (unsigned long long)seed,
-         (unsigned long long)seed);
-  return seed;
-}
-
 typedef struct belief {
   fx_t *fx;
   relock_lock_t *l;
@@ -975,7 +962,7 @@ static void test_mixed_leases_keep_what_the_owner_believes(void **state) {
   relock_lock_t *l = lock_of(fx->a, "mixed-leases");
   relock_lock_on_lost(l, on_lost, &lost);
   mix_leases(fx, l, 1);
-  mix_leases(fx, l, (unsigned)(test_seed("mixed leases") % 1000000007u));
+  mix_leases(fx, l, (unsigned)(fx_seed("mixed leases") % 1000000007u));
   assert_int_equal(lost.calls, 0); /* nothing was ever lost */
   relock_lock_free(l);
 }
@@ -1173,7 +1160,7 @@ static void test_every_loss_is_told_within_a_cycle(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms);
   fx->a = fx_client(fx->cfg);
   fx->b = fx_client(fx->cfg);
-  uint64_t rng = test_seed("every loss is told");
+  uint64_t rng = fx_seed("every loss is told");
   loss_case_t cases[NKINDS * 2 * 2];
   int n = 0;
   for (size_t kind = 0; kind < NKINDS; kind++)
@@ -1199,7 +1186,7 @@ static void test_watched_hold_of_every_kind_hears_a_force_release(void **state) 
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
   fx->a = fx_client(fx->cfg);
   fx->b = fx_client(fx->cfg);
-  uint64_t rng = test_seed("force release heard");
+  uint64_t rng = fx_seed("force release heard");
   loss_case_t cases[NKINDS * 2];
   int n = 0;
   for (size_t kind = 0; kind < NKINDS; kind++)
@@ -1280,7 +1267,7 @@ static void test_reentry_after_the_key_vanished_loses_the_earlier_holds(void **s
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
   fx->a = fx_client(fx->cfg);
   fx->b = fx_client(fx->cfg);
-  uint64_t rng = test_seed("re-entry after a vanish");
+  uint64_t rng = fx_seed("re-entry after a vanish");
   char what[160];
   int n = 0, failed = 0;
   for (size_t kind = 0; kind < NKINDS; kind++)
@@ -1408,7 +1395,7 @@ static void test_one_owners_counting_requests_go_one_at_a_time(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
   fx->a = fx_client(fx->via);
-  uint64_t rng = test_seed("one at a time");
+  uint64_t rng = fx_seed("one at a time");
   learn_give_back_scripts(fx);
   char what[160];
   int n = 0, failed = 0;

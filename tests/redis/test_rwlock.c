@@ -536,15 +536,6 @@ static void test_partial_read_release_keeps_the_readers_longest_lease(void **sta
   relock_lock_free(w);
 }
 
-/* The seed of a randomized test: RELOCK_TEST_SEED, or a fresh one (printed,
- * so that a failure can be run again). */
-static unsigned test_seed(void) {
-  const char *env = getenv("RELOCK_TEST_SEED");
-  unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)(relock__now_ns() % 1000000007u);
-  print_message("# seed %u (RELOCK_TEST_SEED=%u runs it again)\n", seed, seed);
-  return seed;
-}
-
 #define HOLDERS 3
 
 typedef struct beliefs {
@@ -644,7 +635,7 @@ static void test_mixed_holders_keep_what_each_believes(void **state) {
   for (int i = 0; i < HOLDERS; i++)
     relock_lock_on_lost(b.l[i], on_lost, &lost);
   mix_holders(fx, &b, 3);
-  mix_holders(fx, &b, test_seed());
+  mix_holders(fx, &b, (unsigned)(fx_seed("mixed holders") % 1000000007u));
   assert_true(b.checks > 0);
   assert_int_equal(lost.calls, 0);
   for (int i = 0; i < HOLDERS; i++)

@@ -19,6 +19,17 @@
 /* Valgrind slows everything down; deadlines that only bound a hang grow. */
 static inline int64_t fx_slack_ms(int64_t ms) { return relock_test_under_valgrind() ? ms * 10 : ms; }
 
+/* The seed of a randomized test: $RELOCK_TEST_SEED, else a fresh one from
+ * the clock (never 0, for xorshift generators); printed, so that a failing
+ * run replays. */
+static inline uint64_t fx_seed(const char *test) {
+  const char *env = getenv("RELOCK_TEST_SEED");
+  uint64_t seed = env != NULL ? strtoull(env, NULL, 10) : relock__now_ns() | 1;
+  printf("# %s: seed %llu (RELOCK_TEST_SEED=%llu replays it)\n", test, (unsigned long long)seed,
+         (unsigned long long)seed);
+  return seed;
+}
+
 static inline double fx_ms_since(uint64_t t0) { return (double)(relock__now_ns() - t0) / 1e6; }
 
 /* Waits for a future that must succeed; returns its value (a boolean or an
