@@ -6,9 +6,9 @@
  *
  * Redisson has no validity query and is never told of a loss, so a Java
  * hold's belief lasts until its unlock: the lease less the drift margin
- * for a fixed lease, none for the watchdog. How long Redis keeps a Java
- * hold is Redisson's business (its watchdog may renew a fixed lease): the
- * observer checks that the hold is there, not its PTTL. A break of truth (a DEL, a
+ * for a fixed lease, none for the watchdog. What Redis keeps of a Java
+ * hold is Redisson's business: the observer counts a Java belief against
+ * relock's holders while Redis has its field (tests/truth/README.md). A break of truth (a DEL, a
  * force release, lost data) exempts the Java beliefs it broke for good
  * (foreign: what Redisson does is not relock's to fix); they still count
  * against relock's holders until then. */

@@ -124,7 +124,7 @@ static redisReply *direct(const char *unix_path, const char *fmt, ...) {
 
 /* What the semaphores and locks hold once everyone released everything and
  * every lease ran out: all permits free, no lock key left. */
-static int check_quiet_state(const char *unix_path, char *why, size_t size) {
+static void check_quiet_state(const char *unix_path, char *why, size_t size, int *locks_clear, int *permits_free) {
   static const char lua[] =
       "local n = 0\n"
       "for i = 1, 7 do n = n + redis.call('exists', KEYS[i]) end\n"
@@ -137,18 +137,20 @@ static int check_quiet_state(const char *unix_path, char *why, size_t size) {
   redisReply *r = direct(unix_path, "EVAL %s 10 %s %s %s %s %s %s %s %s %s {%s}:timeout", lua, truth_names[0],
                          truth_names[1], truth_names[2], truth_names[3], truth_names[4], truth_names[5],
                          truth_names[6], truth_names[N_S0], truth_names[N_P0], truth_names[N_P0]);
+  *locks_clear = *permits_free = 0;
   if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
     snprintf(why, size, "Redis did not answer");
     if (r != NULL)
       freeReplyObject(r);
-    return 0;
+    return;
   }
   long long keys = r->element[0]->integer, sem = r->element[1]->integer, pfree = r->element[2]->integer,
             plive = r->element[3]->integer;
   freeReplyObject(r);
   snprintf(why, size, "%lld lock keys left, semaphore %lld of %d free, permits %lld free and %lld live of %d", keys,
            sem, TRUTH_PERMITS, pfree, plive, TRUTH_PERMITS);
-  return keys == 0 && sem == TRUTH_PERMITS && pfree == TRUTH_PERMITS && plive == 0;
+  *locks_clear = keys == 0;
+  *permits_free = sem == TRUTH_PERMITS && pfree == TRUTH_PERMITS && plive == 0;
 }
 
 static void reset_semaphores(const char *unix_path) {
@@ -345,7 +347,8 @@ int main(int argc, char **argv) {
   /* every lease runs out: the watchdog's and the longest fixed one */
   msleep(TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 500);
   char quiet_why[200];
-  int quiet = check_quiet_state(unix_path, quiet_why, sizeof quiet_why);
+  int locks_clear, permits_free;
+  check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
 
   long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0;
   uint64_t loss_ms = 0;
@@ -376,9 +379,10 @@ int main(int argc, char **argv) {
   printf("\n# faults: %ld (%.0f/min):", nfaults, nfaults / minutes);
   truth_faults_print(faults);
   printf("\n# checks: %ld (%.0f/s); beliefs seen exempt after a break: %ld; beliefs outrunning a TTL Redisson "
-         "cut: %ld; losses reported: %ld, the latest %llu ms after its break\n",
+         "cut: %ld; Redisson beliefs Redis no longer had: %ld; losses reported: %ld, the latest %llu ms after its "
+         "break\n",
          truth_observer_checks(o), truth_observer_checks(o) / (minutes * 60), truth_observer_exempt(o),
-         truth_observer_cuts(o), lost, (unsigned long long)loss_ms);
+         truth_observer_cuts(o), truth_observer_foreign_void(o), lost, (unsigned long long)loss_ms);
 
   if (hung > 0) {
     printf("# operations over their bound (and the faults around them):\n");
@@ -404,11 +408,10 @@ int main(int argc, char **argv) {
         truth_observer_checks(o));
   CHECK(hung == 0, "no operation overran its bound (%ld did)", hung);
   CHECK(exited == sh->nworkers, "every worker wound down cleanly (%d of %d)", exited, sh->nworkers);
-  if (sem_checked)
-    CHECK(quiet, "nothing is left held once everyone released: %s", quiet_why);
-  else
-    CHECK(quiet || strstr(quiet_why, "lock keys left") == quiet_why,
-          "nothing is left held once everyone released (semaphores not checked: reset pending): %s", quiet_why);
+  /* the semaphores are not checked when a reset was still pending at the
+   * end (a break of truth emptied them: their counts are anyone's) */
+  CHECK(locks_clear && (permits_free || !sem_checked), "nothing is left held once everyone released: %s%s",
+        quiet_why, sem_checked ? "" : " (the semaphores not checked: their reset was pending)");
   printf("1..%d\n", t);
   if (failed)
     printf("# replay: truth --seconds %d --seed %llu --workers %d --java %d\n", seconds, (unsigned long long)seed,
