@@ -295,7 +295,7 @@ int truth_java_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed) 
       next(&w, &w.tags[i]);
       busy += w.tags[i].busy || w.tags[i].count > 0;
       if (w.tags[i].busy && now > w.tags[i].bound_ns) {
-        atomic_fetch_add(&w.slot->hung, 1);
+        atomic_fetch_add(&w.slot->foreign_slow, 1);
         truth_trace(w.slot, "j%d: took longer than its bound (no answer)", i);
         fprintf(stderr, "# java worker %d: j%d's %s on %s got no answer within its bound\n", id, i,
                 java_kind(w.tags[i].op_kind), truth_names[w.tags[i].op_name]);

@@ -147,10 +147,13 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
   long long keys = r->element[0]->integer, sem = r->element[1]->integer, pfree = r->element[2]->integer,
             plive = r->element[3]->integer;
   freeReplyObject(r);
-  snprintf(why, size, "%lld lock keys left, semaphore %lld of %d free, permits %lld free and %lld live of %d", keys,
-           sem, TRUTH_PERMITS, pfree, plive, TRUTH_PERMITS);
+  snprintf(why, size,
+           "%lld lock keys left, semaphore %lld of %d free (%d failed releases), permits %lld free and %lld live of %d",
+           keys, sem, TRUTH_PERMITS, atomic_load(&sh->sem_uncertain), pfree, plive, TRUTH_PERMITS);
   *locks_clear = keys == 0;
-  *permits_free = sem == TRUTH_PERMITS && pfree == TRUTH_PERMITS && plive == 0;
+  /* a semaphore release that failed may or may not have given back */
+  int uncertain = atomic_load(&sh->sem_uncertain);
+  *permits_free = sem >= TRUTH_PERMITS - uncertain && sem <= TRUTH_PERMITS && pfree == TRUTH_PERMITS && plive == 0;
 }
 
 static void reset_semaphores(const char *unix_path) {
@@ -177,6 +180,7 @@ static void maybe_reset_semaphores(const char *unix_path) {
         return;
     }
   reset_semaphores(unix_path);
+  atomic_store(&sh->sem_uncertain, 0);
   atomic_store(&sh->sem_paused, 0);
 }
 
@@ -350,7 +354,8 @@ int main(int argc, char **argv) {
   int locks_clear, permits_free;
   check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
 
-  long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0;
+  long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0,
+       foreign_slow = 0;
   uint64_t loss_ms = 0;
   for (int i = 0; i < sh->nworkers; i++) {
     truth_worker_slot_t *w = &sh->w[i];
@@ -363,6 +368,7 @@ int main(int argc, char **argv) {
     interrupts += w->interrupts;
     cancels += w->cancels;
     forced += w->force_releases;
+    foreign_slow += w->foreign_slow;
     if (w->last_loss_latency_ms > loss_ms)
       loss_ms = w->last_loss_latency_ms;
   }
@@ -406,7 +412,8 @@ int main(int argc, char **argv) {
   CHECK(truth_observer_checks(o) > 0 && nfaults > 0 && kinds_seen == K_COUNT,
         "every kind was acquired under faults (%d of %d kinds, %ld faults, %ld checks)", kinds_seen, K_COUNT, nfaults,
         truth_observer_checks(o));
-  CHECK(hung == 0, "no operation overran its bound (%ld did)", hung);
+  CHECK(hung == 0, "no operation overran its bound (%ld did; Redisson's over 10 s, not ours to bound: %ld)", hung,
+        foreign_slow);
   CHECK(exited == sh->nworkers, "every worker wound down cleanly (%d of %d)", exited, sh->nworkers);
   /* the semaphores are not checked when a reset was still pending at the
    * end (a break of truth emptied them: their counts are anyone's) */

@@ -84,6 +84,7 @@ typedef struct truth_worker_slot {
   _Atomic long errors;      /* operations failed with an error (clear codes) */
   _Atomic long lost;        /* lost callbacks */
   _Atomic long hung;        /* operations over their bound */
+  _Atomic long foreign_slow; /* Redisson operations over 10 s (not ours to bound) */
   _Atomic long closes;      /* client closes and reopenings */
   _Atomic long interrupts;
   _Atomic long cancels;
@@ -104,6 +105,7 @@ typedef struct truth_shared {
    * and releases under way. */
   _Atomic int sem_paused;
   _Atomic int sem_inflight;
+  _Atomic int sem_uncertain; /* semaphore releases that failed since the last reset */
   _Atomic long acquired_by_kind[K_COUNT];
   truth_break_t breaks[N_COUNT];
   truth_break_t global_break;

@@ -11,6 +11,8 @@
  * is published. Its deadline is the library's own validity
  * (relock_lock_validity_ms), refreshed every few milliseconds.
  *
+ * What an owner does next, and doing it, is tests/truth/operations.c.
+ *
  * Rule for the two locks here: the worker's mutex is never held while the
  * library is called (in threaded mode the library calls back into
  * on_lost with its own lock held). */
@@ -19,106 +21,27 @@
 #define _GNU_SOURCE /* pthread_tryjoin_np */
 
 #include <errno.h>
-#include <ev.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <relock/relock.h>
-
 #include "support/wall_clock.h"
-#include "truth/truth.h"
+#include "truth/worker.h"
 
-#define MAX_ACTORS 8
-#define SLOTS_PER_ACTOR 3
-#define MAX_DEPTH 6
-#define MAX_TARGETS 40
-
-typedef struct target {
-  enum truth_kind kind;
-  int name, name2; /* name2: a multi-lock's second member, else -1 */
-  relock_lock_t *lock;
-  relock_multi_lock_t *multi;
-  relock_semaphore_t *sem;
-  relock_permit_semaphore_t *permit;
-} target_t;
-
-typedef struct hold {
-  int target;
-  int slot, slot2; /* belief slots (slot2: a multi-lock's second name) */
-  int64_t lease_ms;
-  char permit_id[RELOCK_PERMIT_ID_SIZE];
-} hold_t;
-
-enum op_type { OP_ACQUIRE, OP_RELEASE, OP_FORCE, OP_VALIDATE, OP_THINK };
-
-typedef struct op {
-  enum op_type type;
-  int target;
-  int64_t wait_ms, lease_ms;
-  int cancel_after_ms; /* >= 0: cancel the acquisition then */
-  int blocking;        /* threaded: through the blocking wrapper */
-  uint64_t start_ns;
-} op_t;
-
-typedef struct worker worker_t;
-
-typedef struct actor {
-  worker_t *w;
-  int idx;
-  uint64_t owner;
-  uint64_t rng;
-  hold_t holds[MAX_DEPTH];
-  int depth;
-  op_t op;
-  relock_future_t *inflight; /* embedded */
-  ev_timer think, cancel;    /* embedded */
-  pthread_t thread;          /* threaded */
-  _Atomic(relock_lock_t *) blocked_in; /* threaded: a blocking call's lock */
-  int idle;
-} actor_t;
-
-/* What the worker knows of each belief slot beyond what it publishes: the
- * object to ask for its validity, and the lease of its natural end. */
-typedef struct local_belief {
-  truth_belief_t b;
-  int target;
-  uint64_t natural_end_ns; /* a fixed lease's end; UINT64_MAX: none */
-} local_belief_t;
-
-struct worker {
-  truth_shared_t *sh;
-  truth_worker_slot_t *slot;
-  int id, port, embedded;
-  uint64_t rng;
-  relock_client_t *client;
-  struct ev_loop *loop;
-  target_t targets[MAX_TARGETS];
-  int ntargets;
-  actor_t actors[MAX_ACTORS];
-  int nactors;
-  local_belief_t mine[TRUTH_SLOTS];
-  pthread_mutex_t mu;
-  _Atomic int closing; /* actors stop at their next idle moment */
-  ev_timer refresh;    /* embedded */
-};
-
-static void msleep(long ms) {
+void msleep(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
 }
 
-static int rnd_below(uint64_t *rng, int n) {
+int rnd_below(uint64_t *rng, int n) {
   return n <= 0 ? 0 : (int)(truth_rnd(rng) % (uint64_t)n);
 }
-
 /* -- beliefs ----------------------------------------------------------------*/
 
-static void publish(worker_t *w, int slot) {
+void publish(worker_t *w, int slot) {
   truth_belief_write(&w->slot->beliefs[slot], &w->mine[slot].b);
 }
 
@@ -136,12 +59,12 @@ static int slot_for(actor_t *a, int name, const char *field) {
   return free_slot;
 }
 
-static int64_t drift_margin_ms(int64_t lease_ms) {
+int64_t drift_margin_ms(int64_t lease_ms) {
   return lease_ms / 100 + 2;
 }
 
 /* Adds one hold (or permits) to a belief; called with w->mu held. */
-static int believe(actor_t *a, int target, int name, const char *field, int count, int64_t lease_ms,
+int believe(actor_t *a, int target, int name, const char *field, int count, int64_t lease_ms,
                    uint64_t since_ns, uint64_t deadline_ns) {
   worker_t *w = a->w;
   int s = slot_for(a, name, field);
@@ -172,7 +95,7 @@ static int believe(actor_t *a, int target, int name, const char *field, int coun
   return s;
 }
 
-static void disbelieve(worker_t *w, int s, int count) {
+void disbelieve(worker_t *w, int s, int count) {
   if (s < 0 || w->mine[s].b.name < 0)
     return;
   local_belief_t *l = &w->mine[s];
@@ -255,7 +178,7 @@ static void on_multi_lost(relock_multi_lock_t *m, uint64_t owner, int reason, co
 }
 
 /* The library's validity for a belief, asked without the mutex. */
-static int64_t validity_of(worker_t *w, int target, uint64_t owner) {
+int64_t validity_of(worker_t *w, int target, uint64_t owner) {
   target_t *t = &w->targets[target];
   if (t->multi != NULL)
     return relock_multi_lock_validity_ms(t->multi, owner);
@@ -407,328 +330,11 @@ static void close_client(worker_t *w) {
   relock_client_free(w->client);
   w->client = NULL;
 }
-
-/* -- choosing an operation ----------------------------------------------------*/
-
-static int is_lock(enum truth_kind k) {
-  return k != K_SEMAPHORE && k != K_PERMIT;
-}
-
-/* A target that re-enters what the actor holds on top, or -1. */
-static int reentry_target(actor_t *a) {
-  worker_t *w = a->w;
-  target_t *top = &w->targets[a->holds[a->depth - 1].target];
-  int picks[MAX_TARGETS], n = 0;
-  for (int i = 0; i < w->ntargets; i++) {
-    target_t *t = &w->targets[i];
-    if (t->name != top->name || t->multi != NULL || top->multi != NULL)
-      continue;
-    int ok = 0;
-    switch (top->kind) {
-    case K_REENTRANT:
-    case K_SPIN:
-    case K_FENCED: ok = t->kind == K_REENTRANT || t->kind == K_SPIN || t->kind == K_FENCED; break;
-    case K_FAIR: ok = t->kind == K_FAIR; break;
-    case K_READ: ok = t->kind == K_READ; break;
-    case K_WRITE: ok = t->kind == K_WRITE || t->kind == K_READ; break;
-    case K_SEMAPHORE:
-    case K_PERMIT: ok = t->kind == top->kind; break;
-    default: break;
-    }
-    if (ok && (w->sh->kinds & (1u << t->kind)))
-      picks[n++] = i;
-  }
-  return n == 0 ? -1 : picks[rnd_below(&a->rng, n)];
-}
-
-static int64_t random_lease(actor_t *a) {
-  if (rnd_below(&a->rng, 2) == 0)
-    return RELOCK_INFINITE;
-  return 300 + rnd_below(&a->rng, TRUTH_MAX_FIXED_LEASE_MS - 300);
-}
-
-static int64_t random_wait(actor_t *a) {
-  static const int64_t waits[] = {0, 50, 300, 1000, 2500};
-  return waits[rnd_below(&a->rng, 5)];
-}
-
-static op_t choose(actor_t *a) {
-  worker_t *w = a->w;
-  op_t op = {.type = OP_THINK, .target = -1, .cancel_after_ms = -1};
-  op.start_ns = truth_now_ns();
-  int r = rnd_below(&a->rng, 100);
-  if (r < 2) {
-    /* a force release of a lock name: Redis forgets every hold on it */
-    int t = rnd_below(&a->rng, w->ntargets);
-    if (!is_lock(w->targets[t].kind) || w->targets[t].multi != NULL || w->targets[t].kind == K_READ ||
-        !(w->sh->kinds & (1u << w->targets[t].kind)))
-      return op; /* think instead */
-    op.type = OP_FORCE;
-    op.target = t;
-    return op;
-  }
-  if (a->depth == 0) {
-    op.type = OP_ACQUIRE;
-    op.target = rnd_below(&a->rng, w->ntargets);
-    if ((!is_lock(w->targets[op.target].kind) && atomic_load(&w->sh->sem_paused)) ||
-        !(w->sh->kinds & (1u << w->targets[op.target].kind))) {
-      op.type = OP_THINK;
-      return op;
-    }
-    op.wait_ms = random_wait(a);
-    op.lease_ms = random_lease(a);
-    if (w->targets[op.target].kind == K_PERMIT && rnd_below(&a->rng, 3) > 0)
-      op.lease_ms = 500 + rnd_below(&a->rng, 2000); /* mostly leased permits */
-    if (rnd_below(&a->rng, 8) == 0)
-      op.cancel_after_ms = rnd_below(&a->rng, 200);
-    op.blocking = !w->embedded && w->targets[op.target].lock != NULL && rnd_below(&a->rng, 2) == 0;
-    return op;
-  }
-  hold_t *top = &a->holds[a->depth - 1];
-  if (r < 12 && a->depth < MAX_DEPTH) {
-    int t = reentry_target(a);
-    if (t >= 0 && !is_lock(w->targets[t].kind) && atomic_load(&w->sh->sem_paused))
-      t = -1;
-    if (t >= 0) {
-      op.type = OP_ACQUIRE;
-      op.target = t;
-      op.wait_ms = random_wait(a);
-      op.lease_ms = random_lease(a);
-      op.blocking = !w->embedded && w->targets[t].lock != NULL && rnd_below(&a->rng, 2) == 0;
-      return op;
-    }
-  }
-  if (r < 18 && w->targets[top->target].lock != NULL) {
-    op.type = OP_VALIDATE;
-    op.target = top->target;
-    return op;
-  }
-  if (r < 55) {
-    op.type = OP_RELEASE;
-    op.target = top->target;
-    return op;
-  }
-  return op; /* think: hold a little longer */
-}
-
-/* -- running an operation -------------------------------------------------------*/
-
-static relock_future_t *start_op(actor_t *a, op_t *op) {
-  worker_t *w = a->w;
-  target_t *t = op->target >= 0 ? &w->targets[op->target] : NULL;
-  switch (op->type) {
-  case OP_ACQUIRE:
-    truth_trace(w->slot, "a%d acquire %s %s wait %lld lease %lld%s", a->idx, truth_kind_names[t->kind],
-                truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms,
-                op->cancel_after_ms >= 0 ? " (to cancel)" : "");
-    if (t->multi != NULL)
-      return relock_multi_lock_acquire_async(t->multi, a->owner, op->wait_ms, op->lease_ms);
-    if (t->lock != NULL)
-      return relock_lock_acquire_async(t->lock, a->owner, op->wait_ms, op->lease_ms);
-    atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
-    if (t->sem != NULL)
-      return relock_semaphore_acquire_async(t->sem, 1, op->wait_ms);
-    return relock_permit_semaphore_acquire_async(t->permit, op->wait_ms, op->lease_ms);
-  case OP_RELEASE: {
-    /* withdraw the belief first: from now on the actor counts on nothing
-     * (the hold on top: a loss may have taken the one chosen meanwhile) */
-    pthread_mutex_lock(&w->mu);
-    if (a->depth == 0) {
-      pthread_mutex_unlock(&w->mu);
-      return NULL;
-    }
-    hold_t h = a->holds[--a->depth];
-    disbelieve(w, h.slot, 1);
-    disbelieve(w, h.slot2, 1);
-    pthread_mutex_unlock(&w->mu);
-    op->target = h.target;
-    t = &w->targets[h.target];
-    if (!is_lock(t->kind))
-      atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
-    truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
-                h.permit_id);
-    if (t->multi != NULL)
-      return relock_multi_lock_release_async(t->multi, a->owner);
-    if (t->lock != NULL)
-      return relock_lock_release_async(t->lock, a->owner);
-    if (t->sem != NULL)
-      return relock_semaphore_release_async(t->sem, 1);
-    return relock_permit_semaphore_release_async(t->permit, h.permit_id);
-  }
-  case OP_FORCE: {
-    /* the break is announced before it happens, so that the observer never
-     * sees its effect without it */
-    atomic_fetch_add(&w->sh->breaks[t->name].pending, 1);
-    truth_break_at(&w->sh->breaks[t->name], F_FORCE_RELEASE, truth_now_ns());
-    atomic_fetch_add(&w->slot->force_releases, 1);
-    truth_trace(w->slot, "a%d force release %s", a->idx, truth_names[t->name]);
-    return relock_lock_force_release_async(t->lock);
-  }
-  case OP_VALIDATE: return relock_lock_validate_async(t->lock, a->owner);
-  default: return NULL;
-  }
-}
-
-static int acquired_value(relock_future_t *f) {
-  switch (relock_future_value_type(f)) {
-  case RELOCK_VALUE_BOOL: return relock_future_bool(f);
-  case RELOCK_VALUE_INT: return relock_future_int(f) > 0;
-  case RELOCK_VALUE_STRING: return 1;
-  default: return 0;
-  }
-}
-
-/* An acquisition's outcome: rc 0 and acquired, or not. */
-static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const char *permit_id) {
-  worker_t *w = a->w;
-  target_t *t = &w->targets[op->target];
-  if (rc != 0 || !acquired) {
-    truth_trace(w->slot, "a%d acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
-                rc != 0 ? relock_err_name(rc) : "not acquired");
-    return;
-  }
-  atomic_fetch_add(&w->slot->acquired, 1);
-  atomic_fetch_add(&w->sh->acquired_by_kind[t->kind], 1);
-  char field[96] = "";
-  uint64_t deadline = UINT64_MAX;
-  if (t->lock != NULL || t->multi != NULL) {
-    int64_t v = validity_of(w, op->target, a->owner);
-    deadline = truth_now_ns() + (uint64_t)(v > 0 ? v : 0) * 1000000u;
-  }
-  if (t->lock != NULL) {
-    relock_lock_field(t->lock, a->owner, field, sizeof field);
-  } else if (t->multi != NULL) {
-    snprintf(field, sizeof field, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
-  } else if (t->permit != NULL) {
-    snprintf(field, sizeof field, "%s", permit_id);
-    if (op->lease_ms > 0)
-      deadline = op->start_ns + (uint64_t)(op->lease_ms - drift_margin_ms(op->lease_ms)) * 1000000u;
-  } else {
-    snprintf(field, sizeof field, "permits");
-  }
-  pthread_mutex_lock(&w->mu);
-  if (a->depth == MAX_DEPTH) { /* cannot happen: choose() re-enters below it */
-    pthread_mutex_unlock(&w->mu);
-    return;
-  }
-  hold_t *h = &a->holds[a->depth];
-  memset(h, 0, sizeof *h);
-  h->target = op->target;
-  h->lease_ms = op->lease_ms;
-  snprintf(h->permit_id, sizeof h->permit_id, "%s", permit_id != NULL ? permit_id : "");
-  h->slot = believe(a, op->target, t->name, field, 1, op->lease_ms, op->start_ns, deadline);
-  h->slot2 = t->name2 >= 0 ? believe(a, op->target, t->name2, field, 1, op->lease_ms, op->start_ns, deadline) : -1;
-  if (h->slot >= 0)
-    a->depth++;
-  pthread_mutex_unlock(&w->mu);
-  truth_trace(w->slot, "a%d acquired %s %s %s validity %lld ms", a->idx, truth_kind_names[t->kind],
-              truth_names[t->name], field[0] == 'p' ? "" : field,
-              deadline == UINT64_MAX ? -1LL : (long long)((deadline - truth_now_ns()) / 1000000u));
-}
-
-static void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
-  worker_t *w = a->w;
-  int rc = relock_future_error(f);
-  if (rc == RELOCK_ECANCELED)
-    atomic_fetch_add(&w->slot->cancels, 1);
-  else if (rc != 0)
-    atomic_fetch_add(&w->slot->errors, 1);
-  switch (op->type) {
-  case OP_ACQUIRE: {
-    if (!is_lock(w->targets[op->target].kind))
-      atomic_fetch_sub(&w->sh->sem_inflight, 1);
-    const char *id = relock_future_value_type(f) == RELOCK_VALUE_STRING ? relock_future_string(f, NULL) : NULL;
-    finish_acquire(a, op, rc, rc == 0 && acquired_value(f), id);
-    break;
-  }
-  case OP_FORCE: {
-    /* The script ran somewhere between the send and now - or, when the
-     * answer was lost, may still run when a stalled connection delivers
-     * it: the break lasts until then. */
-    uint64_t until = truth_now_ns() + (rc == 0 ? 0 : 3000000000ull);
-    truth_break_t *b = &w->sh->breaks[w->targets[op->target].name];
-    truth_break_at(b, F_FORCE_RELEASE, until);
-    atomic_fetch_sub(&b->pending, 1); /* after the time: the observer reads them the other way round */
-  }
-    /* fall through */
-  case OP_RELEASE:
-  case OP_VALIDATE:
-    if (op->type == OP_RELEASE && !is_lock(w->targets[op->target].kind))
-      atomic_fetch_sub(&w->sh->sem_inflight, 1);
-    if (rc != 0)
-      truth_trace(w->slot, "a%d op %d on %s: %s", a->idx, op->type, truth_names[w->targets[op->target].name],
-                  relock_err_name(rc));
-    break;
-  default: break;
-  }
-  atomic_fetch_add(&w->slot->ops, 1);
-  uint64_t took_ms = (truth_now_ns() - op->start_ns) / 1000000u;
-  int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
-  if ((int64_t)took_ms > bound) {
-    atomic_fetch_add(&w->slot->hung, 1);
-    truth_trace(w->slot, "a%d op %d took %llu ms (bound %lld)", a->idx, op->type, (unsigned long long)took_ms,
-                (long long)bound);
-    fprintf(stderr, "# worker %d: a%d's operation %d on %s took %llu ms (bound %lld)\n", w->id, a->idx, op->type,
-            truth_names[w->targets[op->target].name], (unsigned long long)took_ms, (long long)bound);
-  }
-}
-
-/* The operations an actor runs before its client closes (or at the end):
- * give back what has no lease (semaphore permits, endless permits), and
- * at the end everything. */
-static int needs_give_back(actor_t *a, int everything) {
-  if (a->depth == 0)
-    return 0;
-  hold_t *h = &a->holds[a->depth - 1];
-  enum truth_kind k = a->w->targets[h->target].kind;
-  return everything || k == K_SEMAPHORE || (k == K_PERMIT && h->lease_ms <= 0);
-}
-
 /* -- threaded actors --------------------------------------------------------*/
 
-static void run_blocking_acquire(actor_t *a, op_t *op) {
-  target_t *t = &a->w->targets[op->target];
-  int acquired = 0;
-  truth_trace(a->w->slot, "a%d blocking acquire %s %s wait %lld lease %lld", a->idx, truth_kind_names[t->kind],
-              truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms);
-  atomic_store(&a->blocked_in, t->lock);
-  int rc = relock_lock_try_lock(t->lock, op->wait_ms, op->lease_ms, &acquired);
-  atomic_store(&a->blocked_in, NULL);
-  if (rc == RELOCK_EINTERRUPTED)
-    atomic_fetch_add(&a->w->slot->interrupts, 1);
-  else if (rc != 0)
-    atomic_fetch_add(&a->w->slot->errors, 1);
-  truth_trace(a->w->slot, "a%d blocking acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
-              rc != 0 ? relock_err_name(rc) : acquired ? "acquired" : "not acquired");
-  finish_acquire(a, op, rc, acquired, NULL);
-  atomic_fetch_add(&a->w->slot->ops, 1);
-}
-
-static void run_op_blocking(actor_t *a, op_t *op) {
-  if (op->type == OP_THINK) {
-    msleep(rnd_below(&a->rng, 60));
-    return;
-  }
-  if (op->blocking && op->type == OP_ACQUIRE) {
-    run_blocking_acquire(a, op);
-    return;
-  }
-  relock_future_t *f = start_op(a, op);
-  if (f == NULL)
-    return;
-  if (op->cancel_after_ms >= 0) {
-    msleep(op->cancel_after_ms);
-    relock_future_cancel(f);
-  }
-  int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
-  if (relock_future_wait(f, bound) == RELOCK_ETIMEDOUT && !relock_future_is_done(f)) {
-    atomic_fetch_add(&a->w->slot->hung, 1);
-    truth_trace(a->w->slot, "a%d op %d took over %lld ms (hung)", a->idx, op->type, (long long)bound);
-    relock_future_cancel(f);
-    relock_future_wait(f, RELOCK_INFINITE);
-  }
-  finish_op(a, op, f);
-  relock_future_release(f);
+/* What the actor's next release gives back (it needs one). */
+static int next_release(const actor_t *a) {
+  return a->has_redo ? a->redo.target : a->holds[a->depth - 1].target;
 }
 
 /* The actor's holds change under w->mu (a loss, on the loop thread). */
@@ -743,7 +349,7 @@ static int give_back_locked(actor_t *a, int everything, op_t *op) {
   pthread_mutex_lock(&a->w->mu);
   int more = needs_give_back(a, everything);
   if (more)
-    *op = (op_t){.type = OP_RELEASE, .target = a->holds[a->depth - 1].target, .cancel_after_ms = -1,
+    *op = (op_t){.type = OP_RELEASE, .target = next_release(a), .cancel_after_ms = -1,
                  .start_ns = truth_now_ns()};
   pthread_mutex_unlock(&a->w->mu);
   return more;
@@ -844,7 +450,7 @@ static void actor_step(actor_t *a) {
     a->idle = 1;
     return;
   }
-  op_t op = stopping ? (op_t){.type = OP_RELEASE, .target = a->holds[a->depth - 1].target,
+  op_t op = stopping ? (op_t){.type = OP_RELEASE, .target = next_release(a),
                               .cancel_after_ms = -1, .start_ns = truth_now_ns()}
                      : choose(a);
   a->op = op;
