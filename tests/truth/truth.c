@@ -148,12 +148,16 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
             plive = r->element[3]->integer;
   freeReplyObject(r);
   snprintf(why, size,
-           "%lld lock keys left, semaphore %lld of %d free (%d failed releases), permits %lld free and %lld live of %d",
-           keys, sem, TRUTH_PERMITS, atomic_load(&sh->sem_uncertain), pfree, plive, TRUTH_PERMITS);
+           "%lld lock keys left, semaphore %lld of %d free (%d failed releases), permits %lld free and %lld live of %d "
+           "(closes could not give back %ld acquisitions)",
+           keys, sem, TRUTH_PERMITS, atomic_load(&sh->sem_uncertain), pfree, plive, TRUTH_PERMITS,
+           (long)atomic_load(&sh->unreturned));
   *locks_clear = keys == 0;
-  /* a semaphore release that failed may or may not have given back */
-  int uncertain = atomic_load(&sh->sem_uncertain);
-  *permits_free = sem >= TRUTH_PERMITS - uncertain && sem <= TRUTH_PERMITS && pfree == TRUTH_PERMITS && plive == 0;
+  /* a semaphore release that failed may or may not have given back; what
+   * a close could not give back stays taken */
+  long uncertain = atomic_load(&sh->sem_uncertain), unreturned = atomic_load(&sh->unreturned);
+  *permits_free = sem >= TRUTH_PERMITS - uncertain - unreturned && sem <= TRUTH_PERMITS &&
+                  plive <= unreturned && pfree + plive == TRUTH_PERMITS;
 }
 
 static void reset_semaphores(const char *unix_path) {

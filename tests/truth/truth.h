@@ -106,6 +106,7 @@ typedef struct truth_shared {
   _Atomic int sem_paused;
   _Atomic int sem_inflight;
   _Atomic int sem_uncertain; /* semaphore releases that failed since the last reset */
+  _Atomic long unreturned;   /* give-backs client closes could not make (relock_client_unreturned) */
   _Atomic long acquired_by_kind[K_COUNT];
   truth_break_t breaks[N_COUNT];
   truth_break_t global_break;

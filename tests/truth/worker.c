@@ -306,6 +306,27 @@ static void open_client(worker_t *w) {
   add_target(w, K_PERMIT, N_P0);
 }
 
+static void on_closed(relock_client_t *client, void *arg) {
+  atomic_store((_Atomic size_t *)arg, relock_client_unreturned(client) + 1); /* + 1: done */
+}
+
+/* Closes the client and waits for the close (its bound: a command timeout
+ * or so), then says how many give-backs it could not make. */
+static size_t close_and_count(worker_t *w) {
+  _Atomic size_t done = 0;
+  if (relock_client_close(w->client, on_closed, (void *)&done) != 0)
+    return 0;
+  uint64_t end = truth_now_ns() + 10000000000ull;
+  while (atomic_load(&done) == 0 && truth_now_ns() < end) {
+    if (w->embedded)
+      ev_run(w->loop, EVRUN_ONCE);
+    else
+      msleep(5);
+  }
+  size_t n = atomic_load(&done);
+  return n > 0 ? n - 1 : 0;
+}
+
 static void close_client(worker_t *w) {
   pthread_mutex_lock(&w->mu);
   for (int s = 0; s < TRUTH_SLOTS; s++) {
@@ -327,8 +348,15 @@ static void close_client(worker_t *w) {
     if (t->permit != NULL)
       relock_permit_semaphore_free(t->permit);
   }
+  size_t unreturned = close_and_count(w);
   relock_client_free(w->client);
   w->client = NULL;
+  if (unreturned > 0) {
+    /* documented: what a close could not give back stays taken (a permit
+     * without a lease for good); the observer allows for that many */
+    atomic_fetch_add(&w->sh->unreturned, (long)unreturned);
+    truth_trace(w->slot, "the close could not give back %zu acquisitions", unreturned);
+  }
 }
 /* -- threaded actors --------------------------------------------------------*/
 
