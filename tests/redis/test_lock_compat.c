@@ -1,5 +1,5 @@
 /* Integration tests of the lock's Redisson wire compatibility, both ways,
- * against a real redis-server (DESIGN.md §2-§5).
+ * against a real redis-server (Redisson's layout).
  *
  * The "Redisson process" is played by the raw command helper
  * (relock_test_redis_cmd: a fresh connection per command, nothing of the

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The library's layering, checked on its sources (DESIGN.md §1): every
+# The library's layering, checked on its sources (src/README.md): every
 # folder of src/ is a layer, and a file may include headers of its own layer
 # and of the layers below it only, never above. Within a layer the modules
 # (a .c and the .h of the same name count as one) must not include each
