@@ -410,6 +410,10 @@ static int cancel(relock_future_t *f) {
    * a callback already sees it stopped. */
   if (fn != NULL)
     fn(f, arg);
+  /* A thread blocked on f wakes now: the undo may send nothing whose reply
+   * would wake it (relock_lock_interrupt of one of two waiters hung so). */
+  if (f->exec != NULL)
+    relock__exec_broadcast(f->exec);
   dispatch(f);
   relock_future_release(f);
   return 1;

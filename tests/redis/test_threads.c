@@ -3,11 +3,13 @@
  * may call it; a client on the caller's loop refuses other threads; a
  * blocked lock() can be interrupted; freeing the client releases blocked
  * threads; a forked child is refused. Against a real redis-server. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include <config.h>
 
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -374,6 +376,60 @@ static void test_interrupt_twice_still_reports_the_interruption(void **state) {
   relock_client_free(c);
 }
 
+/* How many blocking acquisitions c lists. */
+static int blocked_count(relock_client_t *c) {
+  int n = 0;
+  relock__exec_lock(c->exec);
+  for (relock__link_t *l = c->blocked.next; l != &c->blocked; l = l->next)
+    n++;
+  relock__exec_unlock(c->exec);
+  return n;
+}
+
+/* Joins t within ms, failing (not hanging) when it does not return. */
+static void join_within(pthread_t t, int64_t ms, const char *what) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(ms / 1000);
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+    fail_msg("%s did not return within %lld ms", what, (long long)ms);
+}
+
+/* Found by the truth checker (tests/truth): two threads wait for one lock,
+ * so interrupting one undoes nothing on the wire (the other still needs the
+ * subscription) and no reply comes to wake anyone. The interrupted thread
+ * must wake all the same - a cancellation wakes the threads waiting on the
+ * future, as a completion does. */
+static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
+  fx_t *fx = *state;
+  relock_client_t *c = threaded(fx->opts);
+  relock_lock_t *l = lock_of(c, "threads:interrupt-quiet");
+  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
+  assert_true(relock_future_bool(held));
+  relock_future_release(held);
+  blocked_t b[2] = {{.lock = l}, {.lock = l}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    pthread_create(&t[i], NULL, block_in_lock, &b[i]);
+  for (int i = 0; i < 2000 && blocked_count(c) < 2; i++)
+    sleep_ms(1);
+  assert_int_equal(blocked_count(c), 2);
+  sleep_ms(100); /* both wait for the unlock message by now: the wire is quiet */
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(relock_lock_interrupt(l, b[i].owner), 1);
+    join_within(t[i], fx_slack_ms(3000), "the interrupted lock()");
+    assert_int_equal(b[i].rc, RELOCK_EINTERRUPTED);
+  }
+  relock_lock_free(l);
+  relock_client_free(c);
+}
+
 /* -- freeing the client releases blocked threads ----------------------------*/
 
 static void test_free_releases_blocked_threads(void **state) {
@@ -434,6 +490,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_embedded_client_refuses_other_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_interrupt_a_blocked_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_interrupt_twice_still_reports_the_interruption, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_interrupt_wakes_with_nothing_else_happening, setup, teardown),
       cmocka_unit_test_setup_teardown(test_free_releases_blocked_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_forked_child_is_refused, setup, teardown),
   };

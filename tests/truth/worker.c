@@ -408,8 +408,10 @@ static void maybe_interrupt(worker_t *w) {
     pthread_mutex_lock(&w->mu);
     uint64_t owner = a->owner;
     pthread_mutex_unlock(&w->mu);
-    truth_trace(w->slot, "interrupt a%d", a->idx);
-    relock_lock_interrupt(lock, owner);
+    /* once per blocking call: a call that does not wake is a hang to see
+     * in the trace, not a thousand interrupts that crowd it out */
+    if (atomic_compare_exchange_strong(&a->blocked_in, &lock, NULL))
+      truth_trace(w->slot, "interrupt a%d: %d", a->idx, relock_lock_interrupt(lock, owner));
   }
 }
 
