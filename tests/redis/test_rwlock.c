@@ -656,11 +656,14 @@ static void test_a_foreign_pexpire_cuts_a_fixed_readers_belief(void **state) {
   relock_lock_t *ra = reader(fx->a), *w = writer(fx->b);
   lost_t lost = {0};
   relock_lock_on_lost(ra, on_lost, &lost);
-  assert_int_equal(ACQUIRE(ra, 1, 0, 6000), 1);
-  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "rw", "1000", NULL), 1);
+  int64_t cut = 1000 * relock_test_slowdown(); /* outlasts the check's bound */
+  assert_int_equal(ACQUIRE(ra, 1, 0, 6 * cut), 1);
+  char cut_s[32];
+  snprintf(cut_s, sizeof cut_s, "%lld", (long long)cut);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "rw", cut_s, NULL), 1);
   fx_kept_at_least_believed(fx->redis, "rw", ra, 1, 200 + 100);
   assert_int_equal(lost.calls, 0);
-  fx_told_before_taken(&lost.calls, w, 3, 3000);
+  fx_told_before_taken(&lost.calls, w, 3, 3 * cut);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(fx_error(relock_lock_release_async(ra, 1), NULL, 0), RELOCK_ELOST);
@@ -681,16 +684,18 @@ static void test_a_cut_timeout_key_cuts_a_fixed_readers_belief(void **state) {
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
   lost_t lost = {0};
   relock_lock_on_lost(ra, on_lost, &lost);
-  assert_int_equal(ACQUIRE(ra, 1, 0, 6000), 1);
-  assert_int_equal(ACQUIRE(rb, 2, 0, 6000), 1);
-  char field[RELOCK__FIELD_MAX], key[256];
+  int64_t cut = 1000 * relock_test_slowdown(); /* outlasts the check's bound */
+  assert_int_equal(ACQUIRE(ra, 1, 0, 6 * cut), 1);
+  assert_int_equal(ACQUIRE(rb, 2, 0, 6 * cut), 1);
+  char field[RELOCK__FIELD_MAX], key[256], cut_s[32];
   snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:1", field_of(ra, 1, field));
-  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", key, "1000", NULL), 1);
+  snprintf(cut_s, sizeof cut_s, "%lld", (long long)cut);
+  assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", key, cut_s, NULL), 1);
   fx_kept_at_least_believed(fx->redis, key, ra, 1, 200 + 100);
   assert_int_equal(RELEASE(rb, 2), 1); /* the lock's expiry from a's timeout key */
   fx_kept_at_least_believed(fx->redis, "rw", ra, 1, 0);
   assert_int_equal(lost.calls, 0);
-  fx_told_before_taken(&lost.calls, w, 3, 3000);
+  fx_told_before_taken(&lost.calls, w, 3, 3 * cut);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(RELEASE(w, 3), 1);
