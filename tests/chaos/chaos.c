@@ -40,6 +40,7 @@
 
 #include "support/proxy.h"
 #include "support/redis_server.h"
+#include "support/stacks.h"
 
 #define MAX_WORKERS 16
 #define MAX_NAMES 8
@@ -508,7 +509,8 @@ int main(int argc, char **argv) {
     while (waitpid(pids[i], &status, WNOHANG) == 0 && now_ns() < deadline)
       msleep(20);
     if (now_ns() >= deadline) {
-      printf("# worker %d did not wind down within 30 s: killed\n", i);
+      printf("# worker %d did not wind down within 30 s: killed; its stacks:\n", i);
+      relock_test_print_stacks(pids[i], 120);
       kill(pids[i], SIGKILL);
       waitpid(pids[i], &status, 0);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {

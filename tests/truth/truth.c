@@ -32,6 +32,7 @@
 
 #include "support/proxy.h"
 #include "support/redis_server.h"
+#include "support/stacks.h"
 #include "truth/faults.h"
 #include "truth/observer.h"
 #include "truth/truth.h"
@@ -340,6 +341,7 @@ int main(int argc, char **argv) {
     if (truth_now_ns() >= deadline) {
       printf("# worker %d did not wind down within 30 s: killed; its trace:\n", i);
       truth_trace_dump_worker(sh, i, 40);
+      relock_test_print_stacks(pids[i], 120);
       kill(pids[i], SIGKILL);
       waitpid(pids[i], &status, 0);
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
