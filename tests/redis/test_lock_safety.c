@@ -473,7 +473,7 @@ static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms
   relock_test_proxy_blackhole_current(fx->proxy);
   relock_test_proxy_stall(fx->proxy, 0);
   relock_test_proxy_delay(fx->proxy, 0);
-  fx_run_until(fx->a->loop, never, NULL, outage_ms);
+  fx_run_for(fx->a->loop, outage_ms); /* stretched already, with the budget */
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_FAILED); /* never reported taken */
   relock_future_release(f);
   /* Nothing came through meanwhile: the give-back has not happened yet,
@@ -547,7 +547,7 @@ static void test_close_reports_what_it_could_not_give_back(void **state) {
     assert_int_equal(relock_future_wait(f, fx_slack_ms(3000)), RELOCK_ETIMEDOUT);
     relock_future_release(f);
     /* The give-back's first try timed out too: it waits 10-20 s to retry. */
-    fx_run_until(fx->a->loop, never, NULL, fx_slack_ms(400));
+    fx_run_for(fx->a->loop, fx_slack_ms(400));
     assert_int_equal(relock_client_unreturned(fx->a), 1);
     if (reachable) { /* connected again, the give-back still waiting for its retry */
       relock_test_proxy_blackhole_accept(fx->proxy, 0);
