@@ -38,12 +38,18 @@ static inline int relock_test_under_valgrind(void) { return getenv("RELOCK_UNDER
  * ten, a sanitizer build about three. Tests stretch bounds that the
  * library keeps by its own timers (a loop running late runs them late),
  * never what they check. */
-static inline int relock_test_slowdown(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return relock_test_under_valgrind() ? 10 : 3;
-#else
-  return relock_test_under_valgrind() ? 10 : 1;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) /* gcc */
+#define RELOCK_TEST_SANITIZED 1
+#elif defined(__has_feature) /* clang */
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RELOCK_TEST_SANITIZED 1
 #endif
+#endif
+#ifndef RELOCK_TEST_SANITIZED
+#define RELOCK_TEST_SANITIZED 0
+#endif
+static inline int relock_test_slowdown(void) {
+  return relock_test_under_valgrind() ? 10 : RELOCK_TEST_SANITIZED ? 3 : 1;
 }
 
 #endif /* RELOCK_TEST_H */
