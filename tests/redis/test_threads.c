@@ -315,14 +315,20 @@ static void wait_blocked(relock_client_t *c, blocked_t *b) {
   fail_msg("the thread never blocked in lock()");
 }
 
-static void test_interrupt_a_blocked_lock(void **state) {
-  fx_t *fx = *state;
-  relock_client_t *c = threaded(fx->opts);
-  relock_lock_t *l = lock_of(c, "threads:interrupt");
-  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE); /* someone else holds it */
+/* A lock of c that owner 7 holds: a blocking lock() of any thread waits. */
+static relock_lock_t *held_by_another(relock_client_t *c, const char *name) {
+  relock_lock_t *l = lock_of(c, name);
+  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
   assert_true(relock_future_bool(held));
   relock_future_release(held);
+  return l;
+}
+
+static void test_interrupt_a_blocked_lock(void **state) {
+  fx_t *fx = *state;
+  relock_client_t *c = threaded(fx->opts);
+  relock_lock_t *l = held_by_another(c, "threads:interrupt");
 
   blocked_t b = {.lock = l};
   pthread_t t;
@@ -355,11 +361,7 @@ static void test_interrupt_a_blocked_lock(void **state) {
 static void test_interrupt_twice_still_reports_the_interruption(void **state) {
   fx_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
-  relock_lock_t *l = lock_of(c, "threads:interrupt-twice");
-  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
-  assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
-  assert_true(relock_future_bool(held));
-  relock_future_release(held);
+  relock_lock_t *l = held_by_another(c, "threads:interrupt-twice");
 
   blocked_t b = {.lock = l};
   pthread_t t;
@@ -408,11 +410,7 @@ static void join_within(pthread_t t, int64_t ms, const char *what) {
 static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
   fx_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
-  relock_lock_t *l = lock_of(c, "threads:interrupt-quiet");
-  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
-  assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
-  assert_true(relock_future_bool(held));
-  relock_future_release(held);
+  relock_lock_t *l = held_by_another(c, "threads:interrupt-quiet");
   blocked_t b[2] = {{.lock = l}, {.lock = l}};
   pthread_t t[2];
   for (int i = 0; i < 2; i++)
@@ -435,10 +433,7 @@ static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
 static void test_free_releases_blocked_threads(void **state) {
   fx_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
-  relock_lock_t *l = lock_of(c, "threads:free");
-  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
-  assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
-  relock_future_release(held);
+  relock_lock_t *l = held_by_another(c, "threads:free");
   blocked_t b[3] = {{.lock = l}, {.lock = l}, {.lock = l}};
   pthread_t t[3];
   for (int i = 0; i < 3; i++)
