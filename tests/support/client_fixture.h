@@ -158,25 +158,36 @@ static inline const relock_reply_t *fx_ok(relock_future_t *f) {
   return reply;
 }
 
-/* Runs the loop until cond(arg) holds or timeout_ms passes; returns whether
- * it holds. A 1 ms timer keeps the loop turning so that conditions on the
- * outside world (another process, the server) are seen too. */
+/* A 1 ms timer keeps the loop turning so that conditions on the outside
+ * world (another process, the server) are seen too. */
 static inline void fx_tick_(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)loop;
   (void)w;
   (void)revents;
 }
 
-static inline int fx_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
+/* The loop turns until cond(arg) holds or relock__now_ns() reaches
+ * deadline_ns; returns whether it holds. */
+static inline int fx_run_until_ns_(struct ev_loop *loop, int (*cond)(void *arg), void *arg, uint64_t deadline_ns) {
   ev_timer tick;
   ev_timer_init(&tick, fx_tick_, 0.001, 0.001);
   ev_timer_start(loop, &tick);
-  uint64_t deadline = relock__now_ns() + (uint64_t)fx_slack_ms(timeout_ms) * 1000000u;
   int ok;
-  while (!(ok = cond(arg)) && relock__now_ns() < deadline)
+  while (!(ok = cond(arg)) && relock__now_ns() < deadline_ns)
     ev_run(loop, EVRUN_ONCE);
   ev_timer_stop(loop, &tick);
   return ok;
+}
+
+/* Runs the loop until cond(arg) holds or timeout_ms (stretched under
+ * valgrind) passes; returns whether it holds. */
+static inline int fx_run_until(struct ev_loop *loop, int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
+  return fx_run_until_ns_(loop, cond, arg, relock__now_ns() + (uint64_t)fx_slack_ms(timeout_ms) * 1000000u);
+}
+
+static inline int fx_never_(void *arg) {
+  (void)arg;
+  return 0;
 }
 
 /* Runs the loop for ms of real time, unstretched: for a span the test
@@ -184,13 +195,7 @@ static inline int fx_run_until(struct ev_loop *loop, int (*cond)(void *arg), voi
  * already), where fx_run_until's tenfold stretch under valgrind would
  * stretch it twice. */
 static inline void fx_run_for(struct ev_loop *loop, int64_t ms) {
-  ev_timer tick;
-  ev_timer_init(&tick, fx_tick_, 0.001, 0.001);
-  ev_timer_start(loop, &tick);
-  uint64_t deadline = relock__now_ns() + (uint64_t)ms * 1000000u;
-  while (relock__now_ns() < deadline)
-    ev_run(loop, EVRUN_ONCE);
-  ev_timer_stop(loop, &tick);
+  fx_run_until_ns_(loop, fx_never_, NULL, relock__now_ns() + (uint64_t)ms * 1000000u);
 }
 
 /* Integer of a raw RESP reply from relock_test_redis_cmd (":12\r\n"). */
@@ -298,11 +303,6 @@ static inline int fx_keyevents_wait(relock_client_t *c, fx_keyevents_t *ev, int 
 }
 
 /* -- a belief is never longer than what Redis keeps ----------------------------*/
-
-static inline int fx_never_(void *arg) {
-  (void)arg;
-  return 0;
-}
 
 /* Within within_ms on the fixture's loop, what Redis keeps of key (its
  * PTTL, read first) comes to be at least what owner's hold of l believes
