@@ -23,6 +23,7 @@
 #include "future/promise.h"
 #include "base/random.h"
 #include "redis/reply.h"
+#include "redis/reply_guard.h"
 #include "redis/tls.h"
 #include "base/resp.h"
 
@@ -358,71 +359,23 @@ static void on_connect_timeout(relock__timer_t *t, int status, void *arg) {
     attempt_failed(c, RELOCK__RELOCATE_FAILED);
 }
 
-/* -- replies nobody asked for ------------------------------------------------
- * hiredis (0.14 and 1.x alike) aborts the process (an assertion) when a
- * reply arrives that no command waits for on a connection it does not
- * believe subscribed: a server that is not Redis, or one that answers twice,
- * can send one. Our reader functions see every reply as it starts being
- * parsed, and refuse such a reply there, so the reader fails and the
- * connection drops (RELOCK_EPROTO) instead. They also note that something
- * arrived, for the health check. (No connection here is ever subscribed or
- * monitoring in hiredis's eyes: the subscriber reads its socket itself.) */
-static redisReplyObjectFunctions guarded_fns;
-static redisReplyObjectFunctions *hiredis_fns;
-
-static int unexpected(const redisReadTask *task) {
-  relock__conn_t *c = task->privdata;
-  redisAsyncContext *ac = c != NULL ? c->ac : NULL;
-  if (task->parent != NULL || ac == NULL)
+/* The reply guard's policy (reply_guard.h): a reply no command waits for
+ * is refused, so that the connection drops (RELOCK_EPROTO) instead of
+ * hiredis aborting. Every reply notes that something arrived, for the
+ * health check. (No connection here is ever subscribed or monitoring in
+ * hiredis's eyes: the subscriber reads its socket itself.) */
+static int refuse_unasked(relock__reply_guard_t *g, int type) {
+  relock__conn_t *c = relock__container_of(g, relock__conn_t, guard);
+  if (c->ac == NULL)
     return 0;
   c->last_rx = ev_now(c->loop);
   c->ever_heard = 1;
   /* hiredis itself drops a connection on an unasked-for error reply (a
    * refused connection: "max number of clients reached"). */
-  if (ac->replies.head != NULL || task->type == REDIS_REPLY_ERROR)
+  if (c->ac->replies.head != NULL || type == REDIS_REPLY_ERROR)
     return 0;
   c->unexpected_reply = 1;
   return 1;
-}
-
-static void *guard_string(const redisReadTask *t, char *s, size_t len) {
-  return unexpected(t) ? NULL : hiredis_fns->createString(t, s, len);
-}
-#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE /* hiredis >= 1.0 */
-static void *guard_array(const redisReadTask *t, size_t n) {
-  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
-}
-static void *guard_double(const redisReadTask *t, double v, char *s, size_t len) {
-  return unexpected(t) ? NULL : hiredis_fns->createDouble(t, v, s, len);
-}
-static void *guard_bool(const redisReadTask *t, int v) {
-  return unexpected(t) ? NULL : hiredis_fns->createBool(t, v);
-}
-#else
-static void *guard_array(const redisReadTask *t, int n) {
-  return unexpected(t) ? NULL : hiredis_fns->createArray(t, n);
-}
-#endif
-static void *guard_integer(const redisReadTask *t, long long v) {
-  return unexpected(t) ? NULL : hiredis_fns->createInteger(t, v);
-}
-static void *guard_nil(const redisReadTask *t) { return unexpected(t) ? NULL : hiredis_fns->createNil(t); }
-
-static void guard_replies(relock__conn_t *c, redisAsyncContext *ac) {
-  if (hiredis_fns == NULL) {
-    hiredis_fns = ac->c.reader->fn;
-    guarded_fns = *hiredis_fns;
-    guarded_fns.createString = guard_string;
-    guarded_fns.createArray = guard_array;
-    guarded_fns.createInteger = guard_integer;
-    guarded_fns.createNil = guard_nil;
-#ifdef HAVE_REDISREPLYOBJECTFUNCTIONS_CREATEDOUBLE
-    guarded_fns.createDouble = guard_double;
-    guarded_fns.createBool = guard_bool;
-#endif
-  }
-  ac->c.reader->fn = &guarded_fns;
-  ac->c.reader->privdata = c;
 }
 
 /* -- the raw (subscriber) connection ------------------------------------------
@@ -720,7 +673,8 @@ static void connect_now(relock__conn_t *c) {
   set_keepalive(c, ac->c.fd);
   /* SSL_read writes too (the handshake, key updates): TLS reads need the
    * same SIGPIPE safety as writes. */
-  if (relock__ev_attach(ac, c->loop, c->tls != NULL) != 0) {
+  if (relock__ev_attach(ac, c->loop, c->tls != NULL) != 0 ||
+      relock__reply_guard_install(ac->c.reader, &c->guard) != 0) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");
     redisAsyncFree(ac);
     schedule_reconnect(c);
@@ -728,7 +682,6 @@ static void connect_now(relock__conn_t *c) {
   }
   c->ac = ac;
   c->unexpected_reply = 0;
-  guard_replies(c, ac);
   c->state = RELOCK__CONN_CONNECTING;
   relock__timer_start(c->wheel, &c->connect_timer, s->opt.connect_timeout_ms);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -766,6 +719,7 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   }
   snprintf(c->address, sizeof c->address, "%s", settings->address);
   c->life = &life;
+  c->guard.refuse = refuse_unasked;
   relock__requests_init(c);
   relock__timer_init(&c->connect_timer, on_connect_timeout, c);
   relock__timer_init(&c->reconnect_timer, on_reconnect_timer, c);
