@@ -23,6 +23,7 @@
 #include "future/promise.h"
 #include "base/random.h"
 #include "redis/reply.h"
+#include "redis/health.h"
 #include "redis/reply_guard.h"
 #include "redis/tls.h"
 #include "base/resp.h"
@@ -32,7 +33,6 @@ enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE };
 static void connect_now(relock__conn_t *c);
 static void relocate(relock__conn_t *c, relock__relocate_why why);
 static void drop_context(relock__conn_t *c);
-static void health_start(relock__conn_t *c);
 static void raw_start(relock__conn_t *c);
 static int raw_feed(relock__conn_t *c, struct redisAsyncContext *ac, const char *buf, size_t n);
 
@@ -117,8 +117,7 @@ static int context_gone(relock__conn_t *c) {
   c->draining = 0;
   c->ssl = NULL; /* hiredis freed it with the context */
   relock__timer_stop(&c->connect_timer);
-  relock__timer_stop(&c->health_timer);
-  c->ping_pending = 0;
+  relock__health_stop(c);
   if (c->reader != NULL) {
     redisReaderFree(c->reader);
     c->reader = NULL;
@@ -152,7 +151,7 @@ static void ready(relock__conn_t *c) {
   if (c->hooks.on_push != NULL)
     raw_start(c);
   if (c->state == RELOCK__CONN_READY)
-    health_start(c);
+    relock__health_start(c);
   relock__requests_release(c);
   if (c->state == RELOCK__CONN_READY && c->hooks.on_ready)
     c->hooks.on_ready(c, c->hooks.arg);
@@ -399,17 +398,6 @@ static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) {
   drop_context(c);
 }
 
-static void ping_answered(relock__conn_t *c);
-
-static int is_pong(const redisReply *r) {
-  if (r->type == REDIS_REPLY_STATUS)
-    return r->len == 4 && strncasecmp(r->str, "PONG", 4) == 0;
-  /* RESP2, subscribed: ["pong", ""] */
-  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
-         r->element[0]->len == 4 && strncasecmp(r->element[0]->str, "pong", 4) == 0 &&
-         r->element[1]->type == REDIS_REPLY_STRING;
-}
-
 /* One reply on a raw connection; 0, or -1 once the connection was dropped. */
 static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
   if (reply->type == REDIS_REPLY_ERROR && !relock__cluster_error(reply->str)) {
@@ -417,10 +405,8 @@ static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply
     drop_for(c, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
     return -1;
   }
-  if (c->ping_pending && is_pong(reply)) {
-    ping_answered(c);
+  if (relock__health_pong(c, reply))
     return 0;
-  }
   const char *why = c->hooks.on_push(c, reply, c->hooks.arg);
   if (c->ac != ac)
     return -1; /* the hook closed it */
@@ -524,127 +510,6 @@ int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv,
   return 0;
 }
 
-/* -- health check ------------------------------------------------------------
- * A connection on which nothing has arrived for ping_interval_ms is sent a
- * PING; if then nothing at all arrives within the command timeout, the peer
- * is presumed dead (a black hole: the kernel would retransmit for many
- * minutes) and the connection is replaced. Replies of any kind count as
- * signs of life, so a busy connection is never pinged. */
-
-static int64_t ms_since(relock__conn_t *c, ev_tstamp t) {
-  ev_tstamp d = ev_now(c->loop) - t;
-  return d <= 0 ? 0 : (int64_t)(d * 1000.0);
-}
-
-static void health_arm(relock__conn_t *c, int64_t ms) {
-  relock__timer_start(c->wheel, &c->health_timer, ms > 0 ? ms : 1);
-}
-
-static void health_start(relock__conn_t *c) {
-  c->last_rx = ev_now(c->loop);
-  c->ping_pending = 0;
-  if (c->settings->opt.ping_interval_ms > 0)
-    health_arm(c, c->settings->opt.ping_interval_ms);
-}
-
-static void ping_answered(relock__conn_t *c) {
-  c->ping_pending = 0;
-  health_arm(c, c->settings->opt.ping_interval_ms);
-}
-
-static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
-  relock__conn_t *c = privdata;
-  if (r == NULL || ac != c->ac || c->state != RELOCK__CONN_READY)
-    return; /* the context is going away */
-  ping_answered(c);
-}
-
-static void send_ping(relock__conn_t *c) {
-  static const char ping[] = "*1\r\n$4\r\nPING\r\n";
-  int r;
-  if (c->reader != NULL) {
-    const char *argv[1] = {"PING"};
-    size_t lens[1] = {4};
-    r = relock__conn_write_raw(c, 1, argv, lens);
-  } else {
-    r = redisAsyncFormattedCommand(c->ac, on_ping_reply, c, ping, sizeof ping - 1) == REDIS_OK ? 0 : -1;
-  }
-  if (r != 0) {
-    health_arm(c, c->settings->opt.ping_interval_ms); /* try again later */
-    return;
-  }
-  c->pings++;
-  c->ping_pending = 1;
-  c->ping_sent = ev_now(c->loop);
-  health_arm(c, c->settings->opt.command_timeout_ms);
-}
-
-static void on_health_timer(relock__timer_t *t, int status, void *arg) {
-  (void)t;
-  relock__conn_t *c = arg;
-  const relock__settings_t *s = c->settings;
-  if (status != 0 || c->state != RELOCK__CONN_READY || c->ac == NULL || c->closing)
-    return;
-  int64_t quiet = ms_since(c, c->last_rx);
-  if (!c->ping_pending) {
-    if (quiet >= s->opt.ping_interval_ms)
-      send_ping(c);
-    else
-      health_arm(c, s->opt.ping_interval_ms - quiet);
-    return;
-  }
-  if (c->last_rx >= c->ping_sent && quiet < s->opt.command_timeout_ms) {
-    /* Replies still arrive, the PING's is queued behind them: alive. */
-    health_arm(c, s->opt.command_timeout_ms - quiet);
-    return;
-  }
-  char byte;
-  if (recv(c->ac->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
-    /* The answer is there, unread: this process, not the peer, was stalled
-     * (the loop blocked, the host suspended). */
-    health_arm(c, s->opt.command_timeout_ms);
-    return;
-  }
-  c->dead++;
-  drop_for(c, RELOCK_ECONNLOST, "no reply to PING within %lld ms: connection to %s presumed dead",
-           (long long)s->opt.command_timeout_ms, c->address);
-}
-
-/* TCP keepalive with short settings, so that the kernel too gives up on a
- * silent peer, and TCP_USER_TIMEOUT so that unacknowledged data does not
- * wait for the ~15 minutes of retransmissions: both derived from the ping
- * interval (the command timeout when the PING is off). Best effort. */
-static int keepalive_s(int64_t ms) {
-  int64_t s = (ms + 999) / 1000;
-  return s < 1 ? 1 : s > 32767 ? 32767 : (int)s;
-}
-
-static void set_keepalive(relock__conn_t *c, int fd) {
-  const relock__settings_t *s = c->settings;
-  if (c->unix_path != NULL)
-    return;
-  int64_t base = s->opt.ping_interval_ms > 0 ? s->opt.ping_interval_ms : s->opt.command_timeout_ms;
-  int on = 1;
-  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-#ifdef TCP_KEEPIDLE
-  int idle = keepalive_s(base);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-#endif
-#ifdef TCP_KEEPINTVL
-  int intvl = keepalive_s(s->opt.command_timeout_ms / 3);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-#endif
-#ifdef TCP_KEEPCNT
-  int cnt = 3;
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-#endif
-#ifdef TCP_USER_TIMEOUT
-  int64_t ut = base + s->opt.command_timeout_ms;
-  unsigned int user_timeout = ut > (int64_t)UINT_MAX ? UINT_MAX : (unsigned int)ut;
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
-#endif
-}
-
 static void connect_now(relock__conn_t *c) {
   const relock__settings_t *s = c->settings;
   if (!c->has_target) { /* its locator finds one, and sets it */
@@ -670,7 +535,7 @@ static void connect_now(relock__conn_t *c) {
   /* A program that forks and execs (the relock tool does) must not hand its
    * Redis connections to the child. */
   fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
-  set_keepalive(c, ac->c.fd);
+  relock__health_socket(c, ac->c.fd);
   /* SSL_read writes too (the handshake, key updates): TLS reads need the
    * same SIGPIPE safety as writes. */
   if (relock__ev_attach(ac, c->loop, c->tls != NULL) != 0 ||
@@ -688,7 +553,10 @@ static void connect_now(relock__conn_t *c) {
   redisAsyncSetConnectCallback(ac, on_connect); /* arms the write watcher */
 }
 
+static void drop_for_msg(relock__conn_t *c, int err, const char *msg) { drop_for(c, err, "%s", msg); }
+
 static const relock__conn_life_t life = {
+    .drop_for = drop_for_msg,
     .drop_context = drop_context,
     .relocate = relocate,
     .start = relock__conn_start,
@@ -723,7 +591,7 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   relock__requests_init(c);
   relock__timer_init(&c->connect_timer, on_connect_timeout, c);
   relock__timer_init(&c->reconnect_timer, on_reconnect_timer, c);
-  relock__timer_init(&c->health_timer, on_health_timer, c);
+  relock__health_init(c);
   ev_timer_init(&c->deferred_free, on_deferred_free, 0.0, 0.0);
   c->deferred_free.data = c;
 }
@@ -796,7 +664,7 @@ void relock__conn_close(relock__conn_t *c) {
     return;
   c->closing = 1;
   relock__timer_stop(&c->reconnect_timer);
-  relock__timer_stop(&c->health_timer);
+  relock__health_stop(c);
   /* Requests that give back a hold are kept, waiting or in flight: a
    * connection not ready yet (a cluster node's, opened for the give-back)
    * or in its reconnect back-off gets one more attempt, and they go once

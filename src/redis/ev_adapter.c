@@ -140,3 +140,13 @@ int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_rea
   ac->ev.cleanup = cleanup;
   return 0;
 }
+
+int relock__ev_append(redisAsyncContext *ac, const char *cmd, size_t len) {
+  if ((ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) != 0)
+    return -1;
+  if (redisAppendFormattedCommand(&ac->c, cmd, len) != REDIS_OK)
+    return -1;
+  if (ac->ev.addWrite != NULL)
+    ac->ev.addWrite(ac->ev.data);
+  return 0;
+}

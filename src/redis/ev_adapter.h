@@ -17,4 +17,10 @@ int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_rea
  * stops the read watcher); fn NULL gives it back to hiredis. */
 void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *arg);
 
+/* Appends the RESP command cmd (len bytes) to the context's output, with
+ * no reply awaited and no callback (a raw connection reads its answers
+ * itself), and arms the write watcher. 0, or -1 when the context is
+ * disconnecting or memory ran out. */
+int relock__ev_append(redisAsyncContext *ac, const char *cmd, size_t len);
+
 #endif /* RELOCK__REDIS_EV_ADAPTER_H */
