@@ -3,38 +3,30 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include <relock/error.h>
 
-#include "base/decimal.h"
+#include "base/random.h"
 #include "redis/conn.h"
 #include "redis/ev_adapter.h"
-#include "future/promise.h"
-#include "base/random.h"
-#include "redis/reply.h"
 #include "redis/health.h"
+#include "redis/raw_reader.h"
+#include "redis/reply.h"
 #include "redis/reply_guard.h"
 #include "redis/tls.h"
-#include "base/resp.h"
 
 enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE };
 
 static void connect_now(relock__conn_t *c);
 static void relocate(relock__conn_t *c, relock__relocate_why why);
 static void drop_context(relock__conn_t *c);
-static void raw_start(relock__conn_t *c);
-static int raw_feed(relock__conn_t *c, struct redisAsyncContext *ac, const char *buf, size_t n);
 
 static void record_error(relock__conn_t *c, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -118,10 +110,7 @@ static int context_gone(relock__conn_t *c) {
   c->ssl = NULL; /* hiredis freed it with the context */
   relock__timer_stop(&c->connect_timer);
   relock__health_stop(c);
-  if (c->reader != NULL) {
-    redisReaderFree(c->reader);
-    c->reader = NULL;
-  }
+  relock__raw_stop(c);
   if (c->closing) {
     /* Kept for a close (they give back holds), and now never to be sent. */
     if (c->last_err != 0)
@@ -149,7 +138,7 @@ static void ready(relock__conn_t *c) {
   c->last_msg[0] = '\0';
   c->connects++;
   if (c->hooks.on_push != NULL)
-    raw_start(c);
+    relock__raw_start(c);
   if (c->state == RELOCK__CONN_READY)
     relock__health_start(c);
   relock__requests_release(c);
@@ -377,137 +366,14 @@ static int refuse_unasked(relock__reply_guard_t *g, int type) {
   return 1;
 }
 
-/* -- the raw (subscriber) connection ------------------------------------------
- * Once ready, it reads its socket itself into a reader of its own, so that
- * no reply ever reaches hiredis's callback bookkeeping. hiredis still
- * writes, and still owns the socket. */
-
-
-/* Drops a ready connection for a reason of our own (recorded as the last
+/* Drops a ready connection for a reason of our own (msg becomes its last
  * error): what was in flight fails with it, and it reconnects. */
-static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void drop_for(relock__conn_t *c, int err, const char *fmt, ...) {
+static void drop_for(relock__conn_t *c, int err, const char *msg) {
   c->last_err = err;
   c->definitive = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->last_msg, sizeof c->last_msg, fmt, ap);
-  va_end(ap);
+  snprintf(c->last_msg, sizeof c->last_msg, "%s", msg);
   relock__requests_fail_inflight(c, err, c->last_msg);
   drop_context(c);
-}
-
-/* One reply on a raw connection; 0, or -1 once the connection was dropped. */
-static int raw_reply(relock__conn_t *c, redisAsyncContext *ac, redisReply *reply) {
-  if (reply->type == REDIS_REPLY_ERROR && !relock__cluster_error(reply->str)) {
-    /* A refused SUBSCRIBE (ACL), "max number of clients": the server's word. */
-    drop_for(c, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
-    return -1;
-  }
-  if (relock__health_pong(c, reply))
-    return 0;
-  const char *why = c->hooks.on_push(c, reply, c->hooks.arg);
-  if (c->ac != ac)
-    return -1; /* the hook closed it */
-  if (why != NULL) {
-    drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->address, c->role,
-             why);
-    return -1;
-  }
-  return 0;
-}
-
-/* Reads what the socket has into buf: > 0 bytes, 0 for nothing now, -1
- * with the connection dropped. Over TLS through hiredis's SSL_read; one
- * that must write first and cannot (a renegotiation or a key update the
- * server asks for, which Redis never does) is not retried on writability:
- * the next readable event retries it. */
-static ssize_t raw_recv(relock__conn_t *c, char *buf, size_t size) {
-  redisAsyncContext *ac = c->ac;
-#ifdef RELOCK_HAVE_TLS
-  if (c->ssl != NULL) {
-    ssize_t n = ac->c.funcs->read(&ac->c, buf, size);
-    char why[sizeof c->last_msg];
-    if (n < 0 && !relock__tls_failure(c->ssl, why, sizeof why))
-      snprintf(why, sizeof why, "server closed the connection");
-    if (n < 0)
-      drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->address, why);
-    return n;
-  }
-#endif
-  ssize_t n = read(ac->c.fd, buf, size);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return 0;
-  if (n <= 0) {
-    drop_for(c, RELOCK_ECONNLOST, "connection to %s lost: %s", c->address,
-             n == 0 ? "server closed the connection" : strerror(errno));
-    return -1;
-  }
-  return n;
-}
-
-static void raw_read(void *arg) {
-  relock__conn_t *c = arg;
-  char buf[16 * 1024];
-  /* TLS may hold decrypted bytes the socket will not announce again. */
-  do {
-    redisAsyncContext *ac = c->ac;
-    ssize_t n = raw_recv(c, buf, sizeof buf);
-    if (n <= 0 || raw_feed(c, ac, buf, (size_t)n) != 0)
-      return;
-  } while (c->ssl != NULL && relock__tls_pending(c->ssl) > 0);
-}
-
-/* Parses n bytes read on a raw connection and hands out the replies: 0, or
- * -1 once the connection was dropped. */
-static int raw_feed(relock__conn_t *c, redisAsyncContext *ac, const char *buf, size_t n) {
-  c->last_rx = ev_now(c->loop);
-  if (redisReaderFeed(c->reader, buf, n) != REDIS_OK) {
-    drop_for(c, RELOCK_ENOMEM, "out of memory reading from %s", c->address);
-    return -1;
-  }
-  for (;;) {
-    void *reply = NULL;
-    if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
-      drop_for(c, RELOCK_EPROTO, "protocol error from %s on the %s connection: %s", c->address,
-               c->role, c->reader->errstr);
-      return -1;
-    }
-    if (reply == NULL)
-      return 0;
-    int r = raw_reply(c, ac, reply);
-    freeReplyObject(reply);
-    if (r != 0)
-      return -1;
-  }
-}
-
-static void raw_start(relock__conn_t *c) {
-  c->reader = redisReaderCreate();
-  if (c->reader == NULL) {
-    drop_for(c, RELOCK_ENOMEM, "out of memory connecting");
-    return;
-  }
-  relock__ev_set_reader(c->ac, raw_read, c);
-}
-
-int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens) {
-  redisAsyncContext *ac = c->ac;
-  if (c->state != RELOCK__CONN_READY || c->reader == NULL || (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)))
-    return -1;
-  size_t len = relock__resp_size(argc, lens);
-  char *cmd = malloc(len + 1);
-  if (cmd == NULL)
-    return -1;
-  relock__resp_write(cmd, argc, argv, lens);
-  int r = redisAppendFormattedCommand(&ac->c, cmd, len);
-  free(cmd);
-  if (r != REDIS_OK)
-    return -1;
-  if (ac->ev.addWrite != NULL)
-    ac->ev.addWrite(ac->ev.data);
-  return 0;
 }
 
 static void connect_now(relock__conn_t *c) {
@@ -553,10 +419,8 @@ static void connect_now(relock__conn_t *c) {
   redisAsyncSetConnectCallback(ac, on_connect); /* arms the write watcher */
 }
 
-static void drop_for_msg(relock__conn_t *c, int err, const char *msg) { drop_for(c, err, "%s", msg); }
-
 static const relock__conn_life_t life = {
-    .drop_for = drop_for_msg,
+    .drop_for = drop_for,
     .drop_context = drop_context,
     .relocate = relocate,
     .start = relock__conn_start,

@@ -13,6 +13,7 @@
 #include "config/settings.h"
 #include "loop/wheel.h"
 #include "redis/conn_state.h"
+#include "redis/raw_reader.h"
 #include "redis/request.h"
 
 void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t *wheel,
@@ -46,10 +47,5 @@ void relock__conn_start(relock__conn_t *c);
  * holds: dropped unsent, a lock would stay held by a client that is gone,
  * until its lease ran out. */
 void relock__conn_close(relock__conn_t *c);
-
-/* Appends a command to a ready raw connection's output (no reply is
- * awaited: answers reach hooks.on_push). 0, or -1 if the connection is not
- * ready or memory ran out. */
-int relock__conn_write_raw(relock__conn_t *c, int argc, const char *const *argv, const size_t *lens);
 
 #endif /* RELOCK__REDIS_CONN_H */
