@@ -1,6 +1,7 @@
 /* Redisson's naming, for every object: the field a holder is known by in
  * Redis, the names derived from an object's name (its unlock channel, its
- * latches), request ids and how long a latch lives.
+ * latches), request ids and how long a latch lives (docs/ARCHITECTURE.md,
+ * "Where Redisson's format is defined").
  *
  * Plain inputs only (a name and its length, the client id, the settings),
  * so that any object - lock, semaphore, fair lock - names things the way

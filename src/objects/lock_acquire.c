@@ -1,5 +1,5 @@
 /* Acquiring a lock of any kind (lock_kind.h), and waiting for a held one
- * (src/README.md, objects/).
+ * (docs/ARCHITECTURE.md, "The life of one acquisition").
  *
  * 1. Try (once it is the owner's turn on the lock: lock_turn.h). Acquired:
  *    done (a watchdog hold is registered for renewal); the answer says how

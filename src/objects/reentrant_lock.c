@@ -1,8 +1,9 @@
 /* The reentrant lock (Redisson's RLock): a hash named like the lock, field
  * "<client-id>:<owner>" -> hold count; unlocks published on
- * "redisson_lock__channel:{name}" (Redisson's layout: README, "Redisson compatibility"). Its scripts are
- * lua/lock_*.lua; the kinds with the same layout (spin, fenced) reuse its
- * operations. */
+ * "redisson_lock__channel:{name}" (Redisson's layout: README.md, "Redisson
+ * compatibility"; every kind's keys: docs/ARCHITECTURE.md, "The kinds"). Its
+ * scripts are lua/lock_*.lua; the kinds with the same layout (spin, fenced)
+ * reuse its operations. */
 #include <config.h>
 
 #include <stdlib.h>

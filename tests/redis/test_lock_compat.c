@@ -1,5 +1,6 @@
 /* Integration tests of the lock's Redisson wire compatibility, both ways,
- * against a real redis-server (Redisson's layout).
+ * against a real redis-server (Redisson's layout: docs/ARCHITECTURE.md,
+ * "Where Redisson's format is defined").
  *
  * The "Redisson process" is played by the raw command helper
  * (relock_test_redis_cmd: a fresh connection per command, nothing of the
