@@ -521,8 +521,6 @@ void relock__conn_start(relock__conn_t *c) {
     connect_now(c);
 }
 
-/* Moves the requests of list that a close does not wait for to doomed. */
-
 void relock__conn_close(relock__conn_t *c) {
   if (c->closing)
     return;
