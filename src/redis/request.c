@@ -401,6 +401,7 @@ void relock__requests_fail_inflight(relock__conn_t *c, int err, const char *msg)
   }
 }
 
+/* Moves the requests of list that a close does not wait for to doomed. */
 static void set_apart_doomed(relock__link_t *list, relock__link_t *doomed) {
   for (relock__link_t *l = list->next, *next; l != list; l = next) {
     next = l->next;
