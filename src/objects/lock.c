@@ -101,13 +101,6 @@ char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_B
   return s;
 }
 
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
-  size_t n = relock__field(lock->client->settings.client_id, owner, field);
-  size_t suffix = strlen(lock->kind->field_suffix);
-  memcpy(field + n, lock->kind->field_suffix, suffix + 1);
-  return n + suffix;
-}
-
 relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
                                    const char *const *argv, const size_t *lens) {
   call->spec.script = &relock__scripts[script];

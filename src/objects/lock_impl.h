@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <relock/lock.h>
 
@@ -103,8 +104,14 @@ relock_lock_t *relock__lock_ref(relock_lock_t *lock);
 void relock__lock_unref(relock_lock_t *lock);
 
 /* Writes owner's field ("<client-id>:<owner>" and the kind's suffix);
- * returns its length. */
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]);
+ * returns its length. Here rather than in lock.c: lock_turn.c, which
+ * lock.c uses, needs it too, and must not call up into lock.c. */
+static inline size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  size_t n = relock__field(lock->client->settings.client_id, owner, field);
+  size_t suffix = strlen(lock->kind->field_suffix);
+  memcpy(field + n, lock->kind->field_suffix, suffix + 1);
+  return n + suffix;
+}
 
 _Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must fit the watchdog's buffers");
 
