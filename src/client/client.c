@@ -331,7 +331,7 @@ static relock_future_t *command_async(relock_client_t *c, int argc, const char *
       lens[i] = strlen(argv[i]);
   }
   const size_t *use = argvlen != NULL ? argvlen : lens;
-  if (c->redis.cluster != NULL) {
+  if (relock__route_redirects(&c->redis)) {
     /* Through a call, which follows MOVED and ASK (not retried otherwise:
      * the command may not be safe to repeat). */
     relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = use};

@@ -338,12 +338,6 @@ static char *const *string_slot_c(const relock_options_t *opts, const option_t *
   return (char *const *)(const void *)((const char *)opts + o->offset);
 }
 
-void relock__options_free_string(char *s, int secret) {
-  if (s != NULL && secret)
-    memset(s, 0, strlen(s));
-  free(s);
-}
-
 /* Stores a checked value (a string is copied). */
 static int store(relock_options_t *opts, const option_t *o, value_t v, relock_error_t *err) {
   char *field = (char *)opts + o->offset;

@@ -4,6 +4,8 @@
 #define RELOCK__CONFIG_OPTIONS_IMPL_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/un.h>
 
 #include <relock/config.h>
@@ -88,8 +90,15 @@ int relock__parse_hostports(const char *list, const relock__hostlist_t *kind, re
                             relock_error_t *err);
 
 /* Frees a string of the options; a secret one (a password) is wiped first,
- * so that it does not linger in freed memory. */
-void relock__options_free_string(char *s, int secret);
+ * so that it does not linger in freed memory. Here rather than in
+ * options.c: url.c (relock_options_set_url) frees the strings it replaces,
+ * and options.c calls url.c's host list parser, so url.c must not call
+ * options.c. */
+static inline void relock__options_free_string(char *s, int secret) {
+  if (s != NULL && secret)
+    memset(s, 0, strlen(s));
+  free(s);
+}
 
 /* Copies src into dst (uninitialised), strings included. 0, or
  * RELOCK_ENOMEM with err set and nothing in dst to free. */

@@ -40,9 +40,33 @@ static size_t holder_field(const relock__holder_t *h, uint64_t owner, char field
   return relock__lock_field(lock_of(h), owner, field);
 }
 
+/* The loss watch (lock_watch.c, above this file), if the lock has one, is
+ * told through the functions it set in it (lock_impl.h). */
+static relock__lock_watch_t *watch_of(const relock_lock_t *lock) {
+  return lock->extra != NULL ? lock->extra->watch : NULL;
+}
+
+static void watch_gone(relock_lock_t *lock, uint64_t owner) {
+  relock__lock_watch_t *w = watch_of(lock);
+  if (w != NULL)
+    w->gone(w, owner);
+}
+
+static void watch_stop(relock_lock_t *lock) {
+  relock__lock_watch_t *w = watch_of(lock);
+  if (w != NULL)
+    w->stop(w);
+}
+
+/* Whether some owner's hold taken through lock is watched. */
+static int watching(const relock_lock_t *lock) {
+  const relock__lock_watch_t *w = watch_of(lock);
+  return w != NULL && w->nowners > 0;
+}
+
 static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const char *msg) {
   relock_lock_t *lock = lock_of(h);
-  relock__lock_watch_gone(lock, owner);
+  watch_gone(lock, owner);
   if (relock__lock_lost_cb(lock) != NULL)
     lock->extra->lost_cb(lock, owner, reason, msg, lock->extra->lost_arg);
 }
@@ -101,13 +125,6 @@ char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_B
   return s;
 }
 
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
-  size_t n = relock__field(lock->client->settings.client_id, owner, field);
-  size_t suffix = strlen(lock->kind->field_suffix);
-  memcpy(field + n, lock->kind->field_suffix, suffix + 1);
-  return n + suffix;
-}
-
 relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
                                    const char *const *argv, const size_t *lens) {
   call->spec.script = &relock__scripts[script];
@@ -154,7 +171,7 @@ static void extra_free(relock__lock_extra_t *x) {
 void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
-  relock__lock_watch_stop(lock);
+  watch_stop(lock);
   relock__exec_unref(lock->exec);
   extra_free(lock->extra);
   free(lock);
@@ -169,7 +186,7 @@ void relock_lock_free(relock_lock_t *lock) {
       lock->extra->lost_cb = NULL;
       lock->extra->wait_cb = NULL;
     }
-    relock__lock_watch_stop(lock);
+    watch_stop(lock);
     relock__lock_unref(lock);
     relock__exec_leave(x);
   } /* else the wrong thread or a forked child: left alone, nothing is safe */
@@ -278,8 +295,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
                           lock->kind->what, lock->name, field);
     else
       relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
-    if (relock__lock_watching(lock) && relock__renewal_find(r, &id) == NULL)
-      relock__lock_watch_gone(lock, op->owner); /* no hold of owner's left here */
+    if (watching(lock) && relock__renewal_find(r, &id) == NULL)
+      watch_gone(lock, op->owner); /* no hold of owner's left here */
   }
   release_free(op);
   relock_future_release(f);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <relock/lock.h>
 
@@ -37,8 +38,15 @@ static inline const char *relock__lease_too_short(int64_t lease_ms) {
       relock__lease_too_short(lease_ms)
 
 /* The loss watch of relock_lock_watch_loss (lock_watch.c), made when it is
- * first turned on. */
+ * first turned on. lock_watch.c is above lock.c (it uses the object's
+ * references, extra part and channel): lock.c tells the watch what it must
+ * know through the two functions lock_watch.c sets in it, and calls
+ * nothing of lock_watch.c. */
 typedef struct relock__lock_watch {
+  /* owner's hold taken through the lock is gone (released, lost) */
+  void (*gone)(struct relock__lock_watch *w, uint64_t owner);
+  /* stops watching (the object is freed by its caller, or goes) */
+  void (*stop)(struct relock__lock_watch *w);
   int on;                   /* holds taken through the lock are watched */
   int listening;
   relock__listener_t listener; /* on the lock's channel while watched owners hold it */
@@ -103,8 +111,14 @@ relock_lock_t *relock__lock_ref(relock_lock_t *lock);
 void relock__lock_unref(relock_lock_t *lock);
 
 /* Writes owner's field ("<client-id>:<owner>" and the kind's suffix);
- * returns its length. */
-size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]);
+ * returns its length. Here rather than in lock.c: lock_turn.c, which
+ * lock.c uses, needs it too, and must not call up into lock.c. */
+static inline size_t relock__lock_field(const relock_lock_t *lock, uint64_t owner, char field[RELOCK__FIELD_MAX]) {
+  size_t n = relock__field(lock->client->settings.client_id, owner, field);
+  size_t suffix = strlen(lock->kind->field_suffix);
+  memcpy(field + n, lock->kind->field_suffix, suffix + 1);
+  return n + suffix;
+}
 
 _Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must fit the watchdog's buffers");
 
@@ -125,14 +139,9 @@ static inline relock_lost_cb relock__lock_lost_cb(const relock_lock_t *lock) {
 int relock__lock_set_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
 
 /* The loss watch (lock_watch.c): owner's hold taken through lock was
- * registered / is gone (released, lost). Nothing unless the lock is
- * watched. */
+ * registered. Nothing unless the lock is watched. (That a hold is gone,
+ * lock.c tells the watch through relock__lock_watch_t.gone.) */
 void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
-void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner);
-/* Stops watching (the object is freed by its caller, or goes). */
-void relock__lock_watch_stop(relock_lock_t *lock);
-/* Whether some owner's hold taken through lock is watched. */
-int relock__lock_watching(const relock_lock_t *lock);
 
 /* Registers owner's new hold of lock with the watchdog (renewal.h's
  * relock__renewal_acquired, the lock being the holder that is told when it

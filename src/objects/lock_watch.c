@@ -40,14 +40,6 @@ static relock__lock_watch_t *watch_of(const relock_lock_t *lock) {
   return lock->extra != NULL ? lock->extra->watch : NULL;
 }
 
-/* The lock's watch, made on first use (NULL when out of memory). */
-static relock__lock_watch_t *watch_make(relock_lock_t *lock) {
-  relock__lock_extra_t *x = relock__lock_extra(lock);
-  if (x != NULL && x->watch == NULL)
-    x->watch = calloc(1, sizeof(*x->watch));
-  return x != NULL ? x->watch : NULL;
-}
-
 /* Checks every watched owner's hold now. */
 static void check_all(relock_lock_t *lock) {
   relock__lock_watch_t *w = watch_of(lock);
@@ -120,10 +112,8 @@ void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner) {
     listen(lock);
 }
 
-void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner) {
-  relock__lock_watch_t *w = watch_of(lock);
-  if (w == NULL)
-    return;
+/* relock__lock_watch_t.gone: lock.c's, through the watch. */
+static void gone(relock__lock_watch_t *w, uint64_t owner) {
   for (size_t i = 0; i < w->nowners; i++)
     if (w->owners[i] == owner) {
       w->owners[i] = w->owners[--w->nowners];
@@ -133,18 +123,21 @@ void relock__lock_watch_gone(relock_lock_t *lock, uint64_t owner) {
     stop_listening(w);
 }
 
-void relock__lock_watch_stop(relock_lock_t *lock) {
-  relock__lock_watch_t *w = watch_of(lock);
-  if (w == NULL)
-    return;
+/* relock__lock_watch_t.stop: lock.c's, through the watch, and ours. */
+static void stop(relock__lock_watch_t *w) {
   w->on = 0;
   w->nowners = 0;
   stop_listening(w);
 }
 
-int relock__lock_watching(const relock_lock_t *lock) {
-  const relock__lock_watch_t *w = watch_of(lock);
-  return w != NULL && w->nowners > 0;
+/* The lock's watch, made on first use (NULL when out of memory). */
+static relock__lock_watch_t *watch_make(relock_lock_t *lock) {
+  relock__lock_extra_t *x = relock__lock_extra(lock);
+  if (x != NULL && x->watch == NULL && (x->watch = calloc(1, sizeof(*x->watch))) != NULL) {
+    x->watch->gone = gone;
+    x->watch->stop = stop;
+  }
+  return x != NULL ? x->watch : NULL;
 }
 
 int relock_lock_watch_loss(relock_lock_t *lock, int on) {
@@ -160,8 +153,8 @@ int relock_lock_watch_loss(relock_lock_t *lock, int on) {
     r = RELOCK_ENOMEM;
   else if (on)
     w->on = 1;
-  else
-    relock__lock_watch_stop(lock);
+  else if (w != NULL)
+    stop(w);
   relock__exec_leave(lock->exec);
   return r;
 }

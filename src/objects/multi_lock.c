@@ -1,6 +1,7 @@
 /* A group of locks held as one (include/relock/multi_lock.h): the object,
  * the holds of its acquisitions, release, loss and validity, the blocking
- * calls. Acquisition is multi_lock_acquire.c's.
+ * release. Acquisition, and the blocking calls that acquire, are
+ * multi_lock_acquire.c's: it uses this file, never the other way round.
  *
  * The group sets itself as each lock's lost callback: a member found lost
  * is marked so in every hold of that owner, and a hold left with fewer than
@@ -47,8 +48,8 @@ relock__multi_hold_t *relock__multi_hold_new(const relock_multi_lock_t *m, uint6
 }
 
 void relock__multi_hold_free(relock__multi_hold_t *hold) {
-  if (hold->round != NULL)
-    relock__multi_round_forget(hold->round);
+  if (hold->filler != NULL)
+    *hold->filler = NULL; /* the round that filled it gives late answers back */
   free(hold);
 }
 
@@ -321,9 +322,9 @@ relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_
     return out;
   }
   relock__list_remove(&hold->link);
-  if (hold->round != NULL) { /* answers still out are given back as they come */
-    relock__multi_round_forget(hold->round);
-    hold->round = NULL;
+  if (hold->filler != NULL) { /* answers still out are given back as they come */
+    *hold->filler = NULL;
+    hold->filler = NULL;
   }
   *op = (release_t){.m = relock__multi_ref(m), .out = relock_future_retain(out), .hold = hold, .pending = 1};
   for (size_t i = 0; i < m->n; i++) {
@@ -348,22 +349,14 @@ relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_
 /* -- blocking ----------------------------------------------------------------*/
 
 /* The locks' own check (sync.c): the group's exec is its first lock's. */
-static int would_block(relock_multi_lock_t *m) {
+int relock__multi_would_block(relock_multi_lock_t *m) {
   return m == NULL ? relock__last_error_set(RELOCK_EINVAL, "the group is NULL") : relock__sync_would_block(m->locks[0]);
 }
 
-int relock_multi_lock_try_lock(relock_multi_lock_t *m, int64_t wait_ms, int64_t lease_ms, int *acquired) {
-  int r = would_block(m);
-  return r != 0 ? r
-                : relock__sync_wait_flag(relock_multi_lock_acquire_async(m, relock_thread_owner(), wait_ms, lease_ms),
-                                         acquired);
-}
-
-int relock_multi_lock_lock(relock_multi_lock_t *m, int64_t lease_ms) {
-  return relock_multi_lock_try_lock(m, RELOCK_INFINITE, lease_ms, NULL);
-}
+/* (relock_multi_lock_try_lock and relock_multi_lock_lock block on an
+ * acquisition: they are multi_lock_acquire.c's.) */
 
 int relock_multi_lock_unlock(relock_multi_lock_t *m) {
-  int r = would_block(m);
+  int r = relock__multi_would_block(m);
   return r != 0 ? r : relock__sync_wait_value(relock_multi_lock_release_async(m, relock_thread_owner()), NULL);
 }

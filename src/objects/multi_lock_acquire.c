@@ -86,14 +86,12 @@ static void round_unref(relock__multi_round_t *round) {
   if (--round->refs > 0)
     return;
   if (round->hold != NULL)
-    round->hold->round = NULL;
+    round->hold->filler = NULL;
   if (round->m->results_round == round)
     round->m->results_round = NULL;
   relock__multi_unref(round->m);
   free(round);
 }
-
-void relock__multi_round_forget(relock__multi_round_t *round) { round->hold = NULL; }
 
 static void round_decide(relock__multi_round_t *round, int won);
 
@@ -259,7 +257,7 @@ static void round_decide(relock__multi_round_t *round, int won) {
   for (size_t i = 0; i < m->n; i++)
     op->results[i] = round->slots[i].result;
   if (won) {
-    hold->round = round;
+    hold->filler = &round->hold; /* the hold's end clears it: late members are given back */
     relock__list_push_back(&m->holds, &hold->link);
     end(op, 1);
     m->results_round = round; /* late answers complete the results */
@@ -424,4 +422,17 @@ relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock_t *m, uint64_
   acquire_unref(op);
   relock__exec_leave(m->exec);
   return out;
+}
+
+/* -- blocking ----------------------------------------------------------------*/
+
+int relock_multi_lock_try_lock(relock_multi_lock_t *m, int64_t wait_ms, int64_t lease_ms, int *acquired) {
+  int r = relock__multi_would_block(m);
+  return r != 0 ? r
+                : relock__sync_wait_flag(relock_multi_lock_acquire_async(m, relock_thread_owner(), wait_ms, lease_ms),
+                                         acquired);
+}
+
+int relock_multi_lock_lock(relock_multi_lock_t *m, int64_t lease_ms) {
+  return relock_multi_lock_try_lock(m, RELOCK_INFINITE, lease_ms, NULL);
 }

@@ -23,7 +23,12 @@ typedef struct relock__multi_hold {
   uint64_t owner;
   size_t held;                    /* members RELOCK__MEMBER_HELD */
   int lost;                       /* fewer than quorum remained: reported */
-  relock__multi_round_t *round;   /* the round that took it, while answers may still come */
+  /* &round->hold of the round that took it (multi_lock_acquire.c), while
+   * answers may still come; NULL: none. The hold's end sets *filler to
+   * NULL, and the round gives late members back. A pointer into the round
+   * rather than the round: multi_lock.c, below multi_lock_acquire.c, knows
+   * no round. */
+  struct relock__multi_hold **filler;
   unsigned char member[];         /* RELOCK__MEMBER_* per lock */
 } relock__multi_hold_t;
 
@@ -48,7 +53,7 @@ void relock__multi_unref(relock_multi_lock_t *m);
 
 /* A hold of owner taking no member yet; NULL when out of memory. */
 relock__multi_hold_t *relock__multi_hold_new(const relock_multi_lock_t *m, uint64_t owner);
-/* Frees a hold not in m->holds (its round, if any, is told). */
+/* Frees a hold not in m->holds (its round, if any, is told: *filler). */
 void relock__multi_hold_free(relock__multi_hold_t *hold);
 
 /* Gives back what hold took of lock i (a release nobody waits for), and
@@ -65,8 +70,8 @@ static inline int relock__multi_acquired(const relock_future_t *f) {
   return relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f) > 0;
 }
 
-/* A round that answers late (multi_lock_acquire.c) learns that the hold it
- * filled is gone (released or freed): late members are given back. */
-void relock__multi_round_forget(relock__multi_round_t *round);
+/* The blocking calls' check (sync.c's, of the first lock): 0, or an error
+ * code with the thread's last error set. */
+int relock__multi_would_block(relock_multi_lock_t *m);
 
 #endif /* RELOCK__OBJECTS_MULTI_LOCK_IMPL_H */

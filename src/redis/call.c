@@ -107,7 +107,7 @@ static int not_now_reply(const relock_reply_t *reply) {
  * attempt was one (it has failed then), 0 when not. */
 static int redirected(call_t *call, relock_future_t *attempt, const relock_reply_t *reply) {
   relock__conn_t *to = NULL;
-  int kind = relock__cluster_redirect(call->redis->cluster, call->conn, reply->str, reply->len, &to);
+  int kind = relock__route_redirect(call->redis, call->conn, reply->str, reply->len, &to);
   if (kind == 0)
     return 0;
   if (kind < 0 || call->redirects >= RELOCK__REDIRECTS_MAX) {
@@ -139,7 +139,7 @@ static int hold_reply(call_t *call, const relock_reply_t *reply) {
  * it is a "not now" to retry, or a write that WAIT must confirm first. */
 static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *reply, void *arg) {
   call_t *call = arg;
-  if (reply->type == RELOCK_REPLY_ERROR && call->redis->cluster != NULL && redirected(call, attempt, reply))
+  if (reply->type == RELOCK_REPLY_ERROR && redirected(call, attempt, reply))
     return;
   if (call->retry_safe && not_now_reply(reply)) {
     relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
@@ -176,8 +176,8 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
      * moment it is back - a back-off would only add its own delay to a
      * failover. A server that answered "not now" or too late backs off. */
     int down = err == RELOCK_ECONNLOST || call->conn->state != RELOCK__CONN_READY;
-    if (call->redis->cluster != NULL && call->slot >= 0) /* the map may have moved the slot meanwhile */
-      call->conn = relock__cluster_conn(call->redis->cluster, call->slot);
+    if (call->slot >= 0) /* a Cluster's map may have moved the slot meanwhile */
+      call->conn = relock__route_slot_conn(call->redis, call->slot);
     int64_t interval = call->redis->settings->opt.retry_interval_ms;
     /* Past the budget, an until_answered call backs off even from a
      * connection that is down: Redis may stay out of reach for hours, and
@@ -318,7 +318,7 @@ static void on_call_cancel(relock_future_t *out, void *arg) {
 
 /* The publish command is known now: cmd keeps its form. */
 static void decide_publish(call_t *call) {
-  if (relock__cluster_sharded(call->redis->cluster)) {
+  if (strcmp(relock__route_publish_command(call->redis), "SPUBLISH") == 0) {
     memmove(call->cmd, call->cmd + call->len + 1, call->spub_len + 1);
     call->len = call->spub_len;
   }
@@ -333,7 +333,7 @@ static void on_probe_waited(relock_future_t *f, void *arg) {
     call_free(call);
   } else if (err == 0) {
     if (call->slot >= 0) /* the map may have come meanwhile */
-      call->conn = relock__cluster_conn(call->redis->cluster, call->slot);
+      call->conn = relock__route_slot_conn(call->redis, call->slot);
     start_attempt(call);
   } else {
     call->attempts_left--; /* the probe's failure is this attempt's */
@@ -346,11 +346,11 @@ static void on_probe_waited(relock_future_t *f, void *arg) {
  * cluster has said whether it has sharded pub/sub: the wait stands for an
  * attempt (cancelled as one). 1 when it waits (or failed: out of memory). */
 static int wait_for_probe(call_t *call) {
-  if (relock__cluster_probed(call->redis->cluster)) {
+  if (relock__route_publish_command(call->redis) != relock__publish_undecided) {
     decide_publish(call);
     return 0;
   }
-  relock_future_t *f = relock__cluster_await_probe(call->redis->cluster);
+  relock_future_t *f = relock__route_await_publish_command(call->redis);
   if (f == NULL) {
     relock__future_fail(call->out, RELOCK_ENOMEM, "out of memory waiting for the cluster's pub/sub kind");
     call_free(call);
@@ -399,9 +399,10 @@ static void start_attempt(call_t *call) {
 }
 
 /* The first key of a script whose slot differs from the first key's, or
- * -1: in a cluster such a script cannot run anywhere (CROSSSLOT). */
+ * -1: in a cluster such a script cannot run anywhere (CROSSSLOT). (On one
+ * node every key's slot is 0.) */
 static int other_slot_key(const relock__redis_t *redis, const relock__call_spec_t *spec, int slot) {
-  if (redis->cluster == NULL || spec->script == NULL)
+  if (spec->script == NULL)
     return -1;
   for (int i = 1; i < spec->nkeys; i++)
     if (relock__route_slot(redis, spec->argv[i], spec->lens[i]) != slot)
@@ -456,8 +457,9 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
     return out;
   }
   int pub = publish_arg(spec);
-  int undecided = pub >= 0 && redis->cluster != NULL && !relock__cluster_probed(redis->cluster);
-  relock__request_t *tmp = format(spec, pub, undecided ? "PUBLISH" : relock__route_publish_command(redis));
+  const char *publish = relock__route_publish_command(redis);
+  int undecided = pub >= 0 && publish == relock__publish_undecided;
+  relock__request_t *tmp = format(spec, pub, undecided ? "PUBLISH" : publish);
   relock__request_t *spub = tmp != NULL && undecided ? format(spec, pub, "SPUBLISH") : NULL;
   size_t extra = spub != NULL ? spub->len + 1 : 0;
   call_t *call = tmp != NULL && (spub != NULL || !undecided) ? malloc(sizeof(*call) + tmp->len + 1 + extra) : NULL;
@@ -483,9 +485,7 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->redis = redis;
   call->out = relock_future_retain(out);
   call->slot = slot;
-  call->conn = redis->cluster != NULL ? relock__cluster_conn(redis->cluster, slot)
-               : spec->argc > key     ? relock__route(redis, spec->argv[key], spec->lens[key])
-                                      : relock__route(redis, NULL, 0);
+  call->conn = relock__route_slot_conn(redis, slot); /* relock__route's for its key, or keyless */
   call->on_reply = spec->on_reply != NULL ? spec->on_reply : relock__reply_to_future;
   call->arg = spec->arg;
   call->script = spec->script;

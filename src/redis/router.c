@@ -1,6 +1,7 @@
 /* Key -> connection, lock channel -> subscriber (router.h). */
 #include <config.h>
 
+#include "future/promise.h"
 #include "redis/cluster.h"
 #include "redis/router.h"
 #include "redis/slot.h"
@@ -13,6 +14,17 @@ relock__conn_t *relock__route(relock__redis_t *redis, const char *key, size_t le
 
 int relock__route_slot(const relock__redis_t *redis, const char *key, size_t len) {
   return redis->cluster != NULL ? relock__key_slot(key, len) : 0;
+}
+
+relock__conn_t *relock__route_slot_conn(relock__redis_t *redis, int slot) {
+  return redis->cluster != NULL ? relock__cluster_conn(redis->cluster, slot) : &redis->cmd;
+}
+
+int relock__route_redirects(const relock__redis_t *redis) { return redis->cluster != NULL; }
+
+int relock__route_redirect(relock__redis_t *redis, const relock__conn_t *from, const char *err, size_t len,
+                           relock__conn_t **to) {
+  return redis->cluster != NULL ? relock__cluster_redirect(redis->cluster, from, err, len, to) : 0;
 }
 
 relock_future_t *relock__route_subscribe(relock__redis_t *redis, relock__listener_t *l, const char *channel,
@@ -33,4 +45,13 @@ const char *relock__route_publish_command(const relock__redis_t *redis) {
   if (!relock__cluster_probed(redis->cluster))
     return relock__publish_undecided;
   return relock__cluster_sharded(redis->cluster) ? "SPUBLISH" : "PUBLISH";
+}
+
+relock_future_t *relock__route_await_publish_command(relock__redis_t *redis) {
+  if (redis->cluster != NULL)
+    return relock__cluster_await_probe(redis->cluster);
+  relock_future_t *f = relock__future_new(redis->exec); /* one node: known from the start */
+  if (f != NULL)
+    relock__future_succeed(f);
+  return f;
 }
