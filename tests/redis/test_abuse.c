@@ -401,12 +401,7 @@ static int row_probe(const char *input, const fate_t *f, const char *expected, c
 
 /* -- the fixture ------------------------------------------------------------*/
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a;
-  relock_client_t *b;
-} fx_t;
+typedef fx_pair_t fx_t;
 
 /* A hang is a failure naming the row, not a CI job killed after an hour. */
 static void on_hang(int sig) {
@@ -419,14 +414,8 @@ static void on_hang(int sig) {
 }
 
 static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL) {
-    free(fx);
+  if (fx_pair_server_setup(state) != 0)
     return -1;
-  }
-  fx->cfg = fx_options(fx->redis, 1);
-  *state = fx;
   stage("setup");
   signal(SIGALRM, on_hang);
   alarm((unsigned)(fx_slack_ms(90000) / 1000));
@@ -434,19 +423,8 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  fx_t *fx = *state;
   alarm(0);
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
-
-static void clients(fx_t *fx) {
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
+  return fx_pair_teardown(state);
 }
 
 static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
@@ -519,7 +497,7 @@ static void noop_cb(relock_future_t *f, void *arg) {
 
 static void test_invalid_args_futures_and_errors(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("NULL and invalid arguments: futures, error codes");
   stage("futures with NULL");
   relock_future_t *done = relock_client_commandf_async(fx->a, "PING");
@@ -641,7 +619,7 @@ static void child_blank_format(int fd, void *arg) { empty_format_then_echo(fd, a
 
 static void test_invalid_args_client(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("NULL and invalid arguments: configuration, client, commands, pub/sub");
   stage("options");
   relock_options_free(NULL);
@@ -784,7 +762,7 @@ static void test_invalid_args_client(void **state) {
 
 static void test_invalid_args_lock(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("NULL and invalid arguments: the lock");
   stage("lock_new");
   relock_error_t err = {0, ""};
@@ -1043,7 +1021,7 @@ static void full_cycle(fx_t *fx, const char *name, size_t len, const char *label
 
 static void test_lock_names(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("lock names: empty, 1 MiB, hash tags, binary bytes");
   stage("empty name");
   relock_error_t err = {0, ""};
@@ -1094,7 +1072,7 @@ static void test_lock_names(void **state) {
 
 static void test_durations(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("durations: negative, zero, huge waits and leases");
   relock_lock_t *l = lock_of(fx->a, "d"), *lb = lock_of(fx->b, "d");
   char buf[256];
@@ -1376,7 +1354,7 @@ static int key_r_gone(void *arg) { return raw_exists(arg, "r", 1) == 0; }
 
 static void test_release_misuse(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("release misuse: without acquire, twice, after the lease, by others");
   relock_lock_t *l = lock_of(fx->a, "r"), *lb = lock_of(fx->b, "r");
   lost_t lost = {0, 0};
@@ -1571,7 +1549,7 @@ static void child_release_and_close(int fd, void *arg) {
 
 static void test_after_close(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("operations after relock_client_close");
   relock_client_t *c = fx->a;
   relock_lock_t *l = lock_of(c, "res"), *q = lock_of(c, "q"), *qb = lock_of(fx->b, "q");
@@ -1661,7 +1639,7 @@ static int both_lost(void *arg) {
 
 static void test_wrong_types(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("wrong types under the lock name");
   char buf[256];
   static const struct {
@@ -1757,7 +1735,7 @@ static relock_client_t *client_as(fx_t *fx, const char *user) {
 
 static void test_server_errors_acl(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("server errors: ACL users without EVALSHA / EVAL, keys or channels");
   char buf[512];
   RAW(fx, buf, "ACL", "SETUSER", "noscript", "on", ">pw", "~*", "&*", "+@all", "-evalsha", "-eval");
@@ -1832,7 +1810,7 @@ static void test_server_errors_acl(void **state) {
 
 static void test_server_errors_oom_and_readonly(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   table("server errors: maxmemory reached (noeviction), a read-only replica");
   char buf[512];
   relock_lock_t *held = lock_of(fx->a, "held"), *fresh = lock_of(fx->a, "fresh");

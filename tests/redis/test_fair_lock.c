@@ -16,37 +16,7 @@
 #define QUEUE "redisson_lock_queue:{fair}"
 #define TIMEOUTS "redisson_lock_timeout:{fair}"
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a;
-  relock_client_t *b;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
-
-static void clients(fx_t *fx) {
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
-}
+typedef fx_pair_t fx_t;
 
 static relock_lock_t *fair_of(relock_client_t *c) {
   relock_lock_t *l = relock_fair_lock_new(c, "fair", NULL);
@@ -90,7 +60,7 @@ static const char *queue_at(fx_t *fx, int i, char *buf, size_t size) {
 
 static void test_queue_layout_is_redissons(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(lb, 2, 0, RELOCK_INFINITE), 0); /* a single try never queues */
@@ -143,7 +113,7 @@ static void count_try(relock_lock_t *l, uint64_t owner, int64_t ttl_ms, void *ar
 
 static void test_release_wakes_the_head_only(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b), *lc = fair_of(fx->a);
   tries_t second = {0};
   assert_int_equal(relock_lock_on_wait(lc, count_try, &second), 0);
@@ -174,7 +144,7 @@ static void test_release_wakes_the_head_only(void **state) {
 
 static void test_cancelled_and_timed_out_waiters_leave_at_once(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *first = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -206,7 +176,7 @@ static void test_cancelled_and_timed_out_waiters_leave_at_once(void **state) {
  * waiter behind is told at once, not after its timer. */
 static void test_head_leaving_a_free_lock_wakes_the_next(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   /* a queue as a dead Java waiter leaves it, far from stale */
   relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", QUEUE, "java-uuid:77", NULL);
@@ -265,7 +235,7 @@ static void reap(pid_t pid) {
 
 static void test_fifo_across_8_processes(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a);
   assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
   enum { PROCS = 8 };
@@ -294,7 +264,7 @@ static void test_fifo_across_8_processes(void **state) {
 static void test_dead_waiter_leaves_within_the_lease_and_the_wait_timeout(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, 1500);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a);
   assert_int_equal(ACQUIRE(la, 1, 0, 3000), 1);
   pid_t dead = fork();
@@ -328,7 +298,7 @@ static void test_dead_waiter_leaves_within_the_lease_and_the_wait_timeout(void *
 static void test_live_waiter_keeps_its_place(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
   relock_future_t *first = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -351,7 +321,7 @@ static void test_live_waiter_keeps_its_place(void **state) {
 
 static void test_force_release_wakes_the_head(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
   relock_future_t *w = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -368,7 +338,7 @@ static void test_force_release_wakes_the_head(void **state) {
   relock_lock_free(lb);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_server_setup, fx_pair_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {

@@ -12,43 +12,11 @@
 #include "support/client_fixture.h"
 #include "objects/lock_impl.h"
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a; /* two clients: two "processes" */
-  relock_client_t *b;
-} fx_t;
-
-static int start(void **state, const relock_test_redis_opts_t *opts) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(opts);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  *state = fx;
-  return 0;
-}
-
-static int setup(void **state) { return start(state, NULL); }
+typedef fx_pair_t fx_t;
 
 static int setup_aof(void **state) {
   relock_test_redis_opts_t opts = {.aof = 1};
-  return start(state, &opts);
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
-
-static void clients(fx_t *fx) {
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
+  return fx_pair_start(state, &opts, 0);
 }
 
 static relock_lock_t *lock_of(relock_client_t *c, const char *name) {
@@ -108,7 +76,7 @@ static long long evalsha_calls(fx_t *fx) {
 
 static void test_acquire_release_reentrant(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_string_equal(relock_lock_name(l), "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
@@ -132,7 +100,7 @@ static void test_acquire_release_reentrant(void **state) {
 
 static void test_release_by_non_owner(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   char msg[256];
   assert_int_equal(error_of(relock_lock_release_async(l, 9), msg, sizeof msg), RELOCK_ENOTOWNER);
@@ -151,7 +119,7 @@ static void test_release_by_non_owner(void **state) {
 
 static void test_invalid_arguments(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_error_t err = {0, ""};
   assert_null(relock_lock_new(fx->a, "", &err));
   assert_int_equal(err.code, RELOCK_EINVAL);
@@ -172,7 +140,7 @@ static void test_invalid_arguments(void **state) {
 
 static void test_wrong_type_is_a_server_error(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "listy", "a", NULL);
   relock_lock_t *l = lock_of(fx->a, "listy");
   char msg[256];
@@ -191,7 +159,7 @@ static int key_gone(void *arg) {
 static void test_fixed_lease_expires_unrenewed(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   uint64_t t0 = relock__now_ns();
   assert_int_equal(ACQUIRE(l, 1, 0, 400), 1);
@@ -221,7 +189,7 @@ static int watch_held(void *arg) {
 static void test_watchdog_keeps_lock_ten_times_its_timeout(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
   watch_t w = {fx, fx->a, relock__now_ns() + 3000 * 1000000ull, 0, 0};
@@ -238,7 +206,7 @@ static void test_watchdog_keeps_lock_ten_times_its_timeout(void **state) {
 static void test_renewal_stops_at_release(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
@@ -274,7 +242,7 @@ static void test_kill9_holder_frees_within_watchdog_timeout(void **state) {
   int ok = 0;
   assert_int_equal(read(ready[0], &ok, sizeof ok), (ssize_t)sizeof ok);
   assert_int_equal(ok, 1);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 0); /* held by the child */
   kill(pid, SIGKILL);
@@ -292,7 +260,7 @@ static void test_kill9_holder_frees_within_watchdog_timeout(void **state) {
 
 static void test_try_once_and_deadline(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1);
   uint64_t t0 = relock__now_ns();
@@ -310,7 +278,7 @@ static void test_try_once_and_deadline(void **state) {
 
 static void test_waiter_acquires_a_round_trip_after_release(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1); /* a long lease: no TTL wake-up */
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -329,7 +297,7 @@ static void test_waiter_acquires_a_round_trip_after_release(void **state) {
 
 static void test_force_release_wakes_waiter(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -370,7 +338,7 @@ static int called_twice(void *arg) { return ((waited_t *)arg)->calls >= 2; }
 
 static void test_wait_callback_sees_each_try_that_finds_it_held(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   waited_t w = {0};
   assert_int_equal(relock_lock_on_wait(NULL, on_wait, &w), RELOCK_EINVAL);
@@ -425,7 +393,7 @@ static int no_channels(void *arg) { return relock__pubsub_channels(&((relock_cli
 
 static void test_cancel_during_wait(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -447,7 +415,7 @@ static void test_cancel_during_wait(void **state) {
 
 static void test_cancel_races_a_successful_try(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   /* the lock is free: the try in flight will succeed on the server */
   relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -466,7 +434,7 @@ static int joined_queue(void *arg) {
 
 static void test_unlock_between_try_and_subscribe_is_not_missed(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   /* b tries, is told "held", and starts subscribing: its subscriber
@@ -513,7 +481,7 @@ static int acquired_at_least(void *arg) {
 
 static void test_waiters_share_a_subscription_and_one_unlock_wakes_one(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   enum { N = 5 };
@@ -628,7 +596,7 @@ static int procs_release_holder(procs_t *p, int n, int *released) {
  * before), and every one of them gets its turn. */
 static void test_one_unlock_wakes_one_process(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   procs_t p;
@@ -659,7 +627,7 @@ static void test_one_unlock_wakes_one_process(void **state) {
  * short while of hearing nobody take it. */
 static void test_a_woken_process_that_is_gone_does_not_strand_the_others(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
   procs_t p;
@@ -737,7 +705,7 @@ static void il_run_to(uint64_t t0, int64_t at_ms) {
  * cost the others the fallback). RELOCK_TEST_SEED replays a run. */
 static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   uint64_t seed = fx_seed("the fallback in any interleaving"), rng = seed;
   relock_lock_t *holder = lock_of(fx->a, "res");
   relock_client_t *c[IL_PROCS];
@@ -848,7 +816,7 @@ static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(vo
 
 static void test_waiters_keep_their_place_across_subscriber_reconnect(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -871,7 +839,7 @@ static void test_waiters_keep_their_place_across_subscriber_reconnect(void **sta
 
 static void test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   for (int round = 0; round < 5; round++) {
     assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
@@ -898,7 +866,7 @@ static void test_bounded_wait_bounds_retries_when_redis_is_down(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 200);
   fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 5);
   fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 100);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_test_redis_stop(fx->redis);
   relock_lock_t *l = lock_of(fx->a, "res");
   uint64_t t0 = relock__now_ns();
@@ -933,7 +901,7 @@ static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
 static void test_lost_when_key_deleted(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -963,7 +931,7 @@ static void test_lost_when_key_deleted(void **state) {
 static void test_watched_hold_notices_a_force_release_at_once(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res"), *other = lock_of(fx->b, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -1011,7 +979,7 @@ static void test_watched_hold_notices_a_force_release_at_once(void **state) {
 static void test_lost_when_redis_restarts_without_persistence(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -1025,7 +993,7 @@ static void test_lost_when_redis_restarts_without_persistence(void **state) {
 static void test_held_across_restart_with_aof(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -1046,7 +1014,7 @@ static void test_lost_when_redis_unreachable_past_the_lease(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, 100);
   fx_set_ms(fx->cfg, RELOCK_OPT_RETRY_INTERVAL, 20);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -1071,7 +1039,7 @@ static void test_thousand_locks_renewed_in_batches(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 900);
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(2000));
-  clients(fx);
+  fx_pair_clients(fx);
   enum { N = 1000 };
   relock_lock_t **locks = calloc(N, sizeof(*locks));
   relock_future_t **fs = calloc(N, sizeof(*fs));
@@ -1113,7 +1081,7 @@ static void test_thousand_locks_renewed_in_batches(void **state) {
 static void test_several_owners_of_one_client(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *x = lock_of(fx->a, "x"), *y = lock_of(fx->a, "y");
   assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
@@ -1187,7 +1155,7 @@ static void test_mutual_exclusion_across_processes(void **state) {
 
 static void test_blocking_api(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(relock_lock_lock(l, RELOCK_INFINITE), 0);
   assert_int_equal(relock_lock_lock(l, RELOCK_INFINITE), 0);
@@ -1226,7 +1194,7 @@ static void block_inside_callback(relock_future_t *f, void *arg) {
 
 static void test_blocking_inside_a_callback_would_block(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   blocker_t b = {l, 0};
   relock_future_t *f = relock_client_commandf_async(fx->a, "PING");
@@ -1240,7 +1208,7 @@ static void test_blocking_inside_a_callback_would_block(void **state) {
 
 static void test_close_fails_pending_acquires(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -1254,7 +1222,7 @@ static void test_close_fails_pending_acquires(void **state) {
 }
 
 int main(void) {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_server_setup, fx_pair_teardown)
   const struct CMUnitTest tests[] = {
       T(test_acquire_release_reentrant),
       T(test_release_by_non_owner),
@@ -1280,7 +1248,7 @@ int main(void) {
       T(test_lost_when_key_deleted),
       T(test_watched_hold_notices_a_force_release_at_once),
       T(test_lost_when_redis_restarts_without_persistence),
-      cmocka_unit_test_setup_teardown(test_held_across_restart_with_aof, setup_aof, teardown),
+      cmocka_unit_test_setup_teardown(test_held_across_restart_with_aof, setup_aof, fx_pair_teardown),
       T(test_lost_when_redis_unreachable_past_the_lease),
       T(test_thousand_locks_renewed_in_batches),
       T(test_several_owners_of_one_client),

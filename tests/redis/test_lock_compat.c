@@ -57,45 +57,20 @@ static const char REDISSON_UNLOCK[] =
     "return 1; "
     "end;";
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *client; /* the relock process under test */
-  relock_client_t *peer;   /* a second relock client: listens, looks at keys */
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  fx->client = fx_client(fx->cfg);
-  fx->peer = fx_client(fx->cfg);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->client);
-  relock_client_free(fx->peer);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
+/* a: the relock process under test; b: the peer, a second relock client
+ * that listens and looks at keys. */
+typedef fx_pair_t fx_t;
 
 /* Replaces the client under test with one whose watchdog timeout is ms. */
 static void use_watchdog(fx_t *fx, int64_t ms) {
-  relock_client_free(fx->client);
+  relock_client_free(fx->a);
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, ms);
-  fx->client = fx_client(fx->cfg);
+  fx->a = fx_client(fx->cfg);
 }
 
 static relock_lock_t *new_lock(fx_t *fx, const char *name) {
   relock_error_t err = {-1, ""};
-  relock_lock_t *lock = relock_lock_new(fx->client, name, &err);
+  relock_lock_t *lock = relock_lock_new(fx->a, name, &err);
   assert_non_null(lock);
   assert_int_equal(err.code, 0);
   assert_string_equal(relock_lock_name(lock), name);
@@ -153,7 +128,7 @@ static long long numsub(fx_t *fx, const char *channel) {
 
 /* The hash is exactly { field: count }, seen by the peer client. */
 static void hash_is(fx_t *fx, const char *name, const char *field, const char *count) {
-  relock_future_t *f = FX_CMD(fx->peer, "HGETALL", name);
+  relock_future_t *f = FX_CMD(fx->b, "HGETALL", name);
   const relock_reply_t *r = fx_ok(f);
   assert_int_equal(r->type, RELOCK_REPLY_ARRAY);
   assert_int_equal(r->elements, 2);
@@ -238,7 +213,7 @@ static void on_msg(relock_subscription_t *sub, const char *payload, size_t len, 
 
 static relock_subscription_t *listen(fx_t *fx, const char *channel, inbox_t *in) {
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->peer, channel, strlen(channel), on_msg, in, &sub);
+  relock_future_t *f = relock_client_subscribe(fx->b, channel, strlen(channel), on_msg, in, &sub);
   assert_non_null(f);
   assert_non_null(sub);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
@@ -271,12 +246,12 @@ static void settle(fx_t *fx, const char *channel, inbox_t *in) {
   snprintf(msg, sizeof msg, "marker:%d", ++seq);
   assert_true(RAW_INT(fx, "PUBLISH", channel, msg) >= 1);
   want_t w = {in, seq, 0};
-  assert_true(fx_run_until(relock_client_loop(fx->peer), marker_seen, &w, 3000));
+  assert_true(fx_run_until(relock_client_loop(fx->b), marker_seen, &w, 3000));
 }
 
 static void wait_unlocks(fx_t *fx, inbox_t *in, int n) {
   want_t w = {in, 0, n};
-  assert_true(fx_run_until(relock_client_loop(fx->peer), unlocks_seen, &w, 3000));
+  assert_true(fx_run_until(relock_client_loop(fx->b), unlocks_seen, &w, 3000));
 }
 
 /* -- conditions on the client's loop ----------------------------------------*/
@@ -295,7 +270,7 @@ static int numsub_is(void *arg) {
 /* Runs the client's loop until n connections subscribe channel. */
 static void wait_numsub(fx_t *fx, const char *channel, long long n) {
   numsub_t w = {fx, channel, n};
-  assert_true(fx_run_until(relock_client_loop(fx->client), numsub_is, &w, 3000));
+  assert_true(fx_run_until(relock_client_loop(fx->a), numsub_is, &w, 3000));
 }
 
 typedef struct {
@@ -346,7 +321,7 @@ static int is_uuid_v4(const char *s) {
 static void test_layout_after_acquire(void **state) {
   fx_t *fx = *state;
   const char *name = "compat:layout";
-  const char *id = relock_client_id(fx->client);
+  const char *id = relock_client_id(fx->a);
   assert_true(is_uuid_v4(id));
   relock_lock_t *lock = new_lock(fx, name);
 
@@ -389,11 +364,11 @@ static void test_layout_after_acquire(void **state) {
 
 static void test_layout_with_configured_client_id(void **state) {
   fx_t *fx = *state;
-  relock_client_free(fx->client);
+  relock_client_free(fx->a);
   fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, "0f8fad5b-d9cb-469f-a165-70867728950e");
-  fx->client = fx_client(fx->cfg);
+  fx->a = fx_client(fx->cfg);
   fx_set_str(fx->cfg, RELOCK_OPT_CLIENT_ID, NULL);
-  assert_string_equal(relock_client_id(fx->client), "0f8fad5b-d9cb-469f-a165-70867728950e");
+  assert_string_equal(relock_client_id(fx->a), "0f8fad5b-d9cb-469f-a165-70867728950e");
   relock_lock_t *lock = new_lock(fx, "compat:id");
   assert_true(acquire(lock, 1, 0, 5000));
   hash_is(fx, "compat:id", "0f8fad5b-d9cb-469f-a165-70867728950e:1", "1");
@@ -418,8 +393,8 @@ static void test_watchdog_lease_and_renewal(void **state) {
 
   /* Held well past the first lease: renewed every third of it. */
   elapsed_t e = {relock__now_ns(), 1000};
-  assert_true(fx_run_until(relock_client_loop(fx->client), ms_passed, &e, 2000));
-  assert_true(fx->client->renewal.renewed >= 2);
+  assert_true(fx_run_until(relock_client_loop(fx->a), ms_passed, &e, 2000));
+  assert_true(fx->a->renewal.renewed >= 2);
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 1);
   pttl = RAW_INT(fx, "PTTL", name);
   assert_true(pttl > 0 && pttl <= 600);
@@ -438,7 +413,7 @@ static void test_watchdog_lease_and_renewal(void **state) {
 
   assert_true(release(lock, 3));
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0);
-  assert_int_equal(fx->client->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->renewal.nrenewing, 0);
   assert_int_equal(lost.calls, 0);
   relock_lock_free(lock);
 }
@@ -613,7 +588,7 @@ static void test_cancelled_waiter_leaves_redisson_lock_alone(void **state) {
   wait_numsub(fx, channel, 1);
   /* Redis wrote the confirmation before answering NUMSUB: one round trip
    * later the client has read it too. */
-  relock_future_release(FX_CMD(fx->client, "PING"));
+  relock_future_release(FX_CMD(fx->a, "PING"));
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_PENDING);
   assert_int_equal(relock_future_cancel(f), 1);
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
@@ -621,12 +596,12 @@ static void test_cancelled_waiter_leaves_redisson_lock_alone(void **state) {
   wait_numsub(fx, channel, 0);
   assert_int_equal(RAW_INT(fx, "DEL", name), 1);
   assert_int_equal(RAW_INT(fx, "PUBLISH", channel, "0"), 0);
-  relock_future_release(FX_CMD(fx->client, "PING"));
+  relock_future_release(FX_CMD(fx->a, "PING"));
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0); /* nobody took it */
   relock_lock_free(lock);
 }
 
-static int waiting_in_queue(void *arg) { return ((fx_t *)arg)->client->waitqs.count == 1; }
+static int waiting_in_queue(void *arg) { return ((fx_t *)arg)->a->waitqs.count == 1; }
 
 /* The waiter leaves while its subscription to the unlock channel is still
  * unconfirmed (the subscriber connection is still opening). */
@@ -640,13 +615,13 @@ static void test_cancel_before_subscription_confirmed(void **state) {
   relock_future_t *f = relock_lock_acquire_async(lock, 1, RELOCK_INFINITE, 5000);
   assert_non_null(f);
   /* The first try answered "held": the waiter joined its queue. */
-  assert_true(fx_run_until(relock_client_loop(fx->client), waiting_in_queue, fx, 3000));
+  assert_true(fx_run_until(relock_client_loop(fx->a), waiting_in_queue, fx, 3000));
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_PENDING);
   assert_int_equal(relock_future_cancel(f), 1);
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
   relock_future_release(f);
-  assert_int_equal(fx->client->waitqs.count, 0);
-  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(fx->a->waitqs.count, 0);
+  relock_future_release(FX_CMD(fx->a, "PING"));
   wait_numsub(fx, channel, 0);
   hash_is(fx, name, OTHER_FIELD, "1"); /* untouched */
   relock_lock_free(lock);
@@ -799,7 +774,7 @@ static void test_release_of_deleted_watchdog_lock_is_lost(void **state) {
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(lost.owner, 3);
   assert_ptr_equal(lost.lock, lock);
-  assert_int_equal(fx->client->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->renewal.nrenewing, 0);
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0); /* the release did not recreate it */
   relock_lock_free(lock);
 }
@@ -818,7 +793,7 @@ static void test_watchdog_finds_lock_taken_by_redisson(void **state) {
   /* Deleted by hand, and the Java process takes it. */
   assert_int_equal(RAW_INT(fx, "DEL", name), 1);
   redisson_holds(fx, name, 5000);
-  assert_true(fx_run_until(relock_client_loop(fx->client), lost_called, &lost, 3000));
+  assert_true(fx_run_until(relock_client_loop(fx->a), lost_called, &lost, 3000));
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(lost.owner, 3);
@@ -924,7 +899,7 @@ static void test_wrong_type(void **state) {
   assert_non_null(strstr(msg, "WRONGTYPE"));
   RAW(fx, buf, "GET", name); /* untouched */
   assert_string_equal(buf, "$1\r\nx\r\n");
-  assert_int_equal(fx->client->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->renewal.nrenewing, 0);
   relock_lock_free(lock);
 }
 
@@ -932,7 +907,7 @@ static void test_wrong_type(void **state) {
 
 /* Keys matching pattern (via the peer), into keys[]; returns how many. */
 static size_t keys_matching(fx_t *fx, const char *pattern, char keys[][160], size_t max) {
-  relock_future_t *f = FX_CMD(fx->peer, "KEYS", pattern);
+  relock_future_t *f = FX_CMD(fx->b, "KEYS", pattern);
   const relock_reply_t *r = fx_ok(f);
   assert_int_equal(r->type, RELOCK_REPLY_ARRAY);
   size_t n = r->elements;
@@ -959,7 +934,7 @@ static void assert_latch(fx_t *fx, const char *key, const char *prefix, const ch
   RAW(fx, buf, "GET", key);
   assert_string_equal(buf, want);
   long long pttl = RAW_INT(fx, "PTTL", key);
-  assert_true(pttl > 0 && pttl <= relock__latch_ttl_ms(&fx->client->settings));
+  assert_true(pttl > 0 && pttl <= relock__latch_ttl_ms(&fx->a->settings));
 }
 
 static void test_unlock_latch(void **state) {
@@ -989,14 +964,14 @@ static void test_unlock_latch_of_tagged_name(void **state) {
   fx_t *fx = *state;
   char keys[8][160];
   fx_keyevents_t set = {0};
-  relock_subscription_t *sub = fx_keyevents(fx->peer, fx->redis, "set", &set);
+  relock_subscription_t *sub = fx_keyevents(fx->b, fx->redis, "set", &set);
   relock_lock_t *lock = new_lock(fx, "x{t}y");
   assert_true(acquire(lock, 1, 0, 5000));
   assert_true(release(lock, 1));
   assert_int_equal(keys_matching(fx, "redisson_unlock_latch:*", keys, 8), 1);
   assert_latch(fx, keys[0], "redisson_unlock_latch:x{t}y:", "1");
   /* the acquisition's latch, written and dropped again */
-  assert_true(fx_keyevents_wait(fx->peer, &set, 2));
+  assert_true(fx_keyevents_wait(fx->b, &set, 2));
   assert_latch_name(set.keys[0], "relock_lock_latch:x{t}y:");
   relock_subscription_free(sub);
   relock_lock_free(lock);
@@ -1010,27 +985,27 @@ static void test_acquire_latch(void **state) {
   const char *name = "compat:alatch";
   char keys[8][160];
   fx_keyevents_t set = {0}, del = {0};
-  relock_subscription_t *s1 = fx_keyevents(fx->peer, fx->redis, "set", &set);
-  relock_subscription_t *s2 = fx_keyevents(fx->peer, fx->redis, "del", &del);
+  relock_subscription_t *s1 = fx_keyevents(fx->b, fx->redis, "set", &set);
+  relock_subscription_t *s2 = fx_keyevents(fx->b, fx->redis, "del", &del);
   relock_lock_t *lock = new_lock(fx, name);
 
   /* A try that does not acquire writes no latch. */
   redisson_holds(fx, name, 5000);
   assert_false(acquire(lock, 1, 0, 5000));
   assert_int_equal(RAW_INT(fx, "DEL", name), 1);
-  assert_true(fx_keyevents_wait(fx->peer, &del, 1)); /* that DEL, heard */
+  assert_true(fx_keyevents_wait(fx->b, &del, 1)); /* that DEL, heard */
   assert_int_equal(set.n, 0);
 
   assert_true(acquire(lock, 1, 0, 5000));
-  relock_future_release(FX_CMD(fx->client, "PING")); /* after the latch's DEL, on the same connection */
-  assert_true(fx_keyevents_wait(fx->peer, &set, 1) && fx_keyevents_wait(fx->peer, &del, 2));
+  relock_future_release(FX_CMD(fx->a, "PING")); /* after the latch's DEL, on the same connection */
+  assert_true(fx_keyevents_wait(fx->b, &set, 1) && fx_keyevents_wait(fx->b, &del, 2));
   assert_latch_name(set.keys[0], "relock_lock_latch:{compat:alatch}:");
   assert_string_equal(del.keys[1], set.keys[0]);
   assert_int_equal(keys_matching(fx, "relock_lock_latch:*", keys, 8), 0);
 
   assert_true(acquire(lock, 1, 0, 5000)); /* reentrant: its own request id */
-  relock_future_release(FX_CMD(fx->client, "PING"));
-  assert_true(fx_keyevents_wait(fx->peer, &set, 2) && fx_keyevents_wait(fx->peer, &del, 3));
+  relock_future_release(FX_CMD(fx->a, "PING"));
+  assert_true(fx_keyevents_wait(fx->b, &set, 2) && fx_keyevents_wait(fx->b, &del, 3));
   assert_latch_name(set.keys[1], "relock_lock_latch:{compat:alatch}:");
   assert_string_not_equal(set.keys[1], set.keys[0]);
   assert_string_equal(del.keys[2], set.keys[1]);
@@ -1046,7 +1021,7 @@ static void test_acquire_latch(void **state) {
 }
 
 int main(void) {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_setup, fx_pair_teardown)
   const struct CMUnitTest tests[] = {
       T(test_layout_after_acquire),
       T(test_layout_with_configured_client_id),

@@ -29,43 +29,14 @@ static const kind_t fenced = {relock_fenced_lock_new, 0, 1};
 static const kind_t spin = {relock_spin_lock_new, 1, 0};
 static const kind_t write_lock = {relock_write_lock_new, 0, 0};
 
-typedef struct {
-  const kind_t *kind;
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a; /* two clients: two "processes" */
-  relock_client_t *b;
-} fx_t;
+/* The kind under test is the test's prestate. */
+typedef fx_pair_t fx_t;
 
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->kind = *state;
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
-
-static void clients(fx_t *fx) {
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
-}
+static const kind_t *kind_of(const fx_t *fx) { return fx->param; }
 
 static relock_lock_t *lock_of(fx_t *fx, relock_client_t *c, const char *name) {
   relock_error_t err = {-1, ""};
-  relock_lock_t *l = fx->kind->make(c, name, &err);
+  relock_lock_t *l = kind_of(fx)->make(c, name, &err);
   assert_non_null(l);
   assert_int_equal(err.code, 0);
   return l;
@@ -91,19 +62,19 @@ static long long raw_get(fx_t *fx, const char *key) {
 
 /* How long a hand-off may take: a round trip or two when the release is
  * heard, a back-off (at most 128 ms, jittered up by half) for a spin lock. */
-static double handoff_bound_ms(const fx_t *fx) { return (double)fx_slack_ms(fx->kind->spin ? 250 : 100); }
+static double handoff_bound_ms(const fx_t *fx) { return (double)fx_slack_ms(kind_of(fx)->spin ? 250 : 100); }
 
 /* -- each kind ----------------------------------------------------------------*/
 
 static void test_reentrancy(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx, fx->a, "res"), *other = lock_of(fx, fx->b, "res");
   int64_t first = ACQUIRE(l, 1, 0, RELOCK_INFINITE);
   int64_t second = ACQUIRE(l, 1, 0, RELOCK_INFINITE);
   assert_true(first >= 1);
   assert_true(second >= 1);
-  if (fx->kind->fenced)
+  if (kind_of(fx)->fenced)
     assert_true(second > first); /* every acquisition takes a token, re-entries too */
   assert_int_equal(raw_count(fx, l, 1), 2);
   assert_int_equal(fx_value(relock_lock_hold_count_async(l, 1)), 2);
@@ -122,7 +93,7 @@ static void test_reentrancy(void **state) {
 
 static void test_wait_deadline(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1);
   uint64_t t0 = relock__now_ns();
@@ -138,7 +109,7 @@ static void test_wait_deadline(void **state) {
 
 static void test_handoff_on_release(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1); /* a long lease: no TTL wake-up */
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -168,7 +139,7 @@ static int key_gone(void *arg) {
 
 static void test_cancel_leaves_nothing(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -207,7 +178,7 @@ static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
 static void test_lost_when_deleted(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx, fx->a, "res");
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -232,7 +203,7 @@ static void test_watchdog_renews_in_batches(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(2000));
-  clients(fx);
+  fx_pair_clients(fx);
   enum { N = 250 };
   relock_lock_t *locks[N];
   char name[32];
@@ -262,7 +233,7 @@ static void test_watchdog_renews_in_batches(void **state) {
 static void test_fixed_lease(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx, fx->a, "res");
   assert_true(ACQUIRE(l, 1, 0, 400) >= 1);
   long long ttl = fx_raw_int(fx->redis, "PTTL", "res", NULL);
@@ -280,7 +251,7 @@ static void test_fixed_lease(void **state) {
 
 static void test_force_release(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1);
   relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
@@ -333,14 +304,14 @@ static void test_mutual_exclusion_8_processes(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
   /* spinners hand over by back-off, tens of ms each: fewer rounds */
-  int per = relock_test_under_valgrind() ? 10 : fx->kind->spin ? 25 : 100;
+  int per = relock_test_under_valgrind() ? 10 : kind_of(fx)->spin ? 25 : 100;
   enum { PROCS = 8 };
   pid_t pids[PROCS];
   for (int i = 0; i < PROCS; i++) {
     pids[i] = fork();
     assert_true(pids[i] >= 0);
     if (pids[i] == 0)
-      critical_sections(fx->kind, fx->cfg, per);
+      critical_sections(kind_of(fx), fx->cfg, per);
   }
   for (int i = 0; i < PROCS; i++) {
     int status = 0;
@@ -355,7 +326,7 @@ static void test_mutual_exclusion_8_processes(void **state) {
 
 static void test_fenced_tokens_increase_across_clients(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_int_equal(fx_value(relock_fenced_lock_token_async(la)), 0); /* none taken yet */
   int64_t last = 0;
@@ -379,7 +350,7 @@ static void test_fenced_tokens_increase_across_clients(void **state) {
 
 static void test_fenced_blocking_calls(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx, fx->a, "res");
   int64_t t1 = 0, t2 = -1;
   assert_int_equal(relock_fenced_lock_lock(l, RELOCK_INFINITE, &t1), 0);
@@ -408,7 +379,7 @@ static long long stat_calls(fx_t *fx, const char *command) {
 
 static void test_spin_uses_no_pubsub(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   relock_test_redis_cmd(fx->redis, NULL, 0, "CONFIG", "RESETSTAT", NULL);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
@@ -429,16 +400,19 @@ static void test_spin_uses_no_pubsub(void **state) {
   relock_lock_free(lb);
 }
 
-#define KIND_TESTS(k)                                                                                     \
-  {#k ": reentrancy", test_reentrancy, setup, teardown, (void *)&k},                                       \
-      {#k ": wait deadline", test_wait_deadline, setup, teardown, (void *)&k},                             \
-      {#k ": hand-off on release", test_handoff_on_release, setup, teardown, (void *)&k},                  \
-      {#k ": cancel leaves nothing", test_cancel_leaves_nothing, setup, teardown, (void *)&k},             \
-      {#k ": lost when deleted", test_lost_when_deleted, setup, teardown, (void *)&k},                     \
-      {#k ": watchdog renews in batches", test_watchdog_renews_in_batches, setup, teardown, (void *)&k},   \
-      {#k ": fixed lease", test_fixed_lease, setup, teardown, (void *)&k},                                 \
-      {#k ": force release", test_force_release, setup, teardown, (void *)&k},                             \
-      {#k ": mutual exclusion, 8 processes", test_mutual_exclusion_8_processes, setup, teardown, (void *)&k}
+/* Each test's fixture (setup, teardown): the kind is its prestate. */
+#define FX fx_pair_server_setup, fx_pair_teardown
+
+#define KIND_TESTS(k)                                                                           \
+  {#k ": reentrancy", test_reentrancy, FX, (void *)&k},                                         \
+      {#k ": wait deadline", test_wait_deadline, FX, (void *)&k},                               \
+      {#k ": hand-off on release", test_handoff_on_release, FX, (void *)&k},                    \
+      {#k ": cancel leaves nothing", test_cancel_leaves_nothing, FX, (void *)&k},               \
+      {#k ": lost when deleted", test_lost_when_deleted, FX, (void *)&k},                       \
+      {#k ": watchdog renews in batches", test_watchdog_renews_in_batches, FX, (void *)&k},     \
+      {#k ": fixed lease", test_fixed_lease, FX, (void *)&k},                                   \
+      {#k ": force release", test_force_release, FX, (void *)&k},                               \
+      {#k ": mutual exclusion, 8 processes", test_mutual_exclusion_8_processes, FX, (void *)&k}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -447,10 +421,9 @@ int main(void) {
       KIND_TESTS(fenced),
       KIND_TESTS(spin),
       KIND_TESTS(write_lock),
-      {"fenced: tokens increase across clients", test_fenced_tokens_increase_across_clients, setup, teardown,
-       (void *)&fenced},
-      {"fenced: blocking calls", test_fenced_blocking_calls, setup, teardown, (void *)&fenced},
-      {"spin: no pub/sub", test_spin_uses_no_pubsub, setup, teardown, (void *)&spin},
+      {"fenced: tokens increase across clients", test_fenced_tokens_increase_across_clients, FX, (void *)&fenced},
+      {"fenced: blocking calls", test_fenced_blocking_calls, FX, (void *)&fenced},
+      {"spin: no pub/sub", test_spin_uses_no_pubsub, FX, (void *)&spin},
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

@@ -11,37 +11,7 @@
 #include "support/client_fixture.h"
 #include "objects/lock_impl.h"
 
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_options_t *cfg;
-  relock_client_t *a; /* two clients: two "processes" */
-  relock_client_t *b;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    return -1;
-  fx->cfg = fx_options(fx->redis, 1);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_client_free(fx->a);
-  relock_client_free(fx->b);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->cfg);
-  free(fx);
-  return 0;
-}
-
-static void clients(fx_t *fx) {
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
-}
+typedef fx_pair_t fx_t;
 
 static relock_lock_t *reader(relock_client_t *c) {
   relock_lock_t *l = relock_read_lock_new(c, "rw", NULL);
@@ -77,7 +47,7 @@ static const char *field_of(relock_lock_t *l, uint64_t owner, char field[RELOCK_
 
 static void test_layout_is_redissons(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
   char field[RELOCK__FIELD_MAX], key[256], buf[256];
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
@@ -108,7 +78,7 @@ static void test_layout_is_redissons(void **state) {
 
 static void test_eight_readers_at_once(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
   for (uint64_t owner = 1; owner <= 8; owner++)
     assert_int_equal(ACQUIRE(owner % 2 ? ra : rb, owner, 0, RELOCK_INFINITE), 1);
@@ -124,7 +94,7 @@ static void test_eight_readers_at_once(void **state) {
 
 static void test_writer_excludes_readers_and_wakes_them_all(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *w = writer(fx->a), *ra = reader(fx->a), *rb = reader(fx->b);
   assert_int_equal(ACQUIRE(w, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 0);
@@ -149,7 +119,7 @@ static void test_writer_excludes_readers_and_wakes_them_all(void **state) {
 
 static void test_last_reader_wakes_a_writer(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(r, 2, 0, 10000), 1);
@@ -187,7 +157,7 @@ static int changed(void *arg) {
  * in vain and the free lock sat idle until the writer's next try, ~1 s). */
 static void test_last_read_release_wakes_the_writer_not_a_reader_it_keeps_out(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b), *rb = reader(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
   int tries[2] = {0, 0};
@@ -218,7 +188,7 @@ static void test_last_read_release_wakes_the_writer_not_a_reader_it_keeps_out(vo
 
 static void test_downgrade(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *w = writer(fx->a), *r = reader(fx->a), *other_r = reader(fx->b), *other_w = writer(fx->b);
   char buf[64];
   assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
@@ -240,7 +210,7 @@ static void test_downgrade(void **state) {
 
 static void test_no_upgrade(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
   char msg[512];
@@ -297,7 +267,7 @@ static int stream_step(void *arg) {
 
 static void test_writer_not_starved_by_arriving_readers(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   stream_t s = {.r = r, .next_ns = relock__now_ns()};
   /* readers overlap for a while before the writer comes */
@@ -342,7 +312,7 @@ static void test_writer_not_starved_by_arriving_readers(void **state) {
  * in CI, one run in five: a reader arriving just as the last one left). */
 static void test_free_lock_goes_to_the_waiting_writer(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
   relock_future_t *wait = relock_lock_acquire_async(w, 2, fx_slack_ms(5000), RELOCK_INFINITE);
@@ -361,7 +331,7 @@ static void test_free_lock_goes_to_the_waiting_writer(void **state) {
 
 static void test_writer_giving_up_lets_readers_in(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
   relock_future_t *wait = relock_lock_acquire_async(w, 2, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -395,7 +365,7 @@ static int time_is_up(void *arg) { return relock__now_ns() >= ((until_t *)arg)->
 static void test_watchdog_renews_read_holds_and_their_timeout_keys(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b);
   char field[RELOCK__FIELD_MAX], key[256];
   assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1);
@@ -441,7 +411,7 @@ static int was_lost(void *arg) { return ((lost_t *)arg)->calls > 0; }
 static void test_read_hold_lost_when_deleted(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a);
   lost_t lost = {0};
   relock_lock_on_lost(r, on_lost, &lost);
@@ -457,7 +427,7 @@ static void test_read_hold_lost_when_deleted(void **state) {
 static void test_read_and_write_holds_of_one_owner_are_distinct(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *w = writer(fx->a), *r = reader(fx->a);
   assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
@@ -484,7 +454,7 @@ static void test_read_and_write_holds_of_one_owner_are_distinct(void **state) {
 static void test_a_watchdog_reader_keeps_a_fixed_readers_lease(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->a);
   assert_int_equal(ACQUIRE(ra, 1, 0, 4000), 1);
   assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 1);
@@ -515,7 +485,7 @@ static void test_a_watchdog_reader_keeps_a_fixed_readers_lease(void **state) {
  * and a writer got it. */
 static void test_partial_read_release_keeps_the_readers_longest_lease(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(ra, 1, 0, 1000), 1);
   assert_int_equal(ACQUIRE(ra, 1, 0, 4000), 1);
@@ -629,7 +599,7 @@ static void mix_holders(fx_t *fx, beliefs_t *b, unsigned seed) {
 static void test_mixed_holders_keep_what_each_believes(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
-  clients(fx);
+  fx_pair_clients(fx);
   beliefs_t b = {.fx = fx, .l = {reader(fx->a), reader(fx->b), writer(fx->b)}};
   lost_t lost = {0};
   for (int i = 0; i < HOLDERS; i++)
@@ -652,7 +622,7 @@ static void test_mixed_holders_keep_what_each_believes(void **state) {
 static void test_a_foreign_pexpire_cuts_a_fixed_readers_belief(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *w = writer(fx->b);
   lost_t lost = {0};
   relock_lock_on_lost(ra, on_lost, &lost);
@@ -680,7 +650,7 @@ static void test_a_foreign_pexpire_cuts_a_fixed_readers_belief(void **state) {
 static void test_a_cut_timeout_key_cuts_a_fixed_readers_belief(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 600);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *w = writer(fx->b);
   lost_t lost = {0};
   relock_lock_on_lost(ra, on_lost, &lost);
@@ -708,7 +678,7 @@ static void test_a_cut_timeout_key_cuts_a_fixed_readers_belief(void **state) {
 
 static void test_force_release_per_side_and_messages(void **state) {
   fx_t *fx = *state;
-  clients(fx);
+  fx_pair_clients(fx);
   fx_keyevents_t heard = {0};
   relock_subscription_t *sub = NULL;
   relock_future_t *f = relock_client_subscribe(fx->b, "redisson_rwlock:{rw}", 20, fx_on_keyevent_, &heard, &sub);
@@ -734,7 +704,7 @@ static void test_force_release_per_side_and_messages(void **state) {
   relock_lock_free(w);
 }
 
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_server_setup, fx_pair_teardown)
 
 /* Found by the truth checker (tests/truth): reader a holds with a fixed 300
  * ms lease and re-enters with the watchdog; its fixed hold's timeout key
@@ -747,7 +717,7 @@ static void test_force_release_per_side_and_messages(void **state) {
 static void test_read_release_after_a_timeout_key_expired_keeps_the_hold(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 1500);
-  clients(fx);
+  fx_pair_clients(fx);
   relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b);
   assert_int_equal(ACQUIRE(ra, 1, 0, 300), 1);
   assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1);

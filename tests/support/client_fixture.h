@@ -215,26 +215,49 @@ static inline long long fx_raw_int(relock_test_redis_t *r, const char *arg0, ...
 }
 
 /* The fixture of most object tests: a private redis-server, the options
- * for it (fx_options, embedded) and two clients on the fixture's loop. */
+ * for it (fx_options, on its unix socket, embedded) and two clients on the
+ * fixture's loop: a, and b, two "processes" (the client under test and a
+ * contender, or a peer that listens and looks at keys).
+ *   fx_pair_setup         the server, the options and both clients
+ *   fx_pair_server_setup  the server and the options; the test makes the
+ *                         clients (fx_pair_clients), after changing
+ *                         fx->cfg if it needs to
+ *   fx_pair_start         either of those with options for the server (aof)
+ *   fx_pair_teardown      frees the clients there are, the server, the options
+ * param is cmocka's prestate of the test (cmocka_unit_test_prestate_*),
+ * NULL without one. */
 typedef struct fx_pair {
   relock_test_redis_t *redis;
   relock_options_t *cfg;
   relock_client_t *a;
   relock_client_t *b;
+  void *param;
 } fx_pair_t;
 
-static inline int fx_pair_setup(void **state) {
+static inline void fx_pair_clients(fx_pair_t *fx) {
+  fx->a = fx_client(fx->cfg);
+  fx->b = fx_client(fx->cfg);
+}
+
+/* The server started with opts (NULL: the defaults); with_clients: a and b
+ * made too. */
+static inline int fx_pair_start(void **state, const relock_test_redis_opts_t *opts, int with_clients) {
   fx_pair_t *fx = calloc(1, sizeof(*fx));
-  if (fx == NULL || (fx->redis = relock_test_redis_start(NULL)) == NULL) {
+  if (fx == NULL || (fx->redis = relock_test_redis_start(opts)) == NULL) {
     free(fx);
     return -1;
   }
+  fx->param = *state;
   fx->cfg = fx_options(fx->redis, 1);
-  fx->a = fx_client(fx->cfg);
-  fx->b = fx_client(fx->cfg);
+  if (with_clients)
+    fx_pair_clients(fx);
   *state = fx;
   return 0;
 }
+
+static inline int fx_pair_setup(void **state) { return fx_pair_start(state, NULL, 1); }
+
+static inline int fx_pair_server_setup(void **state) { return fx_pair_start(state, NULL, 0); }
 
 static inline int fx_pair_teardown(void **state) {
   fx_pair_t *fx = *state;
