@@ -25,10 +25,18 @@
 typedef relock__waitq_t waitq_t;
 typedef relock__waiter_t waiter_t;
 
+/* A client's queues and its side of the hand-off (client->waitqs, made by
+ * its first waiter: most clients never wait). */
+typedef struct relock__waitqs {
+  relock__htab_t queues;    /* by channel */
+  char waker_id[RELOCK__WAKER_ID_SIZE]; /* "": none yet; what wakes this client's waiters only (keys.h) */
+  int64_t fallback_ms;      /* 0: HANDED_FALLBACK_MS; tests under valgrind lengthen it */
+} waitqs_t;
+
 /* The local waiters of one channel: those of one lock, or of its read and
  * write sides, or (a fair lock) of one owner. */
 struct relock__waitq {
-  relock__hnode_t node;     /* in client->waitqs, by channel */
+  relock__hnode_t node;     /* in client->waitqs->queues, by channel */
   relock_client_t *client;
   relock__listener_t listener;
   relock__timer_t linger;   /* empty: stays subscribed a while for the next waiter */
@@ -52,9 +60,29 @@ struct relock__waitq {
 
 static waiter_t *waiter_of(relock__link_t *l) { return relock__container_of(l, waiter_t, link); }
 
-static waitq_t *find_queue(relock_client_t *c, const char *channel, size_t len, uint64_t h) {
+static void waitqs_free(waitqs_t *all) {
+  relock__htab_cleanup(&all->queues); /* empty: every wait completed on close */
+  free(all);
+}
+
+/* c's queues, made if it has none (the client frees them with waitqs_free
+ * when it goes); NULL when out of memory. */
+static waitqs_t *waitqs_of(relock_client_t *c) {
+  if (c->waitqs != NULL)
+    return c->waitqs;
+  waitqs_t *all = calloc(1, sizeof(*all));
+  if (all == NULL || relock__htab_init(&all->queues, 64) != 0) {
+    free(all);
+    return NULL;
+  }
+  c->waitqs = all;
+  c->waitqs_free = waitqs_free;
+  return all;
+}
+
+static waitq_t *find_queue(waitqs_t *all, const char *channel, size_t len, uint64_t h) {
   relock__hnode_t *n;
-  for (RELOCK__HTAB_EACH(&c->waitqs, h, n)) {
+  for (RELOCK__HTAB_EACH(&all->queues, h, n)) {
     waitq_t *q = relock__container_of(n, waitq_t, node);
     if (n->hash == h && q->channel_len == len && memcmp(q->channel, channel, len) == 0)
       return q;
@@ -68,7 +96,7 @@ static void queue_free(waitq_t *q) {
   q->dying = 1;
   relock__timer_stop(&q->linger);
   relock__timer_stop(&q->fallback);
-  relock__htab_remove(&q->client->waitqs, &q->node);
+  relock__htab_remove(&q->client->waitqs->queues, &q->node);
   relock_future_t *confirm = q->confirm;
   q->confirm = NULL;
   relock__pubsub_unsubscribe(&q->listener);
@@ -234,12 +262,12 @@ static void on_fallback(relock__timer_t *t, int status, void *arg) {
  * joins only now, with a try answered before this unlock, would otherwise
  * trust that answer and wait out the holder's whole TTL. */
 static void on_handed(waitq_t *q, const char *id, size_t len) {
-  const char *mine = q->client->waker_id;
-  if (len == strlen(mine) && memcmp(id, mine, len) == 0) {
+  const waitqs_t *all = q->client->waitqs;
+  if (len == strlen(all->waker_id) && memcmp(id, all->waker_id, len) == 0) {
     relock__timer_stop(&q->fallback);
     wake(q, 0);
   } else {
-    int64_t ms = q->client->handed_fallback_ms > 0 ? q->client->handed_fallback_ms : HANDED_FALLBACK_MS;
+    int64_t ms = all->fallback_ms > 0 ? all->fallback_ms : HANDED_FALLBACK_MS;
     relock__timer_start(&q->client->wheel, &q->fallback, ms);
   }
   q->handed = 1;
@@ -334,7 +362,7 @@ static int subscribe(waitq_t *q) {
 
 /* A new queue for channel, subscribed (*confirmed: as subscribe's);
  * NULL when out of memory. */
-static waitq_t *queue_new(relock_client_t *c, const char *channel, size_t len, uint64_t h,
+static waitq_t *queue_new(relock_client_t *c, waitqs_t *all, const char *channel, size_t len, uint64_t h,
                           relock__wait_mode_t mode, int *confirmed) {
   waitq_t *q = calloc(1, sizeof(*q) + len + 1);
   if (q == NULL)
@@ -347,9 +375,9 @@ static waitq_t *queue_new(relock_client_t *c, const char *channel, size_t len, u
   memcpy(q->channel, channel, len);
   relock__list_init(&q->idle);
   relock__list_init(&q->trying);
-  relock__htab_insert(&c->waitqs, &q->node, h);
+  relock__htab_insert(&all->queues, &q->node, h);
   if ((*confirmed = subscribe(q)) < 0) {
-    relock__htab_remove(&c->waitqs, &q->node);
+    relock__htab_remove(&all->queues, &q->node);
     free(q);
     return NULL;
   }
@@ -358,11 +386,14 @@ static waitq_t *queue_new(relock_client_t *c, const char *channel, size_t len, u
 
 int relock__waitq_join(relock_client_t *c, waiter_t *w, const char *channel, size_t len, relock__wait_mode_t mode,
                        uint64_t sent_ns) {
+  waitqs_t *all = waitqs_of(c);
+  if (all == NULL)
+    return -1;
   uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, channel, len);
-  waitq_t *q = find_queue(c, channel, len, h);
+  waitq_t *q = find_queue(all, channel, len, h);
   int confirmed = 1;
   if (q == NULL) {
-    if ((q = queue_new(c, channel, len, h, mode, &confirmed)) == NULL)
+    if ((q = queue_new(c, all, channel, len, h, mode, &confirmed)) == NULL)
       return -1;
   } else if (q->confirm != NULL) {
     confirmed = 0;
@@ -395,7 +426,9 @@ int64_t relock__waitq_delay(waitq_t *q, int waiting, int64_t ttl_ms) {
 }
 
 int relock__waitq_keep_registration(relock_client_t *c, const char *channel, size_t len) {
-  waitq_t *q = find_queue(c, channel, len, relock__hash_bytes(RELOCK__HASH_SEED, channel, len));
+  if (c->waitqs == NULL)
+    return 0; /* no queue, hence no waiter */
+  waitq_t *q = find_queue(c->waitqs, channel, len, relock__hash_bytes(RELOCK__HASH_SEED, channel, len));
   if (q == NULL || q->nwaiters == 0)
     return 0;
   q->registered = 1;
@@ -403,7 +436,20 @@ int relock__waitq_keep_registration(relock_client_t *c, const char *channel, siz
 }
 
 const char *relock__waitq_waker_id(relock_client_t *c) {
-  if (c->waker_id[0] == '\0')
-    relock__waker_id(&c->rng, c->waker_id);
-  return c->waker_id;
+  waitqs_t *all = waitqs_of(c);
+  if (all == NULL)
+    return NULL;
+  if (all->waker_id[0] == '\0')
+    relock__waker_id(&c->rng, all->waker_id);
+  return all->waker_id;
+}
+
+size_t relock__waitq_count(const relock_client_t *c) { return c->waitqs != NULL ? c->waitqs->queues.count : 0; }
+
+int relock__waitq_set_fallback_ms(relock_client_t *c, int64_t ms) {
+  waitqs_t *all = waitqs_of(c);
+  if (all == NULL)
+    return RELOCK_ENOMEM;
+  all->fallback_ms = ms;
+  return 0;
 }

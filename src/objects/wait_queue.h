@@ -117,4 +117,10 @@ int relock__waitq_keep_registration(relock_client_t *c, const char *channel, siz
  * memory. */
 const char *relock__waitq_waker_id(relock_client_t *c);
 
+/* For white-box tests: how many queues c has (lingering ones included);
+ * the hand-off's fallback (0: HANDED_FALLBACK_MS; tests under valgrind
+ * lengthen it): 0, or RELOCK_ENOMEM. */
+size_t relock__waitq_count(const relock_client_t *c);
+int relock__waitq_set_fallback_ms(relock_client_t *c, int64_t ms);
+
 #endif /* RELOCK__OBJECTS_WAIT_QUEUE_H */
