@@ -34,7 +34,8 @@ static void detach_blocked(relock_client_t *c) {
 static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
-  relock__htab_cleanup(&c->waitqs); /* empty: every wait completed on close */
+  if (c->waitqs != NULL)
+    c->waitqs_free(c->waitqs); /* no queue left: every wait completed on close */
   relock__htab_cleanup(&c->turns);  /* empty: every request completed on close */
   relock__settings_cleanup(&c->settings);
   relock__tls_free(c->tls); /* the connections are down */
@@ -186,10 +187,6 @@ static int client_init(relock_client_t *c) {
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
   if (r != 0)
     return r;
-  if (relock__htab_init(&c->waitqs, 64) != 0) {
-    r = RELOCK_ENOMEM;
-    goto fail_waitqs;
-  }
   if (relock__htab_init(&c->turns, 16) != 0) {
     r = RELOCK_ENOMEM;
     goto fail_turns;
@@ -206,8 +203,6 @@ fail_redis:
 fail_renewal:
   relock__htab_cleanup(&c->turns);
 fail_turns:
-  relock__htab_cleanup(&c->waitqs);
-fail_waitqs:
   relock__wheel_close(&c->wheel);
   return r;
 }

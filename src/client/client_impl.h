@@ -23,12 +23,14 @@ struct relock_client {
   relock__wheel_t wheel;
   relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
   relock__renewal_t renewal; /* the watchdog: what this client holds */
-  relock__htab_t waitqs;    /* lock wait queues, by lock name */
   relock__htab_t turns;     /* owners' count-changing requests in flight, by lock name and field (objects/lock_turn.h) */
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
-  char waker_id[19];        /* "": none yet; what wakes this client's waiters only (objects/keys.h) */
-  int64_t handed_fallback_ms; /* 0: lock_acquire.c's; tests under valgrind lengthen it */
+  /* The wait queues of the objects above (objects/wait_queue.c), opaque
+   * here: made by their first waiter, which sets waitqs_free for the
+   * client to let them go when it goes. NULL: none yet. */
+  struct relock__waitqs *waitqs;
+  void (*waitqs_free)(struct relock__waitqs *waitqs);
   /* Give-backs (lock_acquire.c's undo): those not yet answered, and those
    * over without an answer (relock_client_unreturned). Changed on the loop
    * thread, read from any (atomic). */

@@ -5,37 +5,23 @@
  *    done (a watchdog hold is registered for renewal); the answer says how
  *    many holds of the owner Redis counts now - fewer than it had plus this
  *    one when the key vanished meanwhile (watchdog/renewal.h).
- * 2. Held by someone else: join the lock's wait queue, which subscribes to
- *    its unlock channel (one subscription per name, shared by every local
- *    waiter), and only once the subscription is confirmed try again, so that
- *    an unlock published between the first try and the subscription is
- *    never missed.
- * 3. Wait for an unlock message or for min(the holder's remaining TTL, the
- *    time left), whichever comes first; try again. An unlock message ("0")
- *    wakes one local waiter; a read-unlock ("1") or a gap in the subscription
- *    wakes them all. A reentrant lock's waiting tries register the
- *    client's waker id while the lock is held, and a release names the one
- *    registered longest right before its "0" (lua/lock_release.lua): that
- *    client wakes one waiter, every other lets the "0" pass - one try per
- *    unlock, not one per process (on_handed) - and arms a fallback: if
- *    nothing follows within HANDED_FALLBACK_MS it wakes one anyway. A
- *    waiter that joins a queue heard since before its first try waits on
- *    that try's answer (the fallback covers an unlock handed elsewhere
- *    meanwhile). The last waiter of a process to leave takes its
- *    registration back, tries still in flight included.
+ * 2. Held by someone else: join the wait queue of the lock's channel
+ *    (wait_queue.h), and only once its subscription is confirmed try
+ *    again, so that an unlock published between the first try and the
+ *    subscription is never missed. A kind whose release wakes one process
+ *    (wakes_one) registers the client's waker id with its waiting tries;
+ *    the queue says which unlocks are this process's to take.
+ * 3. Wait until the queue wakes the waiter, or for min(the holder's
+ *    remaining TTL, the time left) - the queue's poll while its channel is
+ *    not heard - whichever comes first; try again.
  * 4. Deadline (it bounds the whole operation, the try in flight included):
  *    the future succeeds with 0 (not acquired). Cancel: it completes
  *    cancelled. Either way a try in flight is abandoned and whatever it may
  *    have taken is given back.
- * 5. The last waiter leaving a queue leaves it subscribed for a second
- *    (WAITQ_LINGER_MS: the next waiter of a contended name finds it heard);
- *    then it unsubscribes.
  *
- * A queue is per channel: a lock's, shared by a read-write lock's two
- * sides, or a fair lock waiter's own (which only the releaser's script
- * wakes, the head of the lock's queue in Redis first). A spin lock's
- * waiter joins none: it tries again after a back-off. A fair lock's waiter
- * that gives up leaves its place in Redis (the kind's leave_queue).
+ * A spin lock's waiter joins no queue: it tries again after a back-off. A
+ * fair lock's waiter that gives up leaves its place in Redis (the kind's
+ * leave_queue).
  *
  * Safety (docs/SAFETY.md): "acquired" is reported only for an answer that
  * came back before the hold could have expired (send time + lease - drift
@@ -45,10 +31,7 @@
  * the local hold count never drifts from Redis's. With min-replicas-acked
  * n, a try is the script plus WAIT in one round trip (redis/call.h): an
  * acquisition fewer than n replicas acknowledged is given back the same
- * way and fails with RELOCK_ENOTREPLICATED. While the unlock channel
- * is not confirmed, waiters poll every ~100 ms instead of trusting the
- * holder's TTL, so an unlock published meanwhile delays them that long at
- * most. */
+ * way and fails with RELOCK_ENOTREPLICATED. */
 #include <config.h>
 
 #include <stdarg.h>
@@ -65,10 +48,9 @@
 #include "objects/lock_impl.h"
 #include "objects/lock_ops.h"
 #include "objects/lock_turn.h"
+#include "objects/wait_queue.h"
 #include "redis/call.h"
 #include "redis/reply.h"
-#include "redis/pubsub.h"
-#include "redis/router.h"
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
@@ -82,18 +64,11 @@ typedef struct granted {
 } granted_t;
 #define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
 #define SPIN_MAX_MS 128
-#define NO_TTL_POLL_MS 1000 /* re-check a held lock that never expires */
-#define UNSUBSCRIBED_POLL_MS 100 /* re-check cadence while no unlock can be heard */
-#define WAITQ_LINGER_MS 1000     /* an empty wait queue stays subscribed that long */
-#define HANDED_FALLBACK_MS 250   /* an unlock meant for another process: try anyway if nothing follows */
-
-typedef struct waitq waitq_t;
 
 typedef enum { TRYING, SUBSCRIBING, WAITING } acquire_state_t;
 
 typedef struct acquire {
-  relock__link_t qlink;     /* in q->idle or q->trying */
-  waitq_t *q;
+  relock__waiter_t w;       /* its place in its channel's wait queue (wait_queue.h) */
   relock_lock_t *lock;
   relock_future_t *out;     /* the caller's future (a reference) */
   relock_future_t *attempt; /* the try in flight */
@@ -101,18 +76,14 @@ typedef struct acquire {
   relock__timer_t deadline; /* the end of a bounded wait */
   uint64_t owner;
   int64_t lease_ms;
-  int64_t permits;          /* how many it takes at once (a semaphore's; 1 for a lock) */
   uint64_t deadline_ns;     /* UINT64_MAX: wait forever (or try once) */
   uint64_t sent_ns;         /* when the try in flight was first sent */
   acquire_state_t state;
   unsigned watchdog : 1;
   unsigned try_once : 1;
-  unsigned woken : 1;       /* an unlock came while the try was in flight */
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
   unsigned queued : 1;      /* a try may have put it in the lock's queue in Redis (fair lock) */
-  unsigned registered : 1;  /* a try may have registered its process as waiting (relock_lock_latch:{name}:waiters):
-                               one carrying the waker id is in flight, or answered "held" or nothing */
   unsigned waker_sent : 1;  /* the try in flight carries the waker id: it registers if the lock is held */
   unsigned keep_sent : 1;   /* ... and keeps the registration if it acquires (other waiters here) */
   int64_t wait_ms;
@@ -122,303 +93,33 @@ typedef struct acquire {
                                handed to its give-back */
 } acquire_t;
 
-/* The local waiters of one channel: those of one lock, or of its read and
- * write sides, or (a fair lock) of one owner. */
-struct waitq {
-  relock__hnode_t node;     /* in client->waitqs, by channel */
-  relock_client_t *client;
-  relock__listener_t listener;
-  relock__timer_t linger;   /* empty: stays subscribed a while for the next waiter */
-  relock__timer_t fallback; /* an unlock went to another process: wake one anyway if nothing follows */
-  uint64_t heard_ns;        /* since when unlocks are heard (confirmed, or again after a gap) */
-  relock_future_t *confirm;
-  relock__link_t idle;      /* waiters waiting or subscribing, longest idle first */
-  relock__link_t trying;    /* waiters with a try in flight */
-  size_t nwaiters;
-  size_t nwriters;          /* of them, a read-write lock's writers (their readers share the channel) */
-  relock__wait_mode_t mode; /* what the channel's messages mean */
-  int guards;               /* walks in progress: don't free yet */
-  int dying;
-  int heard;                /* the channel is confirmed: unlocks are heard */
-  int handed;               /* a waker id came: the unlock message that follows is the same unlock's */
-  int unclaimed;            /* a wake-up found no waiter here: one joining now must try again */
-  int registered;           /* a waiter that left may have left the process registered: the last one unregisters */
-  size_t channel_len;
-  char channel[];
-};
-
 static void try_acquire(acquire_t *op);
+static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* -- wait queues ------------------------------------------------------------*/
+/* -- waiting ----------------------------------------------------------------*/
 
-static waitq_t *find_queue(relock_client_t *c, const char *channel, size_t len, uint64_t h) {
-  relock__hnode_t *n;
-  for (RELOCK__HTAB_EACH(&c->waitqs, h, n)) {
-    waitq_t *q = relock__container_of(n, waitq_t, node);
-    if (n->hash == h && q->channel_len == len && memcmp(q->channel, channel, len) == 0)
-      return q;
-  }
-  return NULL;
-}
+static acquire_t *acquire_of(relock__waiter_t *w) { return relock__container_of(w, acquire_t, w); }
 
-static void queue_free(waitq_t *q) {
-  /* Unsubscribing cancels a pending confirmation, whose callback runs right
-   * here: dying tells it the queue is on its way out. */
-  q->dying = 1;
-  relock__timer_stop(&q->linger);
-  relock__timer_stop(&q->fallback);
-  relock__htab_remove(&q->client->waitqs, &q->node);
-  relock_future_t *confirm = q->confirm;
-  q->confirm = NULL;
-  relock__pubsub_unsubscribe(&q->listener);
-  relock_future_release(confirm);
-  free(q);
-}
-
-static void on_linger(relock__timer_t *t, int status, void *arg) {
-  (void)t;
-  (void)status; /* RELOCK_ECANCELED: the client closes; the queue goes all the same */
-  waitq_t *q = arg;
-  if (q->nwaiters == 0 && q->guards == 0 && !q->dying)
-    queue_free(q);
-}
-
-/* An empty queue lingers, subscribed, for WAITQ_LINGER_MS: under contention
- * the next waiter of the name comes soon, and finds the channel heard
- * without a SUBSCRIBE and UNSUBSCRIBE of its own (issue 20: 0.43 SUBSCRIBEs
- * per contended acquisition before). A closing client, or a channel not
- * heard (unconfirmed, refused by an ACL), lets it go at once. */
-static void queue_maybe_free(waitq_t *q) {
-  if (q->nwaiters > 0 || q->guards > 0 || q->dying)
-    return;
-  if (q->client->closing || q->confirm != NULL || !q->heard || /* only a heard channel is worth keeping */
-      relock__timer_start(&q->client->wheel, &q->linger, WAITQ_LINGER_MS) != 0)
-    queue_free(q);
-}
-
-static void unregister(acquire_t *op);
-
-static int is_writer(const acquire_t *op) { return op->lock->kind->role == RELOCK__ROLE_WRITE; }
-
-static void leave_queue(acquire_t *op) {
-  waitq_t *q = op->q;
-  if (q == NULL)
-    return;
-  op->q = NULL;
-  relock__list_remove(&op->qlink);
-  q->nwaiters--;
-  q->nwriters -= is_writer(op);
-  /* The process's registration is one for all its waiters: the last one
-   * to leave takes it back if any of them (or a try of theirs still in
-   * flight: the ZREM goes after it on the same connection) may have left
-   * it, so that no unlock is handed to a process with nobody to take it.
-   * The fallback stays armed: a waiter joining now may have been answered
-   * before the unlock it stands for. */
-  if (q->nwaiters > 0) {
-    q->registered |= op->registered;
-    op->registered = 0;
-  } else if (op->registered || q->registered) {
-    q->registered = 0;
-    unregister(op);
-  }
-  queue_maybe_free(q);
-}
-
-/* Sets op's state, and its place in its queue: a waiter going idle goes to
- * the back, so the one idle longest is woken first. */
+/* Sets op's state, and its place in its queue (wait_queue.h). */
 static void set_state(acquire_t *op, acquire_state_t state) {
   op->state = state;
-  if (op->q == NULL)
-    return;
-  relock__list_remove(&op->qlink);
-  relock__list_push_back(state == TRYING ? &op->q->trying : &op->q->idle, &op->qlink);
+  relock__waitq_move(&op->w, state == TRYING);
 }
 
-static void try_now(acquire_t *op) {
+/* Its queue woke op: it tries now. */
+static void on_wake(relock__waiter_t *w) {
+  acquire_t *op = acquire_of(w);
   relock__timer_stop(&op->timer);
   try_acquire(op);
 }
 
-/* Wakes the waiters idle longest whose permits add up to permits (at least
- * one waiter; INT64_MAX: all; a lock's waiter wants 1). A waiter whose try
- * is in flight may have been answered before the unlock: it tries again at
- * once when its answer comes (all of them for "all"; else the first, and
- * only when no idle waiter took the wake-up). Trying moves a waiter out of
- * the batch; a callback finishing one meanwhile unlinks it from there, so
- * the walk never meets a freed one. */
-static int wake_permits(waitq_t *q, int64_t permits) {
-  if (permits <= 0)
-    return 0;
-  int all = permits == INT64_MAX;
-  int woke = !relock__list_empty(&q->idle) || !relock__list_empty(&q->trying);
-  if (all)
-    for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next)
-      relock__container_of(l, acquire_t, qlink)->woken = 1;
-  else if (relock__list_empty(&q->idle) && !relock__list_empty(&q->trying))
-    relock__container_of(q->trying.next, acquire_t, qlink)->woken = 1;
-  relock__link_t batch;
-  relock__list_init(&batch);
-  while (permits > 0 && !relock__list_empty(&q->idle)) {
-    relock__link_t *l = q->idle.next;
-    if (!all)
-      permits -= relock__container_of(l, acquire_t, qlink)->permits;
-    relock__list_remove(l);
-    relock__list_push_back(&batch, l);
-  }
-  q->guards++;
-  while (!relock__list_empty(&batch))
-    try_now(relock__container_of(batch.next, acquire_t, qlink));
-  q->guards--;
-  queue_maybe_free(q);
-  return woke;
+static void on_refused(relock__waiter_t *w, const char *why) {
+  end(acquire_of(w), RELOCK_ENOPERM, 0, "waiting needs the lock's unlock channel: %s", why);
 }
 
-/* A message's integer (a semaphore's free permits), 0 when it is none. */
-static int64_t message_number(const char *payload, size_t len) {
-  int64_t n = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (payload[i] < '0' || payload[i] > '9' || n > INT64_MAX / 10 - 1)
-      return 0;
-    n = n * 10 + (payload[i] - '0');
-  }
-  return n;
-}
+static void unregister(relock__waiter_t *w);
 
-/* A read-write lock's unlock for one waiter goes to a writer of this
- * process if one waits: while a writer waits, new readers are kept out
- * (lua/rwlock_read_acquire.lua), so a reader woken instead would try in
- * vain and leave the free lock idle until the writer's next try. The
- * writer idle longest tries; one with a try in flight tries again when it
- * is answered. 0 when no writer waits here. */
-static int wake_writer(waitq_t *q) {
-  if (q->nwriters == 0)
-    return 0;
-  for (relock__link_t *l = q->idle.next; l != &q->idle; l = l->next) {
-    acquire_t *op = relock__container_of(l, acquire_t, qlink);
-    if (is_writer(op)) {
-      q->guards++; /* as wake_permits: a try that ends op at once must not free q under us */
-      try_now(op);
-      q->guards--;
-      queue_maybe_free(q);
-      return 1;
-    }
-  }
-  for (relock__link_t *l = q->trying.next; l != &q->trying; l = l->next) {
-    acquire_t *op = relock__container_of(l, acquire_t, qlink);
-    if (is_writer(op)) {
-      op->woken = 1;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* Wakes one waiter (all: every waiter). One that finds none here leaves
- * the wake-up to the next waiter to join (join_queue). */
-static void wake(waitq_t *q, int all) {
-  q->handed = 0;
-  if (!all && wake_writer(q))
-    return;
-  if (!wake_permits(q, all ? INT64_MAX : 1))
-    q->unclaimed = 1;
-}
-
-static void on_fallback(relock__timer_t *t, int status, void *arg) {
-  (void)t;
-  if (status == 0)
-    wake(arg, 0);
-}
-
-/* An unlock that names the process to wake, by the waker id its waiters
- * registered with (lua/lock_release.lua), then the unlock message for
- * Redisson's waiters. Every relock process but that one lets this unlock
- * pass: one try per unlock, not one per process. If that process is gone
- * without leaving, or has nobody left to take it, nobody takes the lock:
- * the others try anyway after HANDED_FALLBACK_MS without another unlock.
- * Every other process arms that fallback, waiters or not: one whose waiter
- * joins only now, with a try answered before this unlock, would otherwise
- * trust that answer and wait out the holder's whole TTL. */
-static void on_handed(waitq_t *q, const char *id, size_t len) {
-  const char *mine = q->client->waker_id;
-  if (len == strlen(mine) && memcmp(id, mine, len) == 0) {
-    relock__timer_stop(&q->fallback);
-    wake(q, 0);
-  } else {
-    int64_t ms = q->client->handed_fallback_ms > 0 ? q->client->handed_fallback_ms : HANDED_FALLBACK_MS;
-    relock__timer_start(&q->client->wheel, &q->fallback, ms);
-  }
-  q->handed = 1;
-}
-
-static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
-  (void)l;
-  waitq_t *q = arg;
-  int zero = payload != NULL && len == 1 && payload[0] == '0';
-  if (payload == NULL) { /* subscribed again after a gap: anything may have been missed */
-    q->heard = 1;
-    q->heard_ns = relock__now_ns();
-    wake(q, 1);
-  } else if (q->mode == RELOCK__WAIT_CHANNEL && len > 1 && message_number(payload, len) > 0) {
-    on_handed(q, payload, len);
-  } else if (zero && q->mode == RELOCK__WAIT_CHANNEL && q->handed) {
-    q->handed = 0; /* the unlock just handed to a process */
-  } else if (q->mode == RELOCK__WAIT_PERMITS) {
-    wake_permits(q, message_number(payload, len)); /* that many are free now */
-  } else if (q->mode == RELOCK__WAIT_ZERO) {
-    if (zero)
-      wake(q, 1); /* the count reached zero: every awaiter is through */
-  } else if (len == 1 && payload[0] == '1') {
-    wake(q, 1); /* a read-unlock: everyone re-checks */
-  } else if (zero) {
-    wake(q, 0);
-  }
-}
-
-static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* The ACL forbids the unlock channel: waiting would only poll until the
- * deadline, the subscription refused again at every reconnect, and hide
- * the operator's mistake. Every waiter there is now fails with the
- * server's word; those that join later start afresh. */
-static void refuse_waiters(waitq_t *q, const char *why) {
-  relock__link_t batch;
-  relock__list_init(&batch);
-  relock__link_t *lists[] = {&q->idle, &q->trying};
-  for (int i = 0; i < 2; i++)
-    while (!relock__list_empty(lists[i])) {
-      relock__link_t *l = lists[i]->next;
-      relock__list_remove(l);
-      relock__list_push_back(&batch, l);
-    }
-  q->guards++;
-  while (!relock__list_empty(&batch))
-    end(relock__container_of(batch.next, acquire_t, qlink), RELOCK_ENOPERM, 0,
-        "waiting needs the lock's unlock channel: %s", why);
-  q->guards--;
-  queue_maybe_free(q);
-}
-
-static void on_confirm(relock_future_t *f, void *arg) {
-  waitq_t *q = arg;
-  if (q->dying)
-    return;
-  int err = relock_future_error(f);
-  char why[256];
-  snprintf(why, sizeof why, "%s", err != 0 ? relock_future_message(f) : "");
-  q->heard = err == 0;
-  q->heard_ns = relock__now_ns();
-  if (q->confirm == f) {
-    q->confirm = NULL;
-    relock_future_release(f);
-  }
-  if (err == RELOCK_ENOPERM) {
-    refuse_waiters(q, why);
-    return;
-  }
-  /* Subscribed (or not: then the waiters poll until it is) - the waiters
-   * that were waiting for it try again. */
-  wake(q, 1);
-}
+static const relock__waiter_ops_t waiter_ops = {on_wake, on_refused, unregister};
 
 /* The channel op's waiter listens on (malloc'ed), NULL when out of memory:
  * the lock's channel, or for a fair lock the waiter's own,
@@ -441,64 +142,17 @@ static char *wait_channel(const acquire_t *op, size_t *len) {
   return channel;
 }
 
-/* Puts op (trying) in its channel's queue; returns 1 if the subscription is
- * confirmed already, 2 if it was before op's try went out (and no unlock
- * came for nobody since: that try's answer stands), 0 if op must wait for
- * it, -1 when out of memory. */
+/* Puts op (trying) in its channel's queue: as relock__waitq_join. */
 static int join_queue(acquire_t *op) {
-  relock_client_t *c = op->lock->client;
   size_t len;
   char *channel = wait_channel(op, &len);
   if (channel == NULL)
     return -1;
-  uint64_t h = relock__hash_bytes(RELOCK__HASH_SEED, channel, len);
-  waitq_t *q = find_queue(c, channel, len, h);
-  int confirmed = 1;
-  if (q == NULL) {
-    if ((q = calloc(1, sizeof(*q) + len + 1)) == NULL) {
-      free(channel);
-      return -1;
-    }
-    q->client = c;
-    relock__timer_init(&q->linger, on_linger, q);
-    relock__timer_init(&q->fallback, on_fallback, q);
-    q->mode = op->lock->kind->wait;
-    q->channel_len = len;
-    memcpy(q->channel, channel, len + 1);
-    relock__list_init(&q->idle);
-    relock__list_init(&q->trying);
-    relock__htab_insert(&c->waitqs, &q->node, h);
-    relock_future_t *f = relock__route_subscribe(&c->redis, &q->listener, q->channel, len, on_message, q);
-    if (f == NULL) {
-      relock__htab_remove(&c->waitqs, &q->node);
-      free(q);
-      free(channel);
-      return -1;
-    }
-    if (!relock_future_is_done(f)) {
-      q->confirm = f;
-      confirmed = 0;
-      relock_future_on_done(f, on_confirm, q); /* inline slot: cannot fail */
-    } else {
-      q->heard = relock_future_error(f) == 0;
-      q->heard_ns = relock__now_ns();
-      relock_future_release(f);
-    }
-  } else if (q->confirm != NULL) {
-    confirmed = 0;
-  } else {
-    relock__timer_stop(&q->linger); /* a lingering queue: heard already */
-    if (q->heard && !q->unclaimed && q->heard_ns < op->sent_ns)
-      confirmed = 2;
-    q->unclaimed = 0;
-  }
+  int confirmed = relock__waitq_join(op->lock->client, &op->w, channel, len, op->lock->kind->wait, op->sent_ns);
   free(channel);
-  op->q = q;
-  relock__list_push_back(&q->trying, &op->qlink);
-  q->nwaiters++;
-  q->nwriters += is_writer(op);
   return confirmed;
 }
+
 
 /* -- giving back ------------------------------------------------------------*/
 
@@ -516,17 +170,15 @@ static char *latch_name(const acquire_t *op, size_t *len) {
  * the caller frees); -1 when out of memory. */
 static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK__FIELD_MAX]) {
   relock__lock_call_init(call, op->lock, op->owner, field);
-  call->latch = latch_name(op, &call->latch_len);
   /* a no_hold kind's lease is the caller's: -1 for none */
   call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
-  call->permits = op->permits;
-  if (!op->try_once && op->lock->kind->wakes_one && (op->q != NULL || op->lock->waited)) {
-    relock_client_t *c = op->lock->client;
-    if (c->waker_id[0] == '\0')
-      relock__waker_id(&c->rng, c->waker_id);
-    call->waker = c->waker_id;
-    call->keep_waker = op->q != NULL && op->q->nwaiters > 1;
+  call->permits = op->w.permits;
+  if (!op->try_once && op->lock->kind->wakes_one && (op->w.q != NULL || op->lock->waited)) {
+    if ((call->waker = relock__waitq_waker_id(op->lock->client)) == NULL)
+      return -1;
+    call->keep_waker = relock__waitq_others(&op->w);
   }
+  call->latch = latch_name(op, &call->latch_len);
   return call->latch != NULL ? 0 : -1;
 }
 
@@ -613,29 +265,27 @@ static void leave_redis_queue(acquire_t *op) {
 static void forget_registration(acquire_t *op) {
   size_t len;
   char *channel = wait_channel(op, &len);
-  waitq_t *q = channel != NULL
-                   ? find_queue(op->lock->client, channel, len, relock__hash_bytes(RELOCK__HASH_SEED, channel, len))
-                   : NULL;
+  int kept = channel != NULL && relock__waitq_keep_registration(op->lock->client, channel, len);
   free(channel);
-  if (q != NULL && q->nwaiters > 0)
-    q->registered = 1;
-  else
-    unregister(op);
+  if (!kept)
+    unregister(&op->w);
 }
 
-/* op's process waits no more: its registration goes, so that no unlock is
- * handed to it (it would go unused until HANDED_FALLBACK_MS). */
-static void unregister(acquire_t *op) {
-  relock_lock_t *lock = op->lock;
-  op->registered = 0;
+/* w's process waits no more: its registration goes, so that no unlock is
+ * handed to it (it would go unused until the hand-off's fallback,
+ * wait_queue.h). */
+static void unregister(relock__waiter_t *w) {
+  relock_lock_t *lock = acquire_of(w)->lock;
+  w->registered = 0;
   if (lock->client->closing)
     return; /* it expires by itself */
+  const char *id = relock__waitq_waker_id(lock->client);
   size_t len;
-  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &len);
+  char *waiters = id != NULL ? relock__lock_waiters_name(lock->name, lock->len, &len) : NULL;
   if (waiters == NULL)
     return;
-  const char *argv[] = {"ZREM", waiters, lock->client->waker_id};
-  const size_t lens[] = {4, len, strlen(lock->client->waker_id)};
+  const char *argv[] = {"ZREM", waiters, id};
+  const size_t lens[] = {4, len, strlen(id)};
   relock__call_spec_t spec = {.argc = 3, .argv = argv, .lens = lens, .retry_safe = 1};
   relock_future_t *f = relock__call(&lock->client->redis, &spec);
   free(waiters);
@@ -670,8 +320,8 @@ static void finish(acquire_t *op) {
   leave_redis_queue(op);
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
-  leave_queue(op);
-  if (op->registered)
+  relock__waitq_leave(&op->w);
+  if (op->w.registered)
     forget_registration(op); /* a try before it joined a queue (or after it left one) may have registered */
   relock_future_release(op->out);
   relock__lock_unref(op->lock);
@@ -688,7 +338,7 @@ static void abandon(acquire_t *op) {
   }
   relock__timer_stop(&op->timer);
   relock__timer_stop(&op->deadline);
-  leave_queue(op);
+  relock__waitq_leave(&op->w);
   relock_future_cancel(op->attempt);
 }
 
@@ -736,17 +386,7 @@ static void spin(acquire_t *op, int64_t ttl_ms) {
 }
 
 static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
-  int64_t delay = ttl_ms >= 0 ? ttl_ms : NO_TTL_POLL_MS;
-  /* Confirmed late (after its confirmation had timed out): from now on
-   * unlocks are heard, and the try that led here saw any before. */
-  if (op->q->listener.confirmed)
-    op->q->heard = 1;
-  if (state == WAITING && !op->q->heard) {
-    /* No unlock can be heard: poll, jittered so that waiters spread out. */
-    int64_t poll = relock__jitter_ms(&op->lock->client->rng, UNSUBSCRIBED_POLL_MS);
-    if (poll < delay)
-      delay = poll;
-  }
+  int64_t delay = relock__waitq_delay(op->w.q, state == WAITING, ttl_ms);
   set_state(op, state);
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
@@ -788,7 +428,7 @@ static void on_acquired(acquire_t *op, granted_t granted) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
-  op->registered = op->keep_sent; /* and its process out of the waiting ones (unless others wait here) */
+  op->w.registered = op->keep_sent; /* and its process out of the waiting ones (unless others wait here) */
   /* A no_hold kind's acquisition ends with no lease, unless it has one of
    * its own (a permit-expirable semaphore's permit). */
   if (!kind->no_hold || !op->watchdog) {
@@ -824,8 +464,8 @@ static void on_acquired(acquire_t *op, granted_t granted) {
     relock__turn_leave(&op->turn); /* counted: the owner's next request may go */
     drop_latch(op);
     relock__lock_watch_held(op->lock, op->owner);
-    if (op->lock->kind->shared && op->q != NULL)
-      wake(op->q, 1); /* shared holds: the other local waiters may well get one too */
+    if (op->lock->kind->shared && op->w.q != NULL)
+      relock__waitq_wake_all(op->w.q); /* shared holds: the other local waiters may well get one too */
     end(op, 0, op->lock->kind->fenced ? granted.token : 1, NULL);
   }
 }
@@ -861,7 +501,7 @@ static void on_try_done(relock_future_t *f, void *arg) {
   if (err == 0)
     op->answered = 1;
   if (err == 0 && !acquired && !op->try_once && op->lock->kind->wakes_one) {
-    op->registered = op->waker_sent;
+    op->w.registered = op->waker_sent;
     op->lock->waited = 1;
   }
 
@@ -884,17 +524,17 @@ static void on_try_done(relock_future_t *f, void *arg) {
     end(op, 0, 0, NULL);
   } else if (op->lock->kind->wait == RELOCK__WAIT_SPIN) {
     spin(op, answer);
-  } else if (op->q == NULL) {
+  } else if (op->w.q == NULL) {
     int confirmed = join_queue(op);
     if (confirmed < 0)
       end(op, RELOCK_ENOMEM, 0, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
-    else if (confirmed == 2 && op->registered)
+    else if (confirmed == 2 && op->w.registered)
       wait_for(op, WAITING, answer); /* heard since before the try (which registered): none was missed */
     else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
     else
       wait_for(op, SUBSCRIBING, answer);
-  } else if (op->woken) {
+  } else if (op->w.woken) {
     try_acquire(op);
   } else {
     wait_for(op, WAITING, answer);
@@ -926,10 +566,10 @@ static void send_try(acquire_t *op) {
     call.spec.wait_timeout_ms = c->settings.opt.min_replicas_timeout_ms;
     call.spec.wrote = acquired_reply;
     set_state(op, TRYING);
-    op->woken = 0;
+    op->w.woken = 0;
     op->waker_sent = call.waker != NULL;
     op->keep_sent = call.keep_waker != 0;
-    op->registered |= op->waker_sent; /* in flight: it may register */
+    op->w.registered |= op->waker_sent; /* in flight: it may register */
     op->sent_ns = relock__now_ns();
     f = lock->kind->acquire(&call);
     free((char *)call.latch);
@@ -1039,14 +679,13 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
-  op->permits = permits;
   op->watchdog = lease_ms == RELOCK_INFINITE;
   op->lease_ms = op->watchdog ? c->settings.opt.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;
   op->wait_ms = wait_ms;
   op->spin_ms = SPIN_MIN_MS;
   op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;
-  relock__list_init(&op->qlink);
+  relock__waiter_init(&op->w, &waiter_ops, permits, lock->kind->role == RELOCK__ROLE_WRITE);
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
   op->turn.go = on_turn;

@@ -4,8 +4,8 @@
  * fallback), never only when its own timer (the holder's TTL) runs out.
  * tests/model/run.sh runs it; README.md next to this file explains it.
  *
- * What is modelled (src/objects/lock_acquire.c, lua/lock_acquire.lua,
- * lua/lock_release.lua)
+ * What is modelled (src/objects/lock_acquire.c, src/objects/wait_queue.c,
+ * lua/lock_acquire.lua, lua/lock_release.lua)
  *   - P = 2 relock processes, each with at most one waiter at a time, and a
  *     holder that releases the lock whenever it likes.
  *   - A waiter's tries: lock_acquire.lua runs atomically; a try that finds
@@ -14,9 +14,10 @@
  *     A waiter joins its process's wait queue (nwaiters) only once its first
  *     try answered PTTL (on_try_done() -> join_queue()): while that first
  *     try is in flight the process does not count it. The model takes the
- *     queue that lingers, heard since before the try: join_queue() answers
- *     2 and the waiter waits without trying again (unless a wake-up was
- *     left unclaimed); a queue subscribed afresh tries again at once.
+ *     queue that lingers, heard since before the try: join_queue()
+ *     (relock__waitq_join()) answers 2 and the waiter waits without
+ *     trying again (unless a wake-up was left unclaimed); a queue
+ *     subscribed afresh tries again at once.
  *   - A release (lock_release.lua) pops the process registered longest and
  *     publishes its waker id, then the unlock message: the named process
  *     wakes its one waiter (on_handed: wake()), the others let that unlock

@@ -11,6 +11,7 @@
 
 #include "support/client_fixture.h"
 #include "objects/lock_impl.h"
+#include "objects/wait_queue.h"
 
 typedef fx_pair_t fx_t;
 
@@ -559,7 +560,7 @@ static void procs_wait(fx_t *fx, procs_t *p, int n) {
     /* Under valgrind the woken process may take longer than the fallback
      * (250 ms) to take the lock, and the others would rightly try: the
      * fallback scales with the tool, as the test's own waits do. */
-    p->c[i]->handed_fallback_ms = fx_slack_ms(1000);
+    assert_int_equal(relock__waitq_set_fallback_ms(p->c[i], fx_slack_ms(1000)), 0);
     p->l[i] = lock_of(p->c[i], "res");
     assert_int_equal(relock_lock_on_wait(p->l[i], on_wait, &p->tries), 0);
     p->w[i] = relock_lock_acquire_async(p->l[i], 7, 20000, RELOCK_INFINITE);
@@ -633,7 +634,7 @@ static void test_a_woken_process_that_is_gone_does_not_strand_the_others(void **
   procs_t p;
   procs_wait(fx, &p, 2);
   for (int i = 0; i < 2; i++)
-    p.c[i]->handed_fallback_ms = 0; /* the default: that is what this test times */
+    assert_int_equal(relock__waitq_set_fallback_ms(p.c[i], 0), 0); /* the default: that is what this test times */
   /* a dead process's registration, first in line: valid for 30 s more on
    * the server's clock, the live ones for the lease and more */
   fx_raw_int(fx->redis, "EVAL",

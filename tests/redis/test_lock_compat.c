@@ -21,6 +21,7 @@
 
 #include "support/client_fixture.h"
 #include "objects/keys.h"
+#include "objects/wait_queue.h"
 
 /* The other process: another client id, thread 7. */
 #define OTHER_UUID "5f0c7e2a-9b1d-4c3e-8a7f-0123456789ab"
@@ -601,7 +602,7 @@ static void test_cancelled_waiter_leaves_redisson_lock_alone(void **state) {
   relock_lock_free(lock);
 }
 
-static int waiting_in_queue(void *arg) { return ((fx_t *)arg)->a->waitqs.count == 1; }
+static int waiting_in_queue(void *arg) { return relock__waitq_count(((fx_t *)arg)->a) == 1; }
 
 /* The waiter leaves while its subscription to the unlock channel is still
  * unconfirmed (the subscriber connection is still opening). */
@@ -620,7 +621,7 @@ static void test_cancel_before_subscription_confirmed(void **state) {
   assert_int_equal(relock_future_cancel(f), 1);
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
   relock_future_release(f);
-  assert_int_equal(fx->a->waitqs.count, 0);
+  assert_int_equal(relock__waitq_count(fx->a), 0);
   relock_future_release(FX_CMD(fx->a, "PING"));
   wait_numsub(fx, channel, 0);
   hash_is(fx, name, OTHER_FIELD, "1"); /* untouched */
