@@ -32,11 +32,11 @@ static inline void *trier_main(void *arg) {
   trier_t *t = arg;
   while (!t->stop) {
     int64_t begin = now_ms();
-    relock_future_t *f = relock_lock_acquire_async(t->lock, 1, 0, 5000);
+    relock_future_t *f = relock_lock_lock_async(t->lock, 1, 0, 5000);
     int r = relock_future_wait(f, 10000), got = r == 0 && relock_future_bool(f);
     relock_future_release(f);
     if (got) {
-      f = relock_lock_release_async(t->lock, 1);
+      f = relock_lock_unlock_async(t->lock, 1);
       relock_future_wait(f, 10000);
       relock_future_release(f);
     }

@@ -284,14 +284,14 @@ static void on_tp_acquired(relock_future_t *f, void *arg) {
   if (!relock_future_bool(f))
     bench_die("lock not acquired", RELOCK_ENOTACQUIRED);
   relock_future_release(f);
-  relock_future_t *r = relock_lock_release_async(ch->lock, ch->owner);
+  relock_future_t *r = relock_lock_unlock_async(ch->lock, ch->owner);
   if (r == NULL)
     bench_die("unlock", RELOCK_ENOMEM);
   relock_future_on_done(r, on_tp_released, ch);
 }
 
 static void chain_start(chain_t *ch) {
-  relock_future_t *f = relock_lock_acquire_async(ch->lock, ch->owner, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(ch->lock, ch->owner, RELOCK_INFINITE, RELOCK_INFINITE);
   if (f == NULL)
     bench_die("lock", RELOCK_ENOMEM);
   relock_future_on_done(f, on_tp_acquired, ch);
@@ -435,7 +435,7 @@ static void on_waiter_acquired(relock_future_t *f, void *arg) {
   wt->busy[w->name] = 1;
   if (++wt->acquired == wt->total)
     wt->t_all_acquired = bench_now_ns();
-  relock_future_t *r = relock_lock_release_async(wt->wanted[w->name], w->owner);
+  relock_future_t *r = relock_lock_unlock_async(wt->wanted[w->name], w->owner);
   if (r == NULL)
     bench_die("waiter unlock", RELOCK_ENOMEM);
   relock_future_on_done(r, on_waiter_released, w);
@@ -514,7 +514,7 @@ static int waiters(const char *host, int port, size_t names, size_t per_name) {
   /* the holders take every name */
   wt.countdown = names;
   for (size_t i = 0; i < names; i++) {
-    relock_future_t *f = relock_lock_acquire_async(wt.held[i], 1, 0, RELOCK_INFINITE);
+    relock_future_t *f = relock_lock_lock_async(wt.held[i], 1, 0, RELOCK_INFINITE);
     if (f == NULL)
       bench_die("holder lock", RELOCK_ENOMEM);
     relock_future_on_done(f, on_holder_acquired, &wt);
@@ -531,7 +531,7 @@ static int waiters(const char *host, int port, size_t names, size_t per_name) {
     w->wt = &wt;
     w->name = k / per_name;
     w->owner = 1 + k;
-    relock_future_t *f = relock_lock_acquire_async(wt.wanted[w->name], w->owner, RELOCK_INFINITE, RELOCK_INFINITE);
+    relock_future_t *f = relock_lock_lock_async(wt.wanted[w->name], w->owner, RELOCK_INFINITE, RELOCK_INFINITE);
     if (f == NULL)
       bench_die("waiter lock", RELOCK_ENOMEM);
     relock_future_on_done(f, on_waiter_acquired, w);
@@ -548,7 +548,7 @@ static int waiters(const char *host, int port, size_t names, size_t per_name) {
   /* the holders let go; every waiter acquires in turn */
   wt.t_release = bench_now_ns();
   for (size_t i = 0; i < names; i++) {
-    relock_future_t *f = relock_lock_release_async(wt.held[i], 1);
+    relock_future_t *f = relock_lock_unlock_async(wt.held[i], 1);
     if (f == NULL)
       bench_die("holder unlock", RELOCK_ENOMEM);
     relock_future_on_done(f, on_holder_released, &wt);
@@ -593,7 +593,7 @@ static int loss_notice(const char *host, int port, size_t rounds) {
     bench_die("watch", RELOCK_ENOMEM);
   uint64_t *t = malloc(rounds * sizeof(*t));
   for (size_t i = 0; i < rounds; i++) {
-    if (bench_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), "acquire") != 1)
+    if (bench_value(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), "acquire") != 1)
       bench_die("not acquired", RELOCK_EPROTO);
     /* listening: the subscription confirmed and its first check back */
     while (relock__pubsub_channels(&holder->redis.pubsub) == 0 ||
@@ -602,12 +602,12 @@ static int loss_notice(const char *host, int port, size_t rounds) {
     bench_value(relock_lock_validate_async(l, 1), "validate");
     lost_at = 0;
     uint64_t t0 = bench_now_ns();
-    relock_future_t *f = relock_lock_force_release_async(o);
+    relock_future_t *f = relock_lock_force_unlock_async(o);
     while (lost_at == 0)
       ev_run(bench_loop(), EVRUN_ONCE);
     t[i] = lost_at - t0;
     bench_value(f, "force release");
-    relock_future_t *r = relock_lock_release_async(l, 1); /* ELOST: ends the lost hold's bookkeeping */
+    relock_future_t *r = relock_lock_unlock_async(l, 1); /* ELOST: ends the lost hold's bookkeeping */
     relock_future_wait(r, 30000);
     relock_future_release(r);
   }

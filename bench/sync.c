@@ -169,13 +169,13 @@ static int redlock(const char *host, const int *ports, int n) {
       bench_value(fs[k], "EVAL");
     uint64_t f2 = bench_now_ns(); /* 200 warm-up rounds: scripts cached, connections up */
     uint64_t t0 = bench_now_ns();
-    if (bench_value(relock_lock_acquire_async(single, 1, 0, RELOCK_INFINITE), "lock") != 1)
+    if (bench_value(relock_lock_lock_async(single, 1, 0, RELOCK_INFINITE), "lock") != 1)
       bench_die("lock not acquired", RELOCK_EPROTO);
-    bench_value(relock_lock_release_async(single, 1), "unlock");
+    bench_value(relock_lock_unlock_async(single, 1), "unlock");
     uint64_t t1 = bench_now_ns();
-    if (bench_value(relock_multi_lock_acquire_async(m, 1, 0, RELOCK_INFINITE), "redlock") != 1)
+    if (bench_value(relock_multi_lock_lock_async(m, 1, 0, RELOCK_INFINITE), "redlock") != 1)
       bench_die("redlock not acquired", RELOCK_EPROTO);
-    bench_value(relock_multi_lock_release_async(m, 1), "redlock release");
+    bench_value(relock_multi_lock_unlock_async(m, 1), "redlock release");
     uint64_t t2 = bench_now_ns();
     if (i >= 0) {
       vs[i] = t1 - t0;

@@ -125,12 +125,12 @@ static void *pairs_async(pairs_thread_t *t, relock_lock_t **locks) {
   uint64_t owner = relock_thread_owner();
   while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
     for (size_t i = 0; i < t->names; i++)
-      f[i] = relock_lock_acquire_async(locks[i], owner, RELOCK_INFINITE, RELOCK_INFINITE);
+      f[i] = relock_lock_lock_async(locks[i], owner, RELOCK_INFINITE, RELOCK_INFINITE);
     for (size_t i = 0; i < t->names; i++)
       if (!wait_bool(f[i], "lock"))
         bench_die("lock not acquired", RELOCK_ENOTACQUIRED);
     for (size_t i = 0; i < t->names; i++)
-      f[i] = relock_lock_release_async(locks[i], owner);
+      f[i] = relock_lock_unlock_async(locks[i], owner);
     for (size_t i = 0; i < t->names; i++)
       if (!wait_bool(f[i], "unlock"))
         bench_die("unlock left the lock held", RELOCK_EPROTO);
@@ -359,7 +359,7 @@ static void on_set(relock_future_t *f, void *arg) {
   relock_future_release(f);
   ch->ct->memory_counter++;
   ch->s->freed = bench_now_ns();
-  relock_future_t *r = relock_lock_release_async(ch->ct->lock, ch->owner + 1);
+  relock_future_t *r = relock_lock_unlock_async(ch->ct->lock, ch->owner + 1);
   if (r == NULL)
     bench_die("unlock", RELOCK_ENOMEM);
   relock_future_on_done(r, on_released, ch);
@@ -394,7 +394,7 @@ static void chain_start(chain_t *ch) {
   ch->s = &ch->ct->s[ch->owner * ch->ct->sections + ch->done];
   ch->s->owner = ch->owner;
   ch->s->asked = bench_now_ns();
-  relock_future_t *f = relock_lock_acquire_async(ch->ct->lock, ch->owner + 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(ch->ct->lock, ch->owner + 1, RELOCK_INFINITE, RELOCK_INFINITE);
   if (f == NULL)
     bench_die("lock", RELOCK_ENOMEM);
   relock_future_on_done(f, on_acquired, ch);

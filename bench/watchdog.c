@@ -82,7 +82,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
 static void issue(bench_t *b) {
   if (b->issued == b->n)
     return;
-  relock_future_t *f = relock_lock_acquire_async(b->locks[b->issued++], 1, 0, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(b->locks[b->issued++], 1, 0, RELOCK_INFINITE);
   if (f == NULL)
     bench_die("lock", RELOCK_ENOMEM);
   relock_future_on_done(f, on_acquired, b);

@@ -216,7 +216,7 @@ static void step_done(conn_t *c, int err, const char *msg, int64_t value) {
       set_reply(c, "ERR %s", msg);
     else
       set_reply(c, "OK %lld", (long long)value);
-    start_step(c, UNLOCKING, relock_lock_release_async(c->lock, c->owner));
+    start_step(c, UNLOCKING, relock_lock_unlock_async(c->lock, c->owner));
     return;
   case UNLOCKING:
     if (err != 0) { /* e.g. RELOCK_ELOST: the section may not have been alone */
@@ -249,7 +249,7 @@ static void start_request(conn_t *c, size_t len) {
     set_reply(c, "ERR %s", relock_strerror(err.code));
   } else {
     c->owner = ++srv->next_owner;
-    start_step(c, LOCKING, relock_lock_acquire_async(c->lock, c->owner, WAIT_MS, RELOCK_INFINITE));
+    start_step(c, LOCKING, relock_lock_lock_async(c->lock, c->owner, WAIT_MS, RELOCK_INFINITE));
     return;
   }
   send_reply(c);

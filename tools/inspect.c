@@ -332,7 +332,7 @@ int list_locks(cli_t *c) {
 /* -- relock release --force -----------------------------------------------------*/
 
 int force_release(cli_t *r) {
-  relock_future_t *f = relock_lock_force_release_async(r->lock);
+  relock_future_t *f = relock_lock_force_unlock_async(r->lock);
   if (f == NULL)
     return EXIT_REDIS;
   int err = relock_future_wait(f, RELOCK_INFINITE);

@@ -58,14 +58,14 @@ static relock_future_t *acquire_hold(run_t *r, int64_t wait_ms) {
   cli_t *c = r->c;
   if (c->semaphore != NULL)
     return relock_semaphore_acquire_async(c->semaphore, 1, wait_ms);
-  return relock_lock_acquire_async(c->lock, c->owner, wait_ms, c->opt.lease_ms);
+  return relock_lock_lock_async(c->lock, c->owner, wait_ms, c->opt.lease_ms);
 }
 
 static relock_future_t *release_hold(run_t *r) {
   cli_t *c = r->c;
   if (c->semaphore != NULL)
     return relock_semaphore_release_async(c->semaphore, 1);
-  return relock_lock_release_async(c->lock, c->owner);
+  return relock_lock_unlock_async(c->lock, c->owner);
 }
 
 /* -- ending -----------------------------------------------------------------*/

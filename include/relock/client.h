@@ -144,9 +144,9 @@ typedef void (*relock_message_cb)(relock_subscription_t *sub, const char *payloa
  * arguments (a NULL client, channel, cb or sub) give a future that has
  * already failed with RELOCK_EINVAL, and *sub (if sub is not NULL) is NULL.
  * NULL only when out of memory. */
-RELOCK_EXTERN relock_future_t *relock_client_subscribe(relock_client_t *client, const char *channel, size_t len,
-                                                       relock_message_cb cb, void *arg,
-                                                       relock_subscription_t **sub);
+RELOCK_EXTERN relock_future_t *relock_client_subscribe_async(relock_client_t *client, const char *channel, size_t len,
+                                                             relock_message_cb cb, void *arg,
+                                                             relock_subscription_t **sub);
 
 /* Ends a subscription (the last one of a channel sends UNSUBSCRIBE) and frees
  * it. Safe from inside its own callback, and after the client closed. */

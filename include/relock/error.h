@@ -43,7 +43,7 @@ typedef enum relock_err {
 #define RELOCK_ERR_ENUM_(name, num, desc) RELOCK_##name = (num),
   RELOCK_ERRNO_MAP(RELOCK_ERR_ENUM_)
 #undef RELOCK_ERR_ENUM_
-} relock_err;
+} relock_err_t;
 
 /* A short English description of err ("connection lost"). Never NULL: an
  * unknown code gives "unknown error". */

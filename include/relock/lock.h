@@ -124,23 +124,23 @@ RELOCK_EXTERN size_t relock_lock_field(const relock_lock_t *lock, uint64_t owner
  * for a key of the wrong type, connection errors after retries, ...).
  * Cancelling it stops the wait; if the lock was acquired on the server
  * meanwhile it is released again, never left held. */
-RELOCK_EXTERN relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms,
-                                                         int64_t lease_ms);
+RELOCK_EXTERN relock_future_t *relock_lock_lock_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms,
+                                                      int64_t lease_ms);
 
 /* Releases one hold of owner. Succeeds with a boolean: 1 if the lock is now
  * free (waiters are woken), 0 if owner still holds it (reentrant holds
  * remain). Fails with RELOCK_ENOTOWNER if owner does not hold it (never did,
  * or its lease expired), or RELOCK_ELOST if it held it and the lock was lost
  * meanwhile. Retried on connection errors without ever releasing twice. */
-RELOCK_EXTERN relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner);
+RELOCK_EXTERN relock_future_t *relock_lock_unlock_async(relock_lock_t *lock, uint64_t owner);
 
 /* Deletes the lock whoever holds it, and wakes its waiters. Succeeds with a
  * boolean: whether it was held. */
-RELOCK_EXTERN relock_future_t *relock_lock_force_release_async(relock_lock_t *lock);
+RELOCK_EXTERN relock_future_t *relock_lock_force_unlock_async(relock_lock_t *lock);
 
 /* Queries, each answered by Redis. */
 RELOCK_EXTERN relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock);           /* boolean */
-RELOCK_EXTERN relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner); /* boolean */
+RELOCK_EXTERN relock_future_t *relock_lock_is_held_by_thread_async(relock_lock_t *lock, uint64_t owner); /* boolean */
 RELOCK_EXTERN relock_future_t *relock_lock_hold_count_async(relock_lock_t *lock, uint64_t owner); /* integer */
 /* Integer: milliseconds left, -2 when not locked, -1 when it never expires. */
 RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock);
@@ -167,7 +167,7 @@ RELOCK_EXTERN int relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, vo
 /* Prompt loss detection, for holds taken through lock from now on (on: 1)
  * or none (0; the default). While such a hold is held, lock listens on
  * its unlock channel, where every unlock and force release publishes
- * (Redisson's forceUnlock, relock_lock_force_release_async): any message
+ * (Redisson's forceUnlock, relock_lock_force_unlock_async): any message
  * there makes the hold checked at once, and one whose field is gone is
  * reported lost (RELOCK_ELOST) within a round trip, not at the next
  * renewal. A DEL that publishes nothing, or a lease run out, is still found

@@ -11,7 +11,7 @@
  * loop, or of threaded clients made beside one another
  * (relock_client_new_beside: one loop thread for all of them).
  *
- * Acquisition, for owner (as relock_lock_acquire_async):
+ * Acquisition, for owner (as relock_lock_lock_async):
  *   1. One try on every member at once (in parallel, not one after the
  *      other as Redisson does), each with the group's lease.
  *   2. The group is held once quorum members are (all for a multi-lock,
@@ -70,14 +70,14 @@ RELOCK_EXTERN size_t relock_multi_lock_quorum(const relock_multi_lock_t *m);
 /* -- asynchronous ----------------------------------------------------------*/
 
 /* Acquires the group for owner; wait_ms and lease_ms as for
- * relock_lock_acquire_async (a fixed lease must also cover the time the
+ * relock_lock_lock_async (a fixed lease must also cover the time the
  * acquisition takes: members whose lease ran out meanwhile do not count).
  * Succeeds with a boolean: 1 held, 0 not within the wait. Fails when
  * member errors alone made the group impossible, with the first error
  * (for a multi-lock: any member's error), naming the lock. Cancelling it
  * gives back whatever was taken. */
-RELOCK_EXTERN relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock_t *m, uint64_t owner,
-                                                               int64_t wait_ms, int64_t lease_ms);
+RELOCK_EXTERN relock_future_t *relock_multi_lock_lock_async(relock_multi_lock_t *m, uint64_t owner,
+                                                            int64_t wait_ms, int64_t lease_ms);
 
 /* Releases owner's latest acquisition of the group (re-entries count, as
  * for a lock) on every member it holds. Succeeds with how many members
@@ -87,7 +87,7 @@ RELOCK_EXTERN relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock
  * the group was reported lost (the members still held are released all
  * the same), or the first member's error when fewer than quorum members
  * could be released. */
-RELOCK_EXTERN relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_t owner);
+RELOCK_EXTERN relock_future_t *relock_multi_lock_unlock_async(relock_multi_lock_t *m, uint64_t owner);
 
 /* The per-member results of the acquisition through m that completed
  * last (read them in its completion callback when several owners acquire

@@ -422,8 +422,8 @@ static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_
   return f;
 }
 
-relock_future_t *relock_client_subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
-                                         void *arg, relock_subscription_t **out) {
+relock_future_t *relock_client_subscribe_async(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
+                                               void *arg, relock_subscription_t **out) {
   if (out != NULL)
     *out = NULL;
   if (c == NULL || channel == NULL || cb == NULL || out == NULL)

@@ -392,7 +392,7 @@ static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   return out;
 }
 
-relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) {
+relock_future_t *relock_lock_unlock_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_future_t *f;
@@ -406,7 +406,7 @@ relock_future_t *relock_lock_release_async(relock_lock_t *lock, uint64_t owner) 
 /* -- force release and queries ----------------------------------------------*/
 
 
-relock_future_t *relock_lock_force_release_async(relock_lock_t *lock) {
+relock_future_t *relock_lock_force_unlock_async(relock_lock_t *lock) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_future_t *f;
@@ -432,7 +432,7 @@ relock_future_t *relock_lock_is_locked_async(relock_lock_t *lock) {
   return relock__object_query(lock->client, 2, argv, lens, relock__reply_to_bool);
 }
 
-relock_future_t *relock_lock_is_held_by_async(relock_lock_t *lock, uint64_t owner) {
+relock_future_t *relock_lock_is_held_by_thread_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   char field[RELOCK__FIELD_MAX];

@@ -642,7 +642,7 @@ static void on_cancel(relock_future_t *out, void *arg) {
 static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,
                                       int64_t lease_ms);
 
-relock_future_t *relock_lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
+relock_future_t *relock_lock_lock_async(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   return relock__lock_acquire_async(lock, owner, 1, wait_ms, lease_ms);

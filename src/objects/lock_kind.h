@@ -122,7 +122,7 @@ relock_future_t *relock__rlock_force_release(relock__lock_call_t *call);
 relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const relock__lock_kind_t *kind,
                                 relock_error_t *err);
 
-/* relock_lock_acquire_async for permits at once (a semaphore's; the locks
+/* relock_lock_lock_async for permits at once (a semaphore's; the locks
  * take 1): checks wait_ms and lease_ms (a failed future naming the one out
  * of range), the caller the rest. */
 relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner, int64_t permits, int64_t wait_ms,

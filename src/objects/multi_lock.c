@@ -57,7 +57,7 @@ void relock__multi_give_back(relock_multi_lock_t *m, relock__multi_hold_t *hold,
   if (hold->member[i] == RELOCK__MEMBER_HELD)
     hold->held--;
   hold->member[i] = RELOCK__MEMBER_NONE;
-  relock_future_release(relock_lock_release_async(m->locks[i], hold->owner));
+  relock_future_release(relock_lock_unlock_async(m->locks[i], hold->owner));
 }
 
 static int by_value_desc(const void *a, const void *b) {
@@ -300,7 +300,7 @@ static void on_member_released(relock_future_t *f, void *arg) {
     release_end(op);
 }
 
-relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_t owner) {
+relock_future_t *relock_multi_lock_unlock_async(relock_multi_lock_t *m, uint64_t owner) {
   if (m == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "the group is NULL");
   relock_future_t *out;
@@ -330,7 +330,7 @@ relock_future_t *relock_multi_lock_release_async(relock_multi_lock_t *m, uint64_
   for (size_t i = 0; i < m->n; i++) {
     if (hold->member[i] == RELOCK__MEMBER_NONE)
       continue;
-    relock_future_t *f = relock_lock_release_async(m->locks[i], owner);
+    relock_future_t *f = relock_lock_unlock_async(m->locks[i], owner);
     op->pending++;
     if (f == NULL || relock_future_on_done(f, on_member_released, op) != 0) {
       if (f != NULL)
@@ -358,5 +358,5 @@ int relock__multi_would_block(relock_multi_lock_t *m) {
 
 int relock_multi_lock_unlock(relock_multi_lock_t *m) {
   int r = relock__multi_would_block(m);
-  return r != 0 ? r : relock__sync_wait_value(relock_multi_lock_release_async(m, relock_thread_owner()), NULL);
+  return r != 0 ? r : relock__sync_wait_value(relock_multi_lock_unlock_async(m, relock_thread_owner()), NULL);
 }

@@ -153,7 +153,7 @@ static void on_member(relock_future_t *f, void *arg) {
   op->member = NULL;
   if (op->ended) {
     if (got) /* answered before the cancel: give it back */
-      relock_future_release(relock_lock_release_async(m->locks[i], op->owner));
+      relock_future_release(relock_lock_unlock_async(m->locks[i], op->owner));
   } else {
     op->results[i] = err != 0 ? err : got;
     if (err != 0) {
@@ -185,7 +185,7 @@ static void wait_next(acquire_t *op) {
     return;
   }
   size_t i = m->order[op->next];
-  relock_future_t *f = relock_lock_acquire_async(m->locks[i], op->owner, ms_left(op), op->lease_ms);
+  relock_future_t *f = relock_lock_lock_async(m->locks[i], op->owner, ms_left(op), op->lease_ms);
   if (f == NULL) {
     fail(op, RELOCK_ENOMEM, "out of memory acquiring lock %zu of a %s", i, m->what);
     return;
@@ -310,7 +310,7 @@ static void on_try(relock_future_t *f, void *arg) {
     hold->member[i] = RELOCK__MEMBER_HELD;
     hold->held++;
   } else if (got) { /* late, for a hold that is gone */
-    relock_future_release(relock_lock_release_async(m->locks[i], round->owner));
+    relock_future_release(relock_lock_unlock_async(m->locks[i], round->owner));
   }
   relock_future_release(f);
   round_unref(round);
@@ -329,7 +329,7 @@ static void start_round(acquire_t *op) {
   op->round = round;
   op->err = 0;
   for (size_t i = 0; i < m->n; i++) {
-    relock_future_t *f = relock_lock_acquire_async(m->locks[i], op->owner, 0, op->lease_ms);
+    relock_future_t *f = relock_lock_lock_async(m->locks[i], op->owner, 0, op->lease_ms);
     round->slots[i] = (slot_t){.round = round, .f = f, .result = f != NULL ? RELOCK_EPENDING : RELOCK_ENOMEM};
     if (f != NULL)
       round->refs++;
@@ -381,8 +381,8 @@ static void on_cancel(relock_future_t *f, void *arg) {
   fail(arg, RELOCK_ECANCELED, "cancelled"); /* the future is cancelled already: only the undoing is left */
 }
 
-relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock_t *m, uint64_t owner, int64_t wait_ms,
-                                                 int64_t lease_ms) {
+relock_future_t *relock_multi_lock_lock_async(relock_multi_lock_t *m, uint64_t owner, int64_t wait_ms,
+                                              int64_t lease_ms) {
   if (m == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "the group is NULL");
   if (wait_ms < RELOCK_INFINITE)
@@ -429,7 +429,7 @@ relock_future_t *relock_multi_lock_acquire_async(relock_multi_lock_t *m, uint64_
 int relock_multi_lock_try_lock(relock_multi_lock_t *m, int64_t wait_ms, int64_t lease_ms, int *acquired) {
   int r = relock__multi_would_block(m);
   return r != 0 ? r
-                : relock__sync_wait_flag(relock_multi_lock_acquire_async(m, relock_thread_owner(), wait_ms, lease_ms),
+                : relock__sync_wait_flag(relock_multi_lock_lock_async(m, relock_thread_owner(), wait_ms, lease_ms),
                                          acquired);
 }
 

@@ -89,7 +89,7 @@ typedef struct blocked {
  * token or 0). */
 static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value) {
   blocked_t b = {.lock = lock, .owner = relock_thread_owner()};
-  b.future = relock_lock_acquire_async(lock, b.owner, wait_ms, lease_ms);
+  b.future = relock_lock_lock_async(lock, b.owner, wait_ms, lease_ms);
   if (b.future == NULL)
     return wait_for(NULL);
   relock__exec_t *x = lock->exec;
@@ -192,12 +192,12 @@ int relock_fenced_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t le
 
 int relock_lock_unlock(relock_lock_t *lock) {
   int r = relock__sync_would_block(lock);
-  return r != 0 ? r : relock__sync_wait_flag(relock_lock_release_async(lock, relock_thread_owner()), NULL);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_unlock_async(lock, relock_thread_owner()), NULL);
 }
 
 int relock_lock_force_unlock(relock_lock_t *lock, int *was_locked) {
   int r = relock__sync_would_block(lock);
-  return r != 0 ? r : relock__sync_wait_flag(relock_lock_force_release_async(lock), was_locked);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_force_unlock_async(lock), was_locked);
 }
 
 int relock_lock_is_locked(relock_lock_t *lock, int *locked) {
@@ -207,7 +207,7 @@ int relock_lock_is_locked(relock_lock_t *lock, int *locked) {
 
 int relock_lock_is_held_by_thread(relock_lock_t *lock, int *held) {
   int r = relock__sync_would_block(lock);
-  return r != 0 ? r : relock__sync_wait_flag(relock_lock_is_held_by_async(lock, relock_thread_owner()), held);
+  return r != 0 ? r : relock__sync_wait_flag(relock_lock_is_held_by_thread_async(lock, relock_thread_owner()), held);
 }
 
 int relock_lock_hold_count(relock_lock_t *lock, int64_t *count) {

@@ -407,7 +407,7 @@ static int persistence_phase(void) {
     snprintf(name, sizeof name, "volatile:%d", i);
     locks[i] = relock_lock_new(c, name, NULL);
     relock_lock_on_lost(locks[i], count_told, &told);
-    relock_future_t *f = relock_lock_acquire_async(locks[i], (uint64_t)i + 1, 0, RELOCK_INFINITE);
+    relock_future_t *f = relock_lock_lock_async(locks[i], (uint64_t)i + 1, 0, RELOCK_INFINITE);
     relock_future_wait(f, 5000);
     relock_future_release(f);
   }
@@ -415,18 +415,18 @@ static int persistence_phase(void) {
   /* Run the loop until every holder is told, 5 s at most: waiting 100 ms at
    * a time for a lock another owner of ours holds. */
   relock_lock_t *pace = relock_lock_new(c, "pace", NULL);
-  relock_future_t *f = relock_lock_acquire_async(pace, 100, 5000, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(pace, 100, 5000, RELOCK_INFINITE);
   relock_future_wait(f, 5000);
   relock_future_release(f);
   uint64_t end = now_ns() + 5000000000ull;
   while (told < HOLDERS && now_ns() < end) {
-    f = relock_lock_acquire_async(pace, 101, 100, RELOCK_INFINITE);
+    f = relock_lock_lock_async(pace, 101, 100, RELOCK_INFINITE);
     relock_future_wait(f, 5000);
     relock_future_release(f);
   }
   int silent = HOLDERS - told;
   for (int i = 0; i < HOLDERS; i++) {
-    f = relock_lock_release_async(locks[i], (uint64_t)i + 1);
+    f = relock_lock_unlock_async(locks[i], (uint64_t)i + 1);
     if (relock_future_wait(f, 5000) != RELOCK_ELOST && told == HOLDERS)
       silent++; /* a release that "worked" on a lock it had lost */
     relock_future_release(f);

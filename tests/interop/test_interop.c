@@ -128,22 +128,22 @@ static void java_to_c(fx_t *fx, make_fn make, const char *name, const char *java
   relock_lock_t *l = make(fx->c, name, NULL);
   java_peer_send(fx->java, "j1 lock %s %s 30000", java_holder_kind, name);
   java_peer_expect(fx->java, "j1", "lock", 10000, NULL);
-  relock_future_t *wait = relock_lock_acquire_async(l, 1, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(l, 1, 20000, RELOCK_INFINITE);
   char line[256], what[128];
   snprintf(line, sizeof line, "j1 unlock %s %s", java_holder_kind, name);
   snprintf(what, sizeof what, "Java %s release -> C %s acquisition", java_holder_kind, java_kind(make));
   assert_true(c_woken_by_java(fx, wait, "j1", "unlock", line, what, bound) >= 1);
-  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
   relock_lock_free(l);
 }
 
 /* C holds, Java waits; C releases; Java has it within the bound. */
 static void c_to_java(fx_t *fx, make_fn make, const char *name, const char *java_waiter_kind, double bound) {
   relock_lock_t *l = make(fx->c, name, NULL);
-  assert_true(fx_value(relock_lock_acquire_async(l, 1, 0, 30000)) >= 1);
+  assert_true(fx_value(relock_lock_lock_async(l, 1, 0, 30000)) >= 1);
   java_peer_send(fx->java, "j2 lock %s %s -1", java_waiter_kind, name);
   assert_false(java_peer_has(fx->java, "j2", "lock", 300)); /* waiting */
-  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
   uint64_t released = relock__now_ns(), acquired;
   java_peer_expect(fx->java, "j2", "lock", 10000, &acquired);
   char what[128];
@@ -171,15 +171,15 @@ static void test_c_waker_id_and_a_java_waiter(void **state) {
   relock_client_t *c2 = relock_client_new(NULL, fx->cfg, &err);
   assert_non_null(c2);
   relock_lock_t *l = relock_lock_new(fx->c, "i-herd", NULL), *l2 = relock_lock_new(c2, "i-herd", NULL);
-  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, 30000)), 1);
-  relock_future_t *wait = relock_lock_acquire_async(l2, 2, 20000, 30000);
+  assert_int_equal(fx_value(relock_lock_lock_async(l, 1, 0, 30000)), 1);
+  relock_future_t *wait = relock_lock_lock_async(l2, 2, 20000, 30000);
   java_peer_send(fx->java, "j5 lock lock i-herd -1");
   assert_false(java_peer_has(fx->java, "j5", "lock", 300)); /* both waiting */
   assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_PENDING);
   char buf[64];
   relock_test_redis_cmd(fx->redis, buf, sizeof buf, "ZCARD", "relock_lock_latch:{i-herd}:waiters", NULL);
   assert_string_equal(buf, ":1\r\n"); /* the C waiter's process is registered */
-  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
   /* one of them has it; the other gets it at its release */
   if (java_peer_has(fx->java, "j5", "lock", 2000)) {
     java_peer_expect(fx->java, "j5", "lock", 10000, NULL);
@@ -187,10 +187,10 @@ static void test_c_waker_id_and_a_java_waiter(void **state) {
     java_peer_send(fx->java, "j5 unlock lock i-herd");
     assert_string_equal(java_peer_expect(fx->java, "j5", "unlock", 10000, NULL), "ok");
     assert_int_equal(fx_value(relock_future_retain(wait)), 1);
-    assert_int_equal(fx_value(relock_lock_release_async(l2, 2)), 1);
+    assert_int_equal(fx_value(relock_lock_unlock_async(l2, 2)), 1);
   } else {
     assert_int_equal(fx_value(relock_future_retain(wait)), 1);
-    assert_int_equal(fx_value(relock_lock_release_async(l2, 2)), 1);
+    assert_int_equal(fx_value(relock_lock_unlock_async(l2, 2)), 1);
     java_peer_expect(fx->java, "j5", "lock", 10000, NULL);
     java_peer_send(fx->java, "j5 unlock lock i-herd");
     assert_string_equal(java_peer_expect(fx->java, "j5", "unlock", 10000, NULL), "ok");
@@ -232,10 +232,10 @@ static void test_java_readers_and_c_writer(void **state) {
   java_peer_send(fx->java, "r2 lock read i-rw2 30000");
   java_peer_expect(fx->java, "r1", "lock", 10000, NULL);
   java_peer_expect(fx->java, "r2", "lock", 10000, NULL);
-  assert_int_equal(fx_value(relock_lock_acquire_async(r, 5, 0, RELOCK_INFINITE)), 1); /* C reads along */
-  assert_int_equal(fx_value(relock_lock_release_async(r, 5)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(r, 5, 0, RELOCK_INFINITE)), 1); /* C reads along */
+  assert_int_equal(fx_value(relock_lock_unlock_async(r, 5)), 1);
   done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
-  relock_future_t *wait = relock_lock_acquire_async(w, 1, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(w, 1, 20000, RELOCK_INFINITE);
   relock_future_on_done(wait, record, &got);
   java_peer_send(fx->java, "r1 unlock read i-rw2");
   java_peer_expect(fx->java, "r1", "unlock", 10000, NULL);
@@ -251,12 +251,12 @@ static void test_java_readers_and_c_writer(void **state) {
   java_peer_send(fx->java, "r1 lock read i-rw2 -1");
   java_peer_send(fx->java, "r2 lock read i-rw2 -1");
   assert_false(java_peer_has(fx->java, "r1", "lock", 300));
-  assert_int_equal(fx_value(relock_lock_release_async(w, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(w, 1)), 1);
   uint64_t freed = relock__now_ns(), a1, a2;
   java_peer_expect(fx->java, "r1", "lock", 10000, &a1);
   java_peer_expect(fx->java, "r2", "lock", 10000, &a2);
   within_handoff("C write release -> both Java readers", ms_between(a1 > a2 ? a1 : a2, freed), HANDOFF_MS);
-  assert_int_equal(fx_value(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE)), 0); /* they read now */
+  assert_int_equal(fx_value(relock_lock_lock_async(w, 1, 0, RELOCK_INFINITE)), 0); /* they read now */
   java_peer_send(fx->java, "r1 unlock read i-rw2");
   java_peer_send(fx->java, "r2 unlock read i-rw2");
   java_peer_expect(fx->java, "r1", "unlock", 10000, NULL);
@@ -285,21 +285,21 @@ static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
   fx_t *fx = *state;
   const char *q = "redisson_lock_queue:{i-fq}";
   relock_lock_t *l = relock_fair_lock_new(fx->c, "i-fq", NULL);
-  assert_int_equal(fx_value(relock_lock_acquire_async(l, 100, 0, 30000)), 1);
-  relock_future_t *c1 = relock_lock_acquire_async(l, 1, 30000, RELOCK_INFINITE);
+  assert_int_equal(fx_value(relock_lock_lock_async(l, 100, 0, 30000)), 1);
+  relock_future_t *c1 = relock_lock_lock_async(l, 1, 30000, RELOCK_INFINITE);
   await_llen(fx, q, 1);
   java_peer_send(fx->java, "j1 lock fair i-fq -1");
   await_llen(fx, q, 2);
-  relock_future_t *c2 = relock_lock_acquire_async(l, 2, 30000, RELOCK_INFINITE);
+  relock_future_t *c2 = relock_lock_lock_async(l, 2, 30000, RELOCK_INFINITE);
   await_llen(fx, q, 3);
   java_peer_send(fx->java, "j2 lock fair i-fq -1");
   await_llen(fx, q, 4);
-  assert_int_equal(fx_value(relock_lock_release_async(l, 100)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 100)), 1);
   /* C1, then Java 1, then C2, then Java 2 - nobody else meanwhile */
   assert_int_equal(fx_value(relock_future_retain(c1)), 1);
   relock_future_release(c1);
   assert_false(java_peer_has(fx->java, "j1", "lock", 100));
-  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
   assert_string_equal(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), "ok");
   assert_int_equal(relock_future_wait(c2, 100), RELOCK_EPENDING);
   java_peer_send(fx->java, "j1 unlock fair i-fq");
@@ -307,7 +307,7 @@ static void test_fair_queue_of_c_and_java_keeps_its_order(void **state) {
   assert_int_equal(fx_value(relock_future_retain(c2)), 1);
   relock_future_release(c2);
   assert_false(java_peer_has(fx->java, "j2", "lock", 100));
-  assert_int_equal(fx_value(relock_lock_release_async(l, 2)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 2)), 1);
   assert_string_equal(java_peer_expect(fx->java, "j2", "lock", 10000, NULL), "ok");
   java_peer_send(fx->java, "j2 unlock fair i-fq");
   java_peer_expect(fx->java, "j2", "unlock", 10000, NULL);
@@ -334,7 +334,7 @@ static void c_hands_down_to_java(fx_t *fx, relock_lock_t *waiter, relock_future_
                                  const char *name) {
   assert_int_equal(fx_value(c_wait), 1);
   assert_false(java_peer_has(fx->java, tag, "trylock", 0));
-  assert_int_equal(fx_value(relock_lock_release_async(waiter, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(waiter, 1)), 1);
   uint64_t released = relock__now_ns(), got;
   assert_string_equal(java_peer_expect(fx->java, tag, "trylock", 20000, &got), "true");
   within_handoff("C fair waiter release -> Java tryLock behind it", ms_between(got, released), HANDOFF_MS);
@@ -362,22 +362,22 @@ static void test_java_tryLock_behind_c_fair_waiters_keeps_its_place(void **state
   relock_lock_t *holder = relock_fair_lock_new(fx->c, "i-fmix", NULL);
   relock_lock_t *waiter = relock_fair_lock_new(c2, "i-fmix", NULL);
 
-  assert_int_equal(fx_value(relock_lock_acquire_async(holder, 100, 0, 30000)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(holder, 100, 0, 30000)), 1);
   java_peer_send(fx->java, "j0 lock fair i-fmix -1");
   await_llen(fx, q, 1);
-  relock_future_t *c_wait = relock_lock_acquire_async(waiter, 1, 20000, 30000);
+  relock_future_t *c_wait = relock_lock_lock_async(waiter, 1, 20000, 30000);
   await_llen(fx, q, 2);
   java_peer_send(fx->java, "j1 trylock fair i-fmix 10000 -1");
   await_llen(fx, q, 3);
-  assert_int_equal(fx_value(relock_lock_release_async(holder, 100)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(holder, 100)), 1);
   assert_string_equal(java_peer_expect(fx->java, "j0", "lock", 10000, NULL), "ok");
   java_peer_send(fx->java, "j0 unlock fair i-fmix");
   assert_string_equal(java_peer_expect(fx->java, "j0", "unlock", 10000, NULL), "ok");
   c_hands_down_to_java(fx, waiter, c_wait, "j1", "i-fmix");
 
-  assert_int_equal(fx_value(relock_lock_acquire_async(holder, 100, 0, 30000)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(holder, 100, 0, 30000)), 1);
   uint64_t t0 = relock__now_ns();
-  c_wait = relock_lock_acquire_async(waiter, 1, 20000, 30000);
+  c_wait = relock_lock_lock_async(waiter, 1, 20000, 30000);
   await_llen(fx, q, 1);
   usleep(1000 * 1000);
   java_peer_send(fx->java, "j2 trylock fair i-fmix 2000 -1");
@@ -385,7 +385,7 @@ static void test_java_tryLock_behind_c_fair_waiters_keeps_its_place(void **state
   assert_true(ms_between(relock__now_ns(), t0) < 1900); /* it joined before the C waiter's next try */
   while (ms_between(relock__now_ns(), t0) < 2500)
     usleep(10 * 1000);
-  assert_int_equal(fx_value(relock_lock_release_async(holder, 100)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(holder, 100)), 1);
   c_hands_down_to_java(fx, waiter, c_wait, "j2", "i-fmix");
 
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", q, NULL), 0);
@@ -405,8 +405,8 @@ static void test_fenced_tokens_increase_across_c_and_java(void **state) {
     int64_t java = strtoll(java_peer_expect(fx->java, "j1", "lock", 10000, NULL), NULL, 10);
     java_peer_send(fx->java, "j1 unlock fenced i-tokens");
     java_peer_expect(fx->java, "j1", "unlock", 10000, NULL);
-    int64_t c = fx_value(relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE));
-    assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+    int64_t c = fx_value(relock_lock_lock_async(l, 1, 10000, RELOCK_INFINITE));
+    assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
     printf("# tokens: Java %lld, C %lld\n", (long long)java, (long long)c);
     assert_true(java > last);
     assert_true(c > java);
@@ -438,7 +438,7 @@ static void test_redisson_force_unlock_is_a_loss_for_the_c_holder(void **state) 
   relock_lock_t *l = relock_lock_new(fx->c, "i-force", NULL);
   lost_t lost = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   java_peer_send(fx->java, "j1 held lock i-force");
   assert_string_equal(java_peer_expect(fx->java, "j1", "held", 10000, NULL), "false");
   java_peer_send(fx->java, "j1 locked lock i-force");
@@ -458,7 +458,7 @@ static void test_redisson_force_unlock_is_a_loss_for_the_c_holder(void **state) 
   assert_int_equal(lost.reason, RELOCK_ELOST);
   printf("# Redisson forceUnlock -> C lost callback: %.1f ms\n", ms_between(lost.at_ns, forced));
   assert_true(ms_between(lost.at_ns, forced) < (double)fx_slack_ms(500 + 200));
-  relock_future_t *f = relock_lock_release_async(l, 1);
+  relock_future_t *f = relock_lock_unlock_async(l, 1);
   assert_int_equal(relock_future_wait(f, 5000), RELOCK_ELOST); /* answered at once: known lost */
   relock_future_release(f);
   relock_lock_free(l);

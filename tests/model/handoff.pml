@@ -199,7 +199,7 @@ inline tick_process(p) {
 active proctype world() {
 end:
   do
-  /* a waiter comes (relock_lock_acquire_async with a wait) */
+  /* a waiter comes (relock_lock_lock_async with a wait) */
   :: d_step { w[0] == NONE -> w[0] = FIRST }
   :: d_step { w[1] == NONE -> w[1] = FIRST }
   /* a waiter is cancelled: one idle in the queue unregisters */

@@ -11,7 +11,7 @@
  *     act for owner 0: two acquisitions of one owner can be in flight at
  *     once (a re-entry sent while the first answer is outstanding).
  *   - Each hold has a lease kind, chosen per acquisition: a fixed lease LF
- *     (relock_lock_acquire_async(lease_ms > 0)) or the watchdog's lease LW
+ *     (relock_lock_lock_async(lease_ms > 0)) or the watchdog's lease LW
  *     (RELOCK_INFINITE: renewed), with LF > LW + MARGIN so a renewal that
  *     writes LW can cut a fixed belief short. An owner's holds are one entry
  *     in the watchdog's table (src/watchdog/renewal.c): renewed once any of
@@ -602,7 +602,7 @@ active [N] proctype client() {
   byte d;              /* scratch: a deadline's ticks */
 end:
   do
-  /* relock_lock_acquire_async() -> try_acquire(): first or reentrant hold,
+  /* relock_lock_lock_async() -> try_acquire(): first or reentrant hold,
    * with a fixed lease or the watchdog's. */
   :: atomic { st[i] == IDLE && holds[o] < HMAX && !COUNTING_ELSEWHERE(i) ->
 #if defined(ONLY_WD)
@@ -623,7 +623,7 @@ end:
 #endif
        send(i, REN) }
 
-  /* relock_lock_release_async(): the caller gives up one hold (it stops
+  /* relock_lock_unlock_async(): the caller gives up one hold (it stops
    * using the lock before it calls release). */
   :: atomic { st[i] == IDLE && holds[o] > 0 && !COUNTING_ELSEWHERE(i) ->
        kind[i] = wd[o]; holds[o]--;

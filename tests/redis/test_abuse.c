@@ -465,8 +465,8 @@ static long long raw_exists(fx_t *fx, const char *key, size_t len) {
   return buf[0] == ':' ? atoll(buf + 1) : -1;
 }
 
-#define ACQ(l, owner, wait, lease) relock_lock_acquire_async((l), (owner), (wait), (lease))
-#define REL(l, owner) relock_lock_release_async((l), (owner))
+#define ACQ(l, owner, wait, lease) relock_lock_lock_async((l), (owner), (wait), (lease))
+#define REL(l, owner) relock_lock_unlock_async((l), (owner))
 
 /* Waits for a future that must succeed (a setup step, not a row). */
 static int64_t must(relock_future_t *f) {
@@ -737,22 +737,22 @@ static void test_invalid_args_client(void **state) {
 
   stage("subscribe with bad arguments");
   relock_subscription_t *sub = (relock_subscription_t *)&sub;
-  relock_future_t *f = relock_client_subscribe(NULL, "ch", 2, ignore_message, NULL, &sub);
-  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(NULL client, ..., &sub)",
+  relock_future_t *f = relock_client_subscribe_async(NULL, "ch", 2, ignore_message, NULL, &sub);
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe_async(NULL client, ..., &sub)",
       "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
   sub = (relock_subscription_t *)&sub;
-  f = relock_client_subscribe(fx->a, NULL, 2, ignore_message, NULL, &sub);
-  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(c, NULL channel, ...)",
+  f = relock_client_subscribe_async(fx->a, NULL, 2, ignore_message, NULL, &sub);
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe_async(c, NULL channel, ...)",
       "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
   sub = (relock_subscription_t *)&sub;
-  f = relock_client_subscribe(fx->a, "ch", 2, NULL, NULL, &sub);
-  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe(c, ch, NULL cb, ...)",
+  f = relock_client_subscribe_async(fx->a, "ch", 2, NULL, NULL, &sub);
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL && sub == NULL, "relock_client_subscribe_async(c, ch, NULL cb, ...)",
       "failed: RELOCK_EINVAL, *sub NULL", "%s, *sub %s", refused_or_not(f), sub ? "set" : "NULL");
   relock_future_release(f);
-  f = relock_client_subscribe(fx->a, "ch", 2, ignore_message, NULL, NULL);
-  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL, "relock_client_subscribe(c, ch, cb, arg, NULL sub)",
+  f = relock_client_subscribe_async(fx->a, "ch", 2, ignore_message, NULL, NULL);
+  row(f != NULL && relock_future_error(f) == RELOCK_EINVAL, "relock_client_subscribe_async(c, ch, cb, arg, NULL sub)",
       "failed: RELOCK_EINVAL", "%s", refused_or_not(f));
   relock_future_release(f);
   relock_subscription_free(NULL);
@@ -802,11 +802,11 @@ static void test_invalid_args_lock(void **state) {
       "relock_lock_field(l, 7, buf, 5)", "length needed, buf cut to 4 bytes + NUL", "%zu, buf \"%s\"", n, small);
 
   stage("async lock functions with NULL");
-  row_refused("relock_lock_acquire_async(NULL, 1, 0, -1)", relock_lock_acquire_async(NULL, 1, 0, -1));
-  row_refused("relock_lock_release_async(NULL, 1)", relock_lock_release_async(NULL, 1));
-  row_refused("relock_lock_force_release_async(NULL)", relock_lock_force_release_async(NULL));
+  row_refused("relock_lock_lock_async(NULL, 1, 0, -1)", relock_lock_lock_async(NULL, 1, 0, -1));
+  row_refused("relock_lock_unlock_async(NULL, 1)", relock_lock_unlock_async(NULL, 1));
+  row_refused("relock_lock_force_unlock_async(NULL)", relock_lock_force_unlock_async(NULL));
   row_refused("relock_lock_is_locked_async(NULL)", relock_lock_is_locked_async(NULL));
-  row_refused("relock_lock_is_held_by_async(NULL, 1)", relock_lock_is_held_by_async(NULL, 1));
+  row_refused("relock_lock_is_held_by_thread_async(NULL, 1)", relock_lock_is_held_by_thread_async(NULL, 1));
   row_refused("relock_lock_hold_count_async(NULL, 1)", relock_lock_hold_count_async(NULL, 1));
   row_refused("relock_lock_remaining_ttl_async(NULL)", relock_lock_remaining_ttl_async(NULL));
 
@@ -955,7 +955,7 @@ static void check_derived_names(fx_t *fx, const char *name, const char *channel,
   row(strcmp(made, channel) == 0, input, channel, "%s", made);
   heard_t h = {0};
   relock_subscription_t *sub = NULL;
-  must(relock_client_subscribe(fx->b, channel, strlen(channel), on_heard, &h, &sub));
+  must(relock_client_subscribe_async(fx->b, channel, strlen(channel), on_heard, &h, &sub));
   fx_keyevents_t set = {0}; /* the acquisition's latch is dropped once answered: heard being set */
   relock_subscription_t *setsub = fx_keyevents(fx->b, fx->redis, "set", &set);
   RAW(fx, key, "FLUSHDB");
@@ -1112,7 +1112,7 @@ static void test_durations(void **state) {
           o.ms < (double)fx_slack_ms(500),
       "acquire(owner 2, wait 1 ms) right after", "0 or 1 (or RELOCK_ETIMEDOUT), at once", "%s after %.0f ms",
       show(&o, buf, sizeof buf), o.ms);
-  must(relock_lock_force_release_async(l));
+  must(relock_lock_force_unlock_async(l));
 
   stage("huge waits");
   must(ACQ(l, 1, 0, 60000)); /* held by owner 1 for a minute */
@@ -1147,7 +1147,7 @@ static void test_durations(void **state) {
       relock_future_release(f);
     }
   }
-  must(relock_lock_force_release_async(l));
+  must(relock_lock_force_unlock_async(l));
   row_value("acquire(wait INT64_MAX) on a free lock", ACQ(l, 1, INT64_MAX, RELOCK_INFINITE), 1);
   must(REL(l, 1));
 
@@ -1209,13 +1209,13 @@ static void child_huge_config(int fd, void *arg) {
   int ping = relock_future_wait(f, 5000);
   relock_future_release(f);
   relock_lock_t *l = relock_lock_new(c, "huge", NULL);
-  f = relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE);
+  f = relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE);
   int acq = relock_future_wait(f, 5000);
   int acquired = acq == 0 && relock_future_bool(f);
   char acq_msg[120];
   snprintf(acq_msg, sizeof acq_msg, "%s", relock_future_message(f));
   relock_future_release(f);
-  f = relock_lock_release_async(l, 1);
+  f = relock_lock_unlock_async(l, 1);
   int rel = relock_future_wait(f, 5000);
   int freed = rel == 0 && relock_future_bool(f);
   relock_future_release(f);
@@ -1294,7 +1294,7 @@ static void owner_row(fx_t *fx, relock_lock_t *l, uint64_t owner, const char *la
   snprintf(input, sizeof input, "field in Redis, owner %s", label);
   row(strcmp(got, expected) == 0, input, expected, "%s", got);
   snprintf(input, sizeof input, "is_held_by / hold_count(owner %s)", label);
-  out_t h = settle(relock_lock_is_held_by_async(l, owner), 5000), c = settle(relock_lock_hold_count_async(l, owner),
+  out_t h = settle(relock_lock_is_held_by_thread_async(l, owner), 5000), c = settle(relock_lock_hold_count_async(l, owner),
                                                                              5000);
   row(h.err == 0 && h.v == 1 && c.err == 0 && c.v == 1, input, "1, 1", "%lld, %lld", (long long)h.v,
       (long long)c.v);
@@ -1312,7 +1312,7 @@ static void test_owners(void **state) {
   stage("owner 0");
   owner_row(fx, l, 0, "0");
   row_value("acquire(owner UINT64_MAX) while owner 0 holds", ACQ(l, UINT64_MAX, 0, RELOCK_INFINITE), 0);
-  row_value("is_held_by(owner UINT64_MAX) while owner 0 holds", relock_lock_is_held_by_async(l, UINT64_MAX), 0);
+  row_value("is_held_by(owner UINT64_MAX) while owner 0 holds", relock_lock_is_held_by_thread_async(l, UINT64_MAX), 0);
   row_fails("release(owner UINT64_MAX) while owner 0 holds", REL(l, UINT64_MAX), RELOCK_ENOTOWNER, NULL);
   row_value("release(owner 0)", REL(l, 0), 1);
   stage("owner UINT64_MAX");
@@ -1394,12 +1394,12 @@ static void test_release_misuse(void **state) {
   fx_run_until(relock_client_loop(fx->a), key_r_gone, fx, 3000);
   must(ACQ(lb, 2, 0, 60000)); /* another owner took it since */
   row_fails("release(owner 1) after its lease expired and owner 2 took the lock", REL(l, 1), RELOCK_ENOTOWNER, NULL);
-  row_value("... owner 2 still holds it", relock_lock_is_held_by_async(lb, 2), 1);
+  row_value("... owner 2 still holds it", relock_lock_is_held_by_thread_async(lb, 2), 1);
   must(REL(lb, 2));
 
   stage("release after the lock was deleted under a watchdog hold");
   must(ACQ(l, 1, 0, RELOCK_INFINITE));
-  must(relock_lock_force_release_async(lb));
+  must(relock_lock_force_unlock_async(lb));
   row_fails("release(owner 1) after another client force-released it", REL(l, 1), RELOCK_ELOST, "lost");
   row(lost.calls == 1 && lost.reason == RELOCK_ELOST, "... the lost callback", "called once, RELOCK_ELOST",
       "%d call(s), %s", lost.calls, rc_name(lost.reason));
@@ -1410,8 +1410,8 @@ static void test_release_misuse(void **state) {
   row_fails("release(owner 2) while owner 1 holds", REL(l, 2), RELOCK_ENOTOWNER, NULL);
   row_fails("release(owner 1) through another client", REL(lb, 1), RELOCK_ENOTOWNER, NULL);
   row_value("... owner 1 still holds it once", relock_lock_hold_count_async(l, 1), 1);
-  row_value("force release when held", relock_lock_force_release_async(lb), 1);
-  row_value("force release when free", relock_lock_force_release_async(lb), 0);
+  row_value("force release when held", relock_lock_force_unlock_async(lb), 1);
+  row_value("force release when free", relock_lock_force_unlock_async(lb), 0);
   relock_lock_free(lb);
   relock_lock_free(l);
   table_end();
@@ -1432,7 +1432,7 @@ typedef struct {
 static void close_cb_uses_client(relock_client_t *c, void *arg) {
   in_close_t *ic = arg;
   ic->called++;
-  relock_future_t *f = relock_lock_acquire_async(ic->lock, 9, 0, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(ic->lock, 9, 0, RELOCK_INFINITE);
   ic->acquire_err = f == NULL ? RELOCK_EINVAL : relock_future_error(f);
   relock_future_release(f);
   f = relock_client_commandf_async(c, "PING");
@@ -1461,17 +1461,17 @@ static void closed_rows(relock_client_t *c, relock_lock_t *l, const char *when) 
   CLOSED_FUTURE("relock_client_command_async(PING)", relock_client_command_async(c, 1, ping, NULL));
   CLOSED_FUTURE("relock_client_commandf_async(PING)", relock_client_commandf_async(c, "PING"));
   relock_subscription_t *sub = NULL;
-  snprintf(input, sizeof input, "relock_client_subscribe, %s", when);
-  relock_future_t *f = relock_client_subscribe(c, "ch", 2, ignore_message, NULL, &sub);
+  snprintf(input, sizeof input, "relock_client_subscribe_async, %s", when);
+  relock_future_t *f = relock_client_subscribe_async(c, "ch", 2, ignore_message, NULL, &sub);
   out_t o = settle(f, 3000);
   row(o.err == RELOCK_ECLOSED, input, "RELOCK_ECLOSED (the subscription can be freed)", "%s%s",
       show(&o, (char[300]){0}, 300), sub ? ", *sub set" : ", *sub NULL");
   relock_subscription_free(sub);
   CLOSED_FUTURE("acquire(owner 2, wait 0)", ACQ(l, 2, 0, RELOCK_INFINITE));
   CLOSED_FUTURE("acquire(owner 2, wait -1)", ACQ(l, 2, RELOCK_INFINITE, RELOCK_INFINITE));
-  CLOSED_FUTURE("force_release", relock_lock_force_release_async(l));
+  CLOSED_FUTURE("force_release", relock_lock_force_unlock_async(l));
   CLOSED_FUTURE("is_locked", relock_lock_is_locked_async(l));
-  CLOSED_FUTURE("is_held_by(1)", relock_lock_is_held_by_async(l, 1));
+  CLOSED_FUTURE("is_held_by(1)", relock_lock_is_held_by_thread_async(l, 1));
   CLOSED_FUTURE("hold_count(1)", relock_lock_hold_count_async(l, 1));
   CLOSED_FUTURE("remaining_ttl", relock_lock_remaining_ttl_async(l));
   int flag = -1;
@@ -1520,12 +1520,12 @@ static void child_release_and_close(int fd, void *arg) {
   relock_client_t *c = relock_client_new(loop, rc->cfg, NULL);
   relock_lock_t *l = relock_lock_new(c, "res", NULL);
   uint64_t owner = rc->mode == UNLOCK_AFTER_CLOSE ? relock_thread_owner() : 1;
-  relock_future_t *f = relock_lock_acquire_async(l, owner, 0, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, owner, 0, RELOCK_INFINITE);
   relock_future_wait(f, 5000);
   relock_future_release(f);
   int closed = 0;
   if (rc->mode == REL_IN_FLIGHT) {
-    f = relock_lock_release_async(l, owner);
+    f = relock_lock_unlock_async(l, owner);
     relock_client_close(c, mark_called, &closed);
   } else {
     relock_client_close(c, mark_called, &closed);
@@ -1538,7 +1538,7 @@ static void child_release_and_close(int fd, void *arg) {
       relock_client_free(c);
       return;
     }
-    f = relock_lock_release_async(l, owner);
+    f = relock_lock_unlock_async(l, owner);
   }
   int r = f == NULL ? 1 : relock_future_wait(f, 5000);
   dprintf(fd, "%s", r == 1 ? "NULL" : r == 0 ? (relock_future_bool(f) ? "1" : "0") : rc_name(r));
@@ -1556,7 +1556,7 @@ static void test_after_close(void **state) {
   relock_lock_t *other = lock_of(c, "other");
   must(ACQ(l, 1, 0, RELOCK_INFINITE)); /* a watchdog hold */
   relock_subscription_t *sub = NULL;
-  must(relock_client_subscribe(c, "ch", 2, ignore_message, NULL, &sub));
+  must(relock_client_subscribe_async(c, "ch", 2, ignore_message, NULL, &sub));
   relock_future_t *kept = relock_client_commandf_async(c, "PING");
   assert_int_equal(relock_future_wait(kept, fx_slack_ms(5000)), 0);
   must(ACQ(qb, 7, 0, 60000));                                           /* b holds "q"... */
@@ -1623,7 +1623,7 @@ static void test_after_close(void **state) {
   relock_lock_free(other);
   row(1, "relock_lock_free (one with a hold, one with a wait) after relock_client_free",
       "no crash (valgrind/ASan clean)", "returned");
-  must(relock_lock_force_release_async(qb));
+  must(relock_lock_force_unlock_async(qb));
   relock_lock_free(qb);
   table_end();
 }
@@ -1668,7 +1668,7 @@ static void test_wrong_types(void **state) {
     const int server[] = {RELOCK_ESERVER, 0};
     row_fails_in(input, ACQ(l, 1, 2000, RELOCK_INFINITE), server, "WRONGTYPE", 500);
     WT("release(owner 1)", REL(l, 1));
-    WT("is_held_by(1)", relock_lock_is_held_by_async(l, 1));
+    WT("is_held_by(1)", relock_lock_is_held_by_thread_async(l, 1));
     WT("hold_count(1)", relock_lock_hold_count_async(l, 1));
 #undef WT
     if (i == 0) {
@@ -1677,7 +1677,7 @@ static void test_wrong_types(void **state) {
       row_rc("relock_lock_unlock, a string under the name", relock_lock_unlock(l), RELOCK_ESERVER);
       row_value("is_locked, a string under the name (EXISTS)", relock_lock_is_locked_async(l), 1);
       row_value("remaining_ttl, a string without expiry", relock_lock_remaining_ttl_async(l), -1);
-      row_value("force_release, a string under the name (deleted, like Redisson)", relock_lock_force_release_async(l),
+      row_value("force_release, a string under the name (deleted, like Redisson)", relock_lock_force_unlock_async(l),
                 1);
     }
     row(fx->a->renewal.holds.count == 0, "holds tracked afterwards", "none", "%zu",
@@ -1754,7 +1754,7 @@ static void test_server_errors_acl(void **state) {
                1000);
   row_rc("relock_lock_lock(-1), user -evalsha -eval", relock_lock_lock(l, RELOCK_INFINITE), RELOCK_ENOPERM);
   row_fails("release, user -evalsha -eval", REL(l, 1), RELOCK_ENOPERM, "NOPERM");
-  row_fails("force_release, user -evalsha -eval", relock_lock_force_release_async(l), RELOCK_ENOPERM, "NOPERM");
+  row_fails("force_release, user -evalsha -eval", relock_lock_force_unlock_async(l), RELOCK_ENOPERM, "NOPERM");
   row_value("is_locked (EXISTS), user -evalsha -eval", relock_lock_is_locked_async(l), 0);
   relock_lock_free(l);
   relock_client_free(c);
@@ -1785,8 +1785,8 @@ static void test_server_errors_acl(void **state) {
   stage("user without channels");
   c = client_as(fx, "nochan");
   relock_subscription_t *sub = NULL;
-  row_fails("relock_client_subscribe, user with resetchannels",
-            relock_client_subscribe(c, "ch", 2, ignore_message, NULL, &sub), RELOCK_ENOPERM, "NOPERM");
+  row_fails("relock_client_subscribe_async, user with resetchannels",
+            relock_client_subscribe_async(c, "ch", 2, ignore_message, NULL, &sub), RELOCK_ENOPERM, "NOPERM");
   relock_subscription_free(sub);
   l = lock_of(c, "acl");
   relock_lock_t *holder = lock_of(fx->a, "acl");
@@ -1838,7 +1838,7 @@ static void test_server_errors_oom_and_readonly(void **state) {
   row_fails("plain SET, server full", relock_client_command_async(fx->a, 3, set, NULL), RELOCK_ESERVER, "OOM");
   row(fx->a->renewal.holds.count == 1, "holds tracked after the failures", "1 (owner 1 of \"held\", as before)",
       "%zu", (size_t)fx->a->renewal.holds.count);
-  row_value("force_release (DEL is allowed), server full", relock_lock_force_release_async(held), 1);
+  row_value("force_release (DEL is allowed), server full", relock_lock_force_unlock_async(held), 1);
 
   stage("memory back");
   RAW(fx, buf, "CONFIG", "SET", "maxmemory", "0");
@@ -1854,7 +1854,7 @@ static void test_server_errors_oom_and_readonly(void **state) {
   RAW(fx, buf, "REPLICAOF", "127.0.0.1", port);
   row_fails("acquire, the server became a replica", ACQ(fresh, 1, 0, RELOCK_INFINITE), RELOCK_ESERVER, "READONLY");
   row_fails("release of a lock held before, the server is a replica", REL(held, 1), RELOCK_ESERVER, "READONLY");
-  row_fails("force_release, the server is a replica", relock_lock_force_release_async(held), RELOCK_ESERVER,
+  row_fails("force_release, the server is a replica", relock_lock_force_unlock_async(held), RELOCK_ESERVER,
             "READONLY");
   row_value("is_locked (a read), the server is a replica", relock_lock_is_locked_async(held), 1);
   row_fails("release(owner 2), not the holder, the server is a replica (no write needed)", REL(held, 2),
@@ -2062,14 +2062,14 @@ static void report(int fd, const char *op, relock_future_t *f) {
 static void child_not_redis(int fd, void *arg) {
   relock_client_t *c = relock_client_new(NULL, arg, NULL);
   relock_lock_t *l = relock_lock_new(c, "nr", NULL);
-  report(fd, "acquire", relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE));
-  report(fd, "release", relock_lock_release_async(l, 1));
+  report(fd, "acquire", relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE));
+  report(fd, "release", relock_lock_unlock_async(l, 1));
   uint64_t t0 = relock__now_ns();
   int rc = relock_lock_lock(l, RELOCK_INFINITE);
   dprintf(fd, "lock %d %.0f -\n", rc, fx_ms_since(t0));
   report(fd, "ping", relock_client_commandf_async(c, "PING"));
   relock_subscription_t *sub = NULL;
-  report(fd, "subscribe", relock_client_subscribe(c, "ch", 2, ignore_message, NULL, &sub));
+  report(fd, "subscribe", relock_client_subscribe_async(c, "ch", 2, ignore_message, NULL, &sub));
   relock_subscription_free(sub);
   relock_lock_free(l);
   t0 = relock__now_ns();
@@ -2189,7 +2189,7 @@ static void test_not_redis(void **state) {
     not_redis_row(fc, &fate, "lock", "relock_lock_lock(-1) (blocking, no deadline)", fc->codes, 0, 3000);
     not_redis_row(fc, &fate, "ping", "plain PING", fc->ping_succeeds == 1 ? none : fc->codes, fc->ping_succeeds,
                   3000);
-    not_redis_row(fc, &fate, "subscribe", "relock_client_subscribe", sub_codes, 0, 3000);
+    not_redis_row(fc, &fate, "subscribe", "relock_client_subscribe_async", sub_codes, 0, 3000);
     not_redis_row(fc, &fate, "free", "relock_client_free", none, 1, 1000);
   }
   table_end();

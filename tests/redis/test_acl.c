@@ -180,8 +180,8 @@ static int never(void *arg) {
   return 0;
 }
 
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_unlock_async((l), (owner)))
 
 /* -- the documented rules suffice ---------------------------------------------*/
 
@@ -194,7 +194,7 @@ static void test_documented_rules_suffice(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(la, 1, 0, RELOCK_INFINITE), 1); /* reentrant */
   assert_int_equal(value_of(relock_lock_is_locked_async(la)), 1);
-  assert_int_equal(value_of(relock_lock_is_held_by_async(la, 1)), 1);
+  assert_int_equal(value_of(relock_lock_is_held_by_thread_async(la, 1)), 1);
   assert_int_equal(value_of(relock_lock_hold_count_async(la, 1)), 2);
   /* renewal: held three times its lease */
   fx_run_until(fx_loop(), never, NULL, 900);
@@ -203,7 +203,7 @@ static void test_documented_rules_suffice(void **state) {
   assert_int_equal(fx->lost, 0);
 
   /* waiting: b subscribes, and gets the lock on a's release */
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   assert_int_equal(RELEASE(la, 1), 0);
   assert_int_equal(RELEASE(la, 1), 1);
@@ -212,9 +212,9 @@ static void test_documented_rules_suffice(void **state) {
   assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
 
   /* force release (and its wake-up of a waiter), and a fixed lease */
-  wait = relock_lock_acquire_async(la, 1, 20000, 10000);
+  wait = relock_lock_lock_async(la, 1, 20000, 10000);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
-  assert_int_equal(value_of(relock_lock_force_release_async(lb)), 1);
+  assert_int_equal(value_of(relock_lock_force_unlock_async(lb)), 1);
   assert_int_equal(value_of(wait), 1);
   assert_int_equal(value_of(relock_lock_validate_async(la, 1)), 1); /* HEXISTS */
   assert_int_equal(RELEASE(la, 1), 1);
@@ -244,7 +244,7 @@ static void wait_with_or_without_the_wakeup_addon(fx_t *fx, int addons, long lon
   clients(fx, 0);
   relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   assert_int_equal(waiters_registered(fx), registered);
   assert_int_equal(RELEASE(la, 1), 1);
@@ -271,8 +271,8 @@ static void test_without_evalsha(void **state) {
   make_user(fx, "+evalsha", 0);
   clients(fx, 0);
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
-  refused(relock_lock_acquire_async(la, 1, 0, RELOCK_INFINITE), "NOPERM");
-  refused(relock_lock_force_release_async(la), "'evalsha'");
+  refused(relock_lock_lock_async(la, 1, 0, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_force_unlock_async(la), "'evalsha'");
   assert_int_equal(raw_exists(fx, "app:res"), 0);
   relock_lock_free(la);
 }
@@ -282,7 +282,7 @@ static void test_without_eval(void **state) {
   make_user(fx, "+eval", 0); /* and the cache flushed: NOSCRIPT, then EVAL */
   clients(fx, 0);
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
-  refused(relock_lock_acquire_async(la, 1, 5000, RELOCK_INFINITE), "NOPERM this user has no permissions to run the 'eval'");
+  refused(relock_lock_lock_async(la, 1, 5000, RELOCK_INFINITE), "NOPERM this user has no permissions to run the 'eval'");
   relock_lock_free(la);
 }
 
@@ -291,9 +291,9 @@ static void test_key_outside_the_pattern(void **state) {
   make_user(fx, NULL, 0);
   clients(fx, 0);
   relock_lock_t *lx = lock_of(fx, fx->a, "other:res");
-  refused(relock_lock_acquire_async(lx, 1, 5000, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_lock_async(lx, 1, 5000, RELOCK_INFINITE), "NOPERM");
   refused(relock_lock_is_locked_async(lx), "NOPERM");
-  refused(relock_lock_force_release_async(lx), "NOPERM");
+  refused(relock_lock_force_unlock_async(lx), "NOPERM");
   relock_lock_free(lx);
 }
 
@@ -304,9 +304,9 @@ static void waiter_refused(fx_t *fx, const char *omit) {
   clients(fx, 0);
   relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1); /* free: no subscription needed */
-  refused(relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM");
-  refused(relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM"); /* again, no stale state */
-  assert_int_equal(value_of(relock_lock_is_held_by_async(lb, 2)), 0);
+  refused(relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM");
+  refused(relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE), "NOPERM"); /* again, no stale state */
+  assert_int_equal(value_of(relock_lock_is_held_by_thread_async(lb, 2)), 0);
   assert_int_equal(ACQUIRE(lb, 2, 0, 10000), 0); /* a try needs no channel */
   relock_lock_free(la);
   relock_lock_free(lb);
@@ -325,7 +325,7 @@ static void test_without_the_channel_pattern(void **state) {
   waiter_refused(fx, "&redisson_lock__channel:{app:*");
   /* PUBLISH from the release script is refused too, after the DEL */
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
-  refused(relock_lock_release_async(la, 1), "can't publish");
+  refused(relock_lock_unlock_async(la, 1), "can't publish");
   assert_int_equal(raw_exists(fx, "app:res"), 0);
   relock_lock_free(la);
 }
@@ -341,7 +341,7 @@ static void test_without_publish(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   assert_int_equal(RELEASE(la, 1), 0); /* holds remain: no PUBLISH */
-  refused(relock_lock_release_async(la, 1), "ERR The user executing the script can't run this command");
+  refused(relock_lock_unlock_async(la, 1), "ERR The user executing the script can't run this command");
   assert_int_equal(raw_exists(fx, "app:res"), 0);
   relock_lock_free(la);
 }
@@ -354,7 +354,7 @@ static void test_without_the_channel_key_pattern(void **state) {
   clients(fx, 0);
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  refused(relock_lock_release_async(la, 1), "NOPERM this user has no permissions to access one of the keys");
+  refused(relock_lock_unlock_async(la, 1), "NOPERM this user has no permissions to access one of the keys");
   assert_int_equal(raw_exists(fx, "app:res"), 1);
   relock_lock_free(la);
 }
@@ -377,22 +377,22 @@ static int every_operation(fx_t *fx, uint64_t *reconnects, int *other) {
   relock_client_t *a = fx_client(o), *b = fx_client(o);
   relock_options_free(o);
   relock_lock_t *la = lock_of(fx, a, "app:res"), *lb = lock_of(fx, b, "app:res");
-  int n = enoperm(relock_lock_acquire_async(la, 1, 0, 10000), other);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 2000, 10000);
+  int n = enoperm(relock_lock_lock_async(la, 1, 0, 10000), other);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 2000, 10000);
   /* These spans are the library's own timers, which run in real time under
    * valgrind too; only the requests after them are slower: twice, not the
    * tenfold of fx_run_until (16 s a rule, 7 minutes in all). */
   int stretch = relock_test_under_valgrind() ? 2 : 1;
   fx_run_for(fx_loop(), 300 * stretch); /* subscribed, and idle: PING */
-  n += enoperm(relock_lock_release_async(la, 1), other);
+  n += enoperm(relock_lock_unlock_async(la, 1), other);
   n += enoperm(wait, other); /* the waiter's acquisition */
   fx_run_for(fx_loop(), 1300 * stretch); /* unsubscribed (after the empty wait queue's 1 s linger) */
   n += enoperm(relock_lock_is_locked_async(la), other);
-  n += enoperm(relock_lock_is_held_by_async(lb, 2), other);
+  n += enoperm(relock_lock_is_held_by_thread_async(lb, 2), other);
   n += enoperm(relock_lock_hold_count_async(lb, 2), other);
   n += enoperm(relock_lock_remaining_ttl_async(lb), other);
   n += enoperm(relock_lock_validate_async(lb, 2), other);
-  n += enoperm(relock_lock_force_release_async(lb), other);
+  n += enoperm(relock_lock_force_unlock_async(lb), other);
   *reconnects = a->redis.pubsub.conn.connects + b->redis.pubsub.conn.connects;
   relock_lock_free(la);
   relock_lock_free(lb);

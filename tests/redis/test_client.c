@@ -267,12 +267,12 @@ static void secret_stays_out_of(relock_client_t *c, int want) {
   no_secret("PING", relock_future_message(f));
   relock_future_release(f);
   relock_lock_t *l = relock_lock_new(c, "secret-lock", NULL);
-  f = relock_lock_acquire_async(l, 1, 300, RELOCK_INFINITE);
+  f = relock_lock_lock_async(l, 1, 300, RELOCK_INFINITE);
   assert_int_not_equal(relock_future_wait(f, 10000), RELOCK_EPENDING);
   no_secret("acquire", relock_future_message(f));
   relock_future_release(f);
   relock_subscription_t *sub = NULL;
-  f = relock_client_subscribe(c, "secret-ch", 9, ignore_message, NULL, &sub);
+  f = relock_client_subscribe_async(c, "secret-ch", 9, ignore_message, NULL, &sub);
   if (f != NULL) {
     relock_future_wait(f, 10000);
     no_secret("subscribe", relock_future_message(f));

@@ -146,7 +146,7 @@ static void wake_on_every_master(relock_client_t *a, relock_client_t *b, const c
     relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
     assert_int_equal(ACQUIRE(la, 1, 0), 1);
     assert_int_equal(field_on(relock_test_cluster_node(topo, m), la, 1), 1);
-    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
     assert_non_null(waiter);
     assert_int_equal(await_subscribers(relock_test_cluster_node(topo, m), channel, 1), 1);
     release_wakes(la, 1, waiter, lb, 2);
@@ -207,13 +207,13 @@ static void test_locks_on_every_master(void **state) {
     snprintf(name, sizeof name, "spread-%d", i);
     relock_lock_t *l = relock_lock_new(c, name, NULL);
     assert_non_null(l);
-    assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+    assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
     int m = relock_test_cluster_owner(topo, slot_of(name));
     assert_true(m >= 0 && m < 16);
     seen[m]++;
     /* the hold is on the master of the name's slot, nowhere else */
     assert_int_equal(field_on(relock_test_cluster_node(topo, m), l, 1), 1);
-    assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+    assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
     assert_int_equal(fx_raw_int(relock_test_cluster_node(topo, m), "EXISTS", name, NULL), 0);
     relock_lock_free(l);
   }
@@ -279,7 +279,7 @@ static void test_wait_and_wake_on_every_master_classic(void **state) {
     snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
     relock_lock_t *la = lock_of(a, name), *lb = lock_of(b, name);
     assert_int_equal(ACQUIRE(la, 1, 0), 1);
-    relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+    relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
     assert_non_null(waiter);
     long long subscribed = -1;
     int64_t deadline = now_ms() + fx_slack_ms(3000);
@@ -314,7 +314,7 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   relock_client_t *a = cluster_client(), *b = cluster_client();
   static lost_t lost; /* static: the callback may come until teardown */
   relock_lock_t *la = held_watched(a, "reshard", &lost), *lb = lock_of(b, "reshard");
-  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   int slot = slot_of("reshard");
   int from = relock_test_cluster_owner(topo, slot), to = relock_test_cluster_other_master(topo, from);
   relock_test_redis_t *src = relock_test_cluster_node(topo, from), *dst = relock_test_cluster_node(topo, to);
@@ -328,7 +328,7 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   char buf[128];
   assert_int_equal(relock_test_redis_cmd(dst, buf, sizeof buf, "PTTL", "reshard", NULL), 0);
   assert_non_null(strstr(buf, "MOVED"));
-  assert_int_equal(value_of(relock_lock_is_held_by_async(la, 1)), 1);
+  assert_int_equal(value_of(relock_lock_is_held_by_thread_async(la, 1)), 1);
   assert_true(renewed_through(la, WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
   assert_int_equal(relock_test_cluster_migrate_end(topo, slot, to), 0);
@@ -375,7 +375,7 @@ static void test_cluster_failover_under_held_lock(void **state) {
   relock_client_t *a = cluster_client(), *b = cluster_client();
   static lost_t lost; /* static: the callback may come until teardown */
   relock_lock_t *la = held_watched(a, "fo", &lost), *lb = lock_of(b, "fo");
-  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   int old = relock_test_cluster_owner(topo, slot_of("fo"));
   assert_int_equal(await_subscribers(relock_test_cluster_node(topo, old), "redisson_lock__channel:{fo}", 1), 1);
   int64_t t0 = now_ms();
@@ -414,7 +414,7 @@ static void test_kill_master_under_held_lock(void **state) {
   relock_test_redis_t *m = relock_test_cluster_node(topo, nm);
   int64_t got = -1;
   char msg[256];
-  int r = outcome(relock_lock_acquire_async(lb, 2, 0, RELOCK_INFINITE), 5000, &got, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(lb, 2, 0, RELOCK_INFINITE), 5000, &got, msg, sizeof msg);
   assert_int_equal(r, 0);
   if (lost_count(&lost) == 0) {
     assert_int_equal(got, 0); /* still a's */
@@ -454,7 +454,7 @@ static void worker(int fd, int ms) {
   int64_t end = now_ms() + ms;
   for (unsigned k = (unsigned)getpid(); now_ms() < end; k = k * 1103515245u + 12345u) {
     relock_lock_t *l = locks[(k >> 8) % NAMES];
-    relock_future_t *f = relock_lock_acquire_async(l, me, 5000, RELOCK_INFINITE);
+    relock_future_t *f = relock_lock_lock_async(l, me, 5000, RELOCK_INFINITE);
     if (relock_future_wait(f, 10000) != 0 || !relock_future_bool(f)) {
       relock_future_release(f);
       continue; /* not acquired: nothing done */
@@ -481,7 +481,7 @@ static void worker(int fd, int ms) {
         unsure++; /* did it run? only Redis knows */
       relock_future_release(f);
     }
-    f = relock_lock_release_async(l, me);
+    f = relock_lock_unlock_async(l, me);
     if (relock_future_wait(f, 10000) == RELOCK_ELOST)
       lost++;
     relock_future_release(f);
@@ -553,7 +553,7 @@ static void test_clusterdown_then_up(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
   int m = relock_test_cluster_owner(topo, slot_of("down"));
   assert_int_equal(relock_test_cluster_set_down(topo, m, 1), 0); /* its master alone */
-  relock_future_t *f = relock_lock_acquire_async(l, 1, 10000, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, 10000, RELOCK_INFINITE);
   pause_ms(300);
   assert_false(relock_future_is_done(f)); /* still trying */
   assert_int_equal(relock_test_cluster_set_down(topo, m, 0), 0);
@@ -586,7 +586,7 @@ static void test_redirect_loop_bounded(void **state) {
   assert_int_equal(relock_test_redis_cmd(rb, reply, sizeof reply, "GET", "bounce", NULL), 0);
   assert_non_null(strstr(reply, "MOVED")); /* b still sends it to a */
   char msg[512];
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
   printf("# %s (%s)\n", msg, relock_err_name(r));
   /* a takes the slot back */
   assert_int_equal(relock_test_redis_cmd(ra, reply, sizeof reply, "CLUSTER", "SETSLOT", s, "NODE",
@@ -618,7 +618,7 @@ static void test_no_seed_reachable(void **state) {
   relock_lock_t *l = lock_of(c, "nowhere");
   int64_t t0 = now_ms();
   char msg[512];
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
   printf("# %s (%s) after %lld ms\n", msg, relock_err_name(r), (long long)(now_ms() - t0));
   assert_int_equal(r, RELOCK_ECONNREFUSED);
   assert_non_null(strstr(msg, "no node of the cluster answers"));
@@ -633,7 +633,7 @@ static void test_name_without_usable_tag(void **state) {
   relock_client_t *c = cluster_client();
   relock_lock_t *l = lock_of(c, "odd{}name");
   char msg[512];
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
   printf("# %s\n", msg);
   assert_int_equal(r, RELOCK_EINVAL);
   assert_non_null(strstr(msg, "hash tag"));
@@ -759,7 +759,7 @@ static void force_release_is_heard(const char *name, int by_tool) {
   relock_lock_on_lost(la, on_lost, &lost);
   assert_int_equal(relock_lock_watch_loss(la, 1), 0);
   assert_int_equal(ACQUIRE(la, 1, 0), 1);
-  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_non_null(waiter);
   char channel[128];
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
@@ -769,7 +769,7 @@ static void force_release_is_heard(const char *name, int by_tool) {
     assert_int_equal(run_tool(args), 0);
   } else {
     relock_lock_t *fresh = lock_of(cluster_client(), name);
-    assert_int_equal(value_of(relock_lock_force_release_async(fresh)), 1);
+    assert_int_equal(value_of(relock_lock_force_unlock_async(fresh)), 1);
   }
   int64_t t0 = now_ms();
   int64_t got = -1;
@@ -867,7 +867,7 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
   char msg[512];
   /* the client lives on */
   relock_lock_t *l = lock_of(client_of(opts), name);
-  assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg),
+  assert_int_equal(outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg),
                    RELOCK_ENOTREPLICATED);
   printf("# %s\n", msg);
   assert_true(within(1000, key_gone, (void *)name));
@@ -877,7 +877,7 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
   relock_options_free(opts);
   l = relock_lock_new(c, name, NULL);
   assert_non_null(l);
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
   relock_lock_free(l);
   relock_client_free(c);
   assert_int_equal(r, RELOCK_ENOTREPLICATED);

@@ -24,8 +24,8 @@ static relock_lock_t *fair_of(relock_client_t *c) {
   return l;
 }
 
-#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_unlock_async((l), (owner)))
 
 typedef struct probe {
   fx_t *fx;
@@ -65,9 +65,9 @@ static void test_queue_layout_is_redissons(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(lb, 2, 0, RELOCK_INFINITE), 0); /* a single try never queues */
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", QUEUE, NULL), 0);
-  relock_future_t *w2 = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *w2 = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 1);
-  relock_future_t *w3 = relock_lock_acquire_async(lb, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *w3 = relock_lock_lock_async(lb, 3, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 2);
   char field[RELOCK__FIELD_MAX], buf[256];
   relock__lock_field(lb, 2, field);
@@ -82,7 +82,7 @@ static void test_queue_layout_is_redissons(void **state) {
   relock__lock_field(lb, 2, field);
   snprintf(channel, sizeof channel, "redisson_lock__channel:{fair}:%s", field);
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->a, channel, strlen(channel), fx_on_keyevent_, &heard, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->a, channel, strlen(channel), fx_on_keyevent_, &heard, &sub);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   relock_future_release(f);
   assert_int_equal(RELEASE(la, 1), 1);
@@ -118,9 +118,9 @@ static void test_release_wakes_the_head_only(void **state) {
   tries_t second = {0};
   assert_int_equal(relock_lock_on_wait(lc, count_try, &second), 0);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *head = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *head = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 1);
-  relock_future_t *next = relock_lock_acquire_async(lc, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *next = relock_lock_lock_async(lc, 3, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->a, 2);
   relock_future_wait(next, 100); /* subscribed, waiting */
   int before = second.n;
@@ -147,11 +147,11 @@ static void test_cancelled_and_timed_out_waiters_leave_at_once(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *first = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *first = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 1);
-  relock_future_t *timed = relock_lock_acquire_async(lb, 3, 400, RELOCK_INFINITE);
+  relock_future_t *timed = relock_lock_lock_async(lb, 3, 400, RELOCK_INFINITE);
   await_queue(fx, fx->b, 2);
-  relock_future_t *last = relock_lock_acquire_async(lb, 4, 20000, RELOCK_INFINITE);
+  relock_future_t *last = relock_lock_lock_async(lb, 4, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 3);
   assert_int_equal(relock_future_cancel(first), 1);
   relock_future_release(first);
@@ -181,7 +181,7 @@ static void test_head_leaving_a_free_lock_wakes_the_next(void **state) {
   /* a queue as a dead Java waiter leaves it, far from stale */
   relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", QUEUE, "java-uuid:77", NULL);
   relock_test_redis_cmd(fx->redis, NULL, 0, "ZADD", TIMEOUTS, "99999999999999", "java-uuid:77", NULL);
-  relock_future_t *w = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *w = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 2);
   assert_int_equal(relock_future_wait(w, 200), RELOCK_EPENDING); /* behind the Java waiter */
   /* the Java waiter gives up (Redisson's acquireFailed does what ours does) */
@@ -301,9 +301,9 @@ static void test_live_waiter_keeps_its_place(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
-  relock_future_t *first = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *first = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 1);
-  relock_future_t *second = relock_lock_acquire_async(lb, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *second = relock_lock_lock_async(lb, 3, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 2);
   assert_int_equal(relock_future_wait(first, 1200), RELOCK_EPENDING); /* 4 wait timeouts */
   char field[RELOCK__FIELD_MAX], buf[256];
@@ -324,11 +324,11 @@ static void test_force_release_wakes_the_head(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
   assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
-  relock_future_t *w = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *w = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   await_queue(fx, fx->b, 1);
   relock_future_wait(w, 100);
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(fx_value(relock_lock_force_release_async(la)), 1);
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(la)), 1);
   assert_int_equal(fx_value(w), 1);
   double took = fx_ms_since(t0);
   if (took >= fx_slack_ms(100))

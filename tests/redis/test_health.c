@@ -120,10 +120,10 @@ static void test_blackhole_replaces_connections(void **state) {
   relock_lock_t *wanted_b = relock_lock_new(b, "wanted", NULL);
   lost_calls = 0;
   relock_lock_on_lost(held, on_lost, NULL);
-  assert_int_equal(value_of(relock_lock_acquire_async(held, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(wanted_b, 1, 0, 60000)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(held, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(wanted_b, 1, 0, 60000)), 1);
   /* a waiter of a on the subscriber connection */
-  relock_future_t *wait = relock_lock_acquire_async(wanted_a, 2, 30000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(wanted_a, 2, 30000, RELOCK_INFINITE);
   assert_non_null(wait);
   run_for(a, 300);
   assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_PENDING);
@@ -143,11 +143,11 @@ static void test_blackhole_replaces_connections(void **state) {
     assert_true(ms <= 200 + 500 + 600); /* ping interval + command timeout + slack */
 
   /* the waiter, subscribed on the replaced connection, hears the unlock */
-  assert_int_equal(value_of(relock_lock_release_async(wanted_b, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(wanted_b, 1)), 1);
   assert_int_equal(relock_future_wait(wait, fx_slack_ms(5000)), 0);
   assert_true(relock_future_bool(wait));
   relock_future_release(wait);
-  assert_int_equal(value_of(relock_lock_release_async(wanted_a, 2)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(wanted_a, 2)), 1);
 
   /* the held lock stayed held, and is renewed on the new connection */
   run_for(a, 3500); /* longer than the watchdog lease */
@@ -157,7 +157,7 @@ static void test_blackhole_replaces_connections(void **state) {
   relock_lock_field(held, 1, field, sizeof field);
   assert_int_equal(fx_raw_int(fx->redis, "HEXISTS", "held", field, NULL), 1);
   assert_true(fx_raw_int(fx->redis, "PTTL", "held", NULL) > 1000);
-  assert_int_equal(value_of(relock_lock_release_async(held, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(held, 1)), 1);
 
   relock_lock_free(held);
   relock_lock_free(wanted_a);

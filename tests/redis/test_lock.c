@@ -50,8 +50,8 @@ static int error_of(relock_future_t *f, char *msg, size_t size) {
   return r;
 }
 
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_unlock_async((l), (owner)))
 
 static long long raw_count(fx_t *fx, const char *name, relock_lock_t *l, uint64_t owner) {
   char field[RELOCK__FIELD_MAX], buf[128];
@@ -84,8 +84,8 @@ static void test_acquire_release_reentrant(void **state) {
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1); /* reentrant */
   assert_int_equal(raw_count(fx, "res", l, 1), 2);
   assert_int_equal(value_of(relock_lock_hold_count_async(l, 1)), 2);
-  assert_int_equal(value_of(relock_lock_is_held_by_async(l, 1)), 1);
-  assert_int_equal(value_of(relock_lock_is_held_by_async(l, 2)), 0);
+  assert_int_equal(value_of(relock_lock_is_held_by_thread_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_is_held_by_thread_async(l, 2)), 0);
   assert_int_equal(ACQUIRE(l, 2, 0, RELOCK_INFINITE), 0); /* another owner: busy */
   assert_int_equal(RELEASE(l, 1), 0);                     /* one hold remains */
   assert_int_equal(raw_count(fx, "res", l, 1), 1);
@@ -104,15 +104,15 @@ static void test_release_by_non_owner(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   char msg[256];
-  assert_int_equal(error_of(relock_lock_release_async(l, 9), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 9), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_non_null(strstr(msg, "res"));
   char field[RELOCK__FIELD_MAX];
   relock__lock_field(l, 9, field);
   assert_non_null(strstr(msg, field));
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(error_of(relock_lock_release_async(l, 2), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 2), NULL, 0), RELOCK_ENOTOWNER);
   relock_lock_t *other = lock_of(fx->b, "res"); /* another client, same owner number */
-  assert_int_equal(error_of(relock_lock_release_async(other, 1), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(other, 1), NULL, 0), RELOCK_ENOTOWNER);
   assert_int_equal(RELEASE(l, 1), 1);
   relock_lock_free(other);
   relock_lock_free(l);
@@ -130,11 +130,11 @@ static void test_invalid_arguments(void **state) {
   assert_string_equal(err.message, "client is NULL");
   assert_null(relock_lock_new(fx->a, NULL, NULL));
   relock_lock_t *l = lock_of(fx->a, "x");
-  FX_REFUSED(relock_lock_acquire_async(l, 1, -2, RELOCK_INFINITE), "wait_ms must be >= 0, or RELOCK_INFINITE (got -2)");
-  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, 0), "lease_ms must be 10-");
-  FX_REFUSED(relock_lock_acquire_async(l, 1, 0, -5), "(got -5)");
-  FX_REFUSED(relock_lock_acquire_async(NULL, 1, 0, 100), "lock is NULL");
-  FX_REFUSED(relock_lock_release_async(NULL, 1), "lock is NULL");
+  FX_REFUSED(relock_lock_lock_async(l, 1, -2, RELOCK_INFINITE), "wait_ms must be >= 0, or RELOCK_INFINITE (got -2)");
+  FX_REFUSED(relock_lock_lock_async(l, 1, 0, 0), "lease_ms must be 10-");
+  FX_REFUSED(relock_lock_lock_async(l, 1, 0, -5), "(got -5)");
+  FX_REFUSED(relock_lock_lock_async(NULL, 1, 0, 100), "lock is NULL");
+  FX_REFUSED(relock_lock_unlock_async(NULL, 1), "lock is NULL");
   assert_int_equal(relock_lock_try_lock(l, -3, RELOCK_INFINITE, NULL), RELOCK_EINVAL);
   relock_lock_free(l);
 }
@@ -145,7 +145,7 @@ static void test_wrong_type_is_a_server_error(void **state) {
   relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "listy", "a", NULL);
   relock_lock_t *l = lock_of(fx->a, "listy");
   char msg[256];
-  assert_int_equal(error_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg), RELOCK_ESERVER);
+  assert_int_equal(error_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg), RELOCK_ESERVER);
   assert_non_null(strstr(msg, "WRONGTYPE"));
   relock_lock_free(l);
 }
@@ -167,7 +167,7 @@ static void test_fixed_lease_expires_unrenewed(void **state) {
   assert_true(fx_run_until(fx->a->loop, key_gone, fx, 3000));
   assert_true(fx_ms_since(t0) >= 390.0); /* Redis's clock, not ours: allow 10 ms */
   assert_int_equal(fx->a->renewal.batches, 0); /* never renewed */
-  assert_int_equal(error_of(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
   relock_lock_free(l);
 }
 
@@ -282,7 +282,7 @@ static void test_waiter_acquires_a_round_trip_after_release(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1); /* a long lease: no TTL wake-up */
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING); /* waiting, subscribed */
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(la, 1), 1);
@@ -301,15 +301,15 @@ static void test_force_release_wakes_waiter(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(value_of(relock_lock_force_release_async(la)), 1);
+  assert_int_equal(value_of(relock_lock_force_unlock_async(la)), 1);
   assert_int_equal(relock_future_wait(wait, 5000), 0);
   assert_true(fx_ms_since(t0) < fx_slack_ms(100));
   relock_future_release(wait);
-  assert_int_equal(value_of(relock_lock_force_release_async(la)), 1); /* b's hold */
-  assert_int_equal(value_of(relock_lock_force_release_async(la)), 0); /* nothing left */
+  assert_int_equal(value_of(relock_lock_force_unlock_async(la)), 1); /* b's hold */
+  assert_int_equal(value_of(relock_lock_force_unlock_async(la)), 0); /* nothing left */
   relock_lock_free(la);
   relock_lock_free(lb);
 }
@@ -353,7 +353,7 @@ static void test_wait_callback_sees_each_try_that_finds_it_held(void **state) {
 
   /* A wait: the first try, the try once subscribed, one per wake-up. */
   w.calls = 0;
-  relock_future_t *wait = relock_lock_acquire_async(lb, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 3, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   assert_int_equal(w.calls, 2);
   assert_int_equal(w.owner, 3);
@@ -371,7 +371,7 @@ static void test_wait_callback_sees_each_try_that_finds_it_held(void **state) {
    * waits after one try, and is cancelled at its next. */
   w.calls = 0;
   w.cancel_at = 2;
-  w.cancel = relock_lock_acquire_async(lb, 4, RELOCK_INFINITE, RELOCK_INFINITE); /* owner 3 holds it */
+  w.cancel = relock_lock_lock_async(lb, 4, RELOCK_INFINITE, RELOCK_INFINITE); /* owner 3 holds it */
   assert_int_equal(relock_future_wait(w.cancel, 200), RELOCK_EPENDING);
   assert_int_equal(w.calls, 1);
   fx_raw_int(fx->redis, "PUBLISH", "redisson_lock__channel:{res}", "1", NULL); /* wakes every waiter */
@@ -397,7 +397,7 @@ static void test_cancel_during_wait(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
   assert_int_equal(relock__pubsub_channels(&fx->b->redis.pubsub), 1);
   assert_int_equal(relock_future_cancel(wait), 1);
@@ -419,7 +419,7 @@ static void test_cancel_races_a_successful_try(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx->a, "res");
   /* the lock is free: the try in flight will succeed on the server */
-  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_cancel(f), 1);
   relock_future_release(f);
   /* the acquisition is given back, never left held (nor renewed) */
@@ -440,7 +440,7 @@ static void test_unlock_between_try_and_subscribe_is_not_missed(void **state) {
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   /* b tries, is told "held", and starts subscribing: its subscriber
    * connection is not even connected yet */
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_true(fx_run_until(fx->b->loop, joined_queue, fx->b, 2000));
   assert_int_not_equal(fx->b->redis.pubsub.conn.state, RELOCK__CONN_READY);
   /* now a releases, on a's loop: b runs nothing meanwhile, so the unlock
@@ -489,7 +489,7 @@ static void test_waiters_share_a_subscription_and_one_unlock_wakes_one(void **st
   count_t c = {0, 0};
   relock_future_t *waits[N];
   for (int i = 0; i < N; i++) {
-    waits[i] = relock_lock_acquire_async(lb, 10 + (uint64_t)i, 20000, 10000);
+    waits[i] = relock_lock_lock_async(lb, 10 + (uint64_t)i, 20000, 10000);
     relock_future_on_done(waits[i], count_acquired, &c);
   }
   relock_future_t *all = relock_future_all(waits, N, NULL);
@@ -563,7 +563,7 @@ static void procs_wait(fx_t *fx, procs_t *p, int n) {
     assert_int_equal(relock__waitq_set_fallback_ms(p->c[i], fx_slack_ms(1000)), 0);
     p->l[i] = lock_of(p->c[i], "res");
     assert_int_equal(relock_lock_on_wait(p->l[i], on_wait, &p->tries), 0);
-    p->w[i] = relock_lock_acquire_async(p->l[i], 7, 20000, RELOCK_INFINITE);
+    p->w[i] = relock_lock_lock_async(p->l[i], 7, 20000, RELOCK_INFINITE);
     relock_future_on_done(p->w[i], count_acquired, &p->got);
   }
   /* each has tried, subscribed and tried again: all of them wait now */
@@ -765,7 +765,7 @@ static void test_a_free_lock_is_taken_within_the_fallback_in_any_interleaving(vo
         assert_int_equal(RELEASE(holder, 1), 1);
         released = 1;
       } else if (w[e].f == NULL) {
-        w[e].f = relock_lock_acquire_async(l[w[e].proc], w[e].owner, 20000, RELOCK_INFINITE);
+        w[e].f = relock_lock_lock_async(l[w[e].proc], w[e].owner, 20000, RELOCK_INFINITE);
       } else {
         relock_future_cancel(w[e].f);
         w[e].cancel_ms = -1;
@@ -820,7 +820,7 @@ static void test_waiters_keep_their_place_across_subscriber_reconnect(void **sta
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
   uint64_t connects = fx->b->redis.pubsub.conn.connects;
   char reply[64];
@@ -844,9 +844,9 @@ static void test_waiter_joining_while_the_queue_unsubscribes_hears_the_unlock(vo
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   for (int round = 0; round < 5; round++) {
     assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
-    relock_future_t *first = relock_lock_acquire_async(lb, 2, 10000, RELOCK_INFINITE);
+    relock_future_t *first = relock_lock_lock_async(lb, 2, 10000, RELOCK_INFINITE);
     assert_int_equal(relock_future_wait(first, 200), RELOCK_EPENDING); /* queued, subscribed */
-    relock_future_t *second = relock_lock_acquire_async(lb, 3, 10000, RELOCK_INFINITE);
+    relock_future_t *second = relock_lock_lock_async(lb, 3, 10000, RELOCK_INFINITE);
     relock_future_cancel(first); /* the last waiter leaves: UNSUBSCRIBE goes out... */
     assert_int_equal(relock_future_wait(second, 200), RELOCK_EPENDING); /* ...as another joins */
     uint64_t t0 = relock__now_ns();
@@ -871,7 +871,7 @@ static void test_bounded_wait_bounds_retries_when_redis_is_down(void **state) {
   relock_test_redis_stop(fx->redis);
   relock_lock_t *l = lock_of(fx->a, "res");
   uint64_t t0 = relock__now_ns();
-  int err = error_of(relock_lock_acquire_async(l, 1, 250, RELOCK_INFINITE), NULL, 0);
+  int err = error_of(relock_lock_lock_async(l, 1, 250, RELOCK_INFINITE), NULL, 0);
   assert_true(err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT);
   assert_true(fx_ms_since(t0) < fx_slack_ms(900)); /* not 6 attempts of 200 ms + back-offs */
   relock_lock_free(l);
@@ -916,7 +916,7 @@ static void test_lost_when_key_deleted(void **state) {
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_non_null(strstr(lost.message, "res"));
   char msg[256];
-  assert_int_equal(error_of(relock_lock_release_async(l, 7), msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 7), msg, sizeof msg), RELOCK_ELOST);
   assert_non_null(strstr(msg, "lost"));
   /* told once, and nothing is renewed any more */
   relock_future_release(FX_CMD(fx->a, "PING"));
@@ -954,7 +954,7 @@ static void test_watched_hold_notices_a_force_release_at_once(void **state) {
   assert_true(fx_run_until(fx->a->loop, joined_queue, fx->a, 2000)); /* listening */
   relock_future_release(FX_CMD(fx->a, "PING")); /* the subscription confirmed and its first check back */
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+  assert_int_equal(value_of(relock_lock_force_unlock_async(other)), 1);
   assert_true(fx_run_until(fx->a->loop, was_lost, &lost, 2000));
   double ms = (double)(lost.at_ns - t0) / 1e6;
   printf("# foreign force release -> lost callback: %.2f ms\n", ms);
@@ -962,14 +962,14 @@ static void test_watched_hold_notices_a_force_release_at_once(void **state) {
     fail_msg("the loss was noticed after %.1f ms", ms);
   assert_int_equal(lost.owner, 7);
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(error_of(relock_lock_release_async(l, 7), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 7), NULL, 0), RELOCK_ELOST);
   /* unwatched: the same force release goes unnoticed until the renewal */
   relock_lock_t *plain = lock_of(fx->a, "res2");
   lost_t lost2 = {0};
   relock_lock_on_lost(plain, on_lost, &lost2);
   assert_int_equal(ACQUIRE(plain, 7, 0, RELOCK_INFINITE), 1);
   relock_lock_t *plain_other = lock_of(fx->b, "res2");
-  assert_int_equal(value_of(relock_lock_force_release_async(plain_other)), 1);
+  assert_int_equal(value_of(relock_lock_force_unlock_async(plain_other)), 1);
   assert_false(fx_run_until(fx->a->loop, was_lost, &lost2, 300));
   relock_lock_free(plain_other);
   relock_lock_free(plain);
@@ -1048,7 +1048,7 @@ static void test_thousand_locks_renewed_in_batches(void **state) {
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "many:%d", i);
     locks[i] = lock_of(fx->a, name);
-    fs[i] = relock_lock_acquire_async(locks[i], 1, 0, RELOCK_INFINITE);
+    fs[i] = relock_lock_lock_async(locks[i], 1, 0, RELOCK_INFINITE);
   }
   relock_future_t *all = relock_future_all(fs, N, NULL);
   assert_int_equal(relock_future_wait(all, fx_slack_ms(10000)), 0);
@@ -1212,7 +1212,7 @@ static void test_close_fails_pending_acquires(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
   relock_client_free(fx->b);
   fx->b = NULL;

@@ -182,10 +182,10 @@ static int error_of(relock_future_t *f, char *msg, size_t size) {
 }
 
 static int acquire(relock_lock_t *lock, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
-  return bool_of(relock_lock_acquire_async(lock, owner, wait_ms, lease_ms));
+  return bool_of(relock_lock_lock_async(lock, owner, wait_ms, lease_ms));
 }
 
-static int release(relock_lock_t *lock, uint64_t owner) { return bool_of(relock_lock_release_async(lock, owner)); }
+static int release(relock_lock_t *lock, uint64_t owner) { return bool_of(relock_lock_unlock_async(lock, owner)); }
 
 /* -- listening on unlock channels (the peer client) -------------------------*/
 
@@ -214,7 +214,7 @@ static void on_msg(relock_subscription_t *sub, const char *payload, size_t len, 
 
 static relock_subscription_t *listen(fx_t *fx, const char *channel, inbox_t *in) {
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->b, channel, strlen(channel), on_msg, in, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->b, channel, strlen(channel), on_msg, in, &sub);
   assert_non_null(f);
   assert_non_null(sub);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
@@ -477,7 +477,7 @@ static void test_channel_of_tagged_name(void **state) {
 
   /* A waiter subscribes the same channel. */
   redisson_holds(fx, name, 5000);
-  relock_future_t *f = relock_lock_acquire_async(lock, 1, fx_slack_ms(3000), 5000);
+  relock_future_t *f = relock_lock_lock_async(lock, 1, fx_slack_ms(3000), 5000);
   assert_non_null(f);
   wait_numsub(fx, right, 2); /* the peer and the waiter */
   assert_int_equal(numsub(fx, wrong), 1);
@@ -500,7 +500,7 @@ static void test_redisson_holder_blocks_try_lock(void **state) {
 
   /* tryLock(): not acquired is an answer, not an error. Owner 7 like the
    * Java thread: only the client id tells them apart. */
-  relock_future_t *f = done(relock_lock_acquire_async(lock, 7, 0, 5000));
+  relock_future_t *f = done(relock_lock_lock_async(lock, 7, 0, 5000));
   assert_int_equal(relock_future_error(f), 0);
   assert_int_equal(relock_future_value_type(f), RELOCK_VALUE_BOOL);
   assert_false(relock_future_bool(f));
@@ -521,7 +521,7 @@ static void test_redisson_release_wakes_relock_waiter(void **state) {
   relock_lock_t *lock = new_lock(fx, name);
   field_of(lock, 7, field, sizeof field);
 
-  relock_future_t *f = relock_lock_acquire_async(lock, 7, 3000, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(lock, 7, 3000, RELOCK_INFINITE);
   assert_non_null(f);
   wait_numsub(fx, channel, 1); /* the waiter listens */
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_PENDING);
@@ -584,7 +584,7 @@ static void test_cancelled_waiter_leaves_redisson_lock_alone(void **state) {
   channel_of(name, channel, sizeof channel);
   redisson_holds(fx, name, 5000);
   relock_lock_t *lock = new_lock(fx, name);
-  relock_future_t *f = relock_lock_acquire_async(lock, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(lock, 1, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_non_null(f);
   wait_numsub(fx, channel, 1);
   /* Redis wrote the confirmation before answering NUMSUB: one round trip
@@ -613,7 +613,7 @@ static void test_cancel_before_subscription_confirmed(void **state) {
   channel_of(name, channel, sizeof channel);
   redisson_holds(fx, name, 5000);
   relock_lock_t *lock = new_lock(fx, name);
-  relock_future_t *f = relock_lock_acquire_async(lock, 1, RELOCK_INFINITE, 5000);
+  relock_future_t *f = relock_lock_lock_async(lock, 1, RELOCK_INFINITE, 5000);
   assert_non_null(f);
   /* The first try answered "held": the waiter joined its queue. */
   assert_true(fx_run_until(relock_client_loop(fx->a), waiting_in_queue, fx, 3000));
@@ -681,7 +681,7 @@ static void test_redisson_scripts_interoperate(void **state) {
   RAW(fx, buf, "EVAL", REDISSON_TRY_LOCK, "1", name, "5000", OTHER_FIELD);
   assert_string_equal(buf, "$-1\r\n");
   hash_is(fx, name, OTHER_FIELD, "2");
-  relock_future_t *f = relock_lock_acquire_async(lock, 7, fx_slack_ms(4000), 5000);
+  relock_future_t *f = relock_lock_lock_async(lock, 7, fx_slack_ms(4000), 5000);
   assert_non_null(f);
   wait_numsub(fx, channel, 1);
 
@@ -734,13 +734,13 @@ static void test_release_by_non_owner(void **state) {
   field_of(lock, 2, f2, sizeof f2);
 
   /* Never held at all. */
-  assert_int_equal(error_of(relock_lock_release_async(lock, 2), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 2), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_non_null(strstr(msg, name));
   assert_non_null(strstr(msg, f2));
 
   /* Held by another owner of this client. */
   assert_true(acquire(lock, 1, 0, 5000));
-  assert_int_equal(error_of(relock_lock_release_async(lock, 2), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 2), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_non_null(strstr(msg, name));
   assert_non_null(strstr(msg, f2));
   hash_is(fx, name, f1, "1");
@@ -750,7 +750,7 @@ static void test_release_by_non_owner(void **state) {
   char f7[128];
   field_of(lock, 7, f7, sizeof f7);
   redisson_holds(fx, name, 5000);
-  assert_int_equal(error_of(relock_lock_release_async(lock, 7), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 7), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_non_null(strstr(msg, name));
   assert_non_null(strstr(msg, f7));
   hash_is(fx, name, OTHER_FIELD, "1");
@@ -768,7 +768,7 @@ static void test_release_of_deleted_watchdog_lock_is_lost(void **state) {
   assert_true(acquire(lock, 3, 0, RELOCK_INFINITE));
   assert_int_equal(RAW_INT(fx, "DEL", name), 1);
 
-  assert_int_equal(error_of(relock_lock_release_async(lock, 3), msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 3), msg, sizeof msg), RELOCK_ELOST);
   assert_non_null(strstr(msg, name));
   assert_non_null(strstr(msg, field));
   assert_int_equal(lost.calls, 1);
@@ -801,7 +801,7 @@ static void test_watchdog_finds_lock_taken_by_redisson(void **state) {
   assert_non_null(strstr(lost.message, name));
   assert_non_null(strstr(lost.message, field));
 
-  assert_int_equal(error_of(relock_lock_release_async(lock, 3), msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 3), msg, sizeof msg), RELOCK_ELOST);
   assert_non_null(strstr(msg, name));
   assert_non_null(strstr(msg, field));
   assert_int_equal(lost.calls, 1);
@@ -824,13 +824,13 @@ static void test_force_release(void **state) {
   relock_lock_t *lock = new_lock(fx, name);
 
   redisson_holds(fx, name, 5000);
-  assert_true(bool_of(relock_lock_force_release_async(lock)));
+  assert_true(bool_of(relock_lock_force_unlock_async(lock)));
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0);
   wait_unlocks(fx, &in, 1);
   settle(fx, channel, &in);
   assert_int_equal(in.unlocks, 1);
 
-  assert_false(bool_of(relock_lock_force_release_async(lock))); /* free: nothing to do */
+  assert_false(bool_of(relock_lock_force_unlock_async(lock))); /* free: nothing to do */
   settle(fx, channel, &in);
   assert_int_equal(in.unlocks, 1);
   assert_int_equal(in.others, 0);
@@ -847,14 +847,14 @@ static void test_queries(void **state) {
 
   /* Free. */
   assert_false(bool_of(relock_lock_is_locked_async(lock)));
-  assert_false(bool_of(relock_lock_is_held_by_async(lock, 7)));
+  assert_false(bool_of(relock_lock_is_held_by_thread_async(lock, 7)));
   assert_int_equal(int_of(relock_lock_hold_count_async(lock, 7)), 0);
   assert_int_equal(int_of(relock_lock_remaining_ttl_async(lock)), -2);
 
   /* Held by the Java process (thread 7, like our owner 7). */
   redisson_holds(fx, name, 5000);
   assert_true(bool_of(relock_lock_is_locked_async(lock)));
-  assert_false(bool_of(relock_lock_is_held_by_async(lock, 7)));
+  assert_false(bool_of(relock_lock_is_held_by_thread_async(lock, 7)));
   assert_int_equal(int_of(relock_lock_hold_count_async(lock, 7)), 0);
   int64_t ttl = int_of(relock_lock_remaining_ttl_async(lock));
   assert_true(ttl > 4000 && ttl <= 5000);
@@ -866,8 +866,8 @@ static void test_queries(void **state) {
   assert_true(acquire(lock, 9, 0, 5000));
   assert_true(acquire(lock, 9, 0, 5000));
   assert_true(bool_of(relock_lock_is_locked_async(lock)));
-  assert_true(bool_of(relock_lock_is_held_by_async(lock, 9)));
-  assert_false(bool_of(relock_lock_is_held_by_async(lock, 10)));
+  assert_true(bool_of(relock_lock_is_held_by_thread_async(lock, 9)));
+  assert_false(bool_of(relock_lock_is_held_by_thread_async(lock, 10)));
   assert_int_equal(int_of(relock_lock_hold_count_async(lock, 9)), 2);
   assert_int_equal(int_of(relock_lock_hold_count_async(lock, 10)), 0);
   ttl = int_of(relock_lock_remaining_ttl_async(lock));
@@ -889,12 +889,12 @@ static void test_wrong_type(void **state) {
   assert_string_equal(buf, "+OK\r\n");
   relock_lock_t *lock = new_lock(fx, name);
 
-  assert_int_equal(error_of(relock_lock_acquire_async(lock, 1, 0, 5000), msg, sizeof msg), RELOCK_ESERVER);
+  assert_int_equal(error_of(relock_lock_lock_async(lock, 1, 0, 5000), msg, sizeof msg), RELOCK_ESERVER);
   assert_non_null(strstr(msg, "WRONGTYPE"));
-  assert_int_equal(error_of(relock_lock_acquire_async(lock, 1, 1000, RELOCK_INFINITE), msg, sizeof msg),
+  assert_int_equal(error_of(relock_lock_lock_async(lock, 1, 1000, RELOCK_INFINITE), msg, sizeof msg),
                    RELOCK_ESERVER);
   assert_non_null(strstr(msg, "WRONGTYPE"));
-  assert_int_equal(error_of(relock_lock_release_async(lock, 1), msg, sizeof msg), RELOCK_ESERVER);
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 1), msg, sizeof msg), RELOCK_ESERVER);
   assert_non_null(strstr(msg, "WRONGTYPE"));
   assert_int_equal(error_of(relock_lock_hold_count_async(lock, 1), msg, sizeof msg), RELOCK_ESERVER);
   assert_non_null(strstr(msg, "WRONGTYPE"));

@@ -42,8 +42,8 @@ static relock_lock_t *lock_of(fx_t *fx, relock_client_t *c, const char *name) {
   return l;
 }
 
-#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_unlock_async((l), (owner)))
 
 /* The hold count Redis has for owner's field. */
 static long long raw_count(fx_t *fx, relock_lock_t *l, uint64_t owner) {
@@ -85,7 +85,7 @@ static void test_reentrancy(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "res", NULL), 0);
   assert_true(ACQUIRE(other, 2, 0, RELOCK_INFINITE) >= 1);
-  assert_int_equal(fx_error(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_lock_unlock_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
   assert_int_equal(RELEASE(other, 2), 1);
   relock_lock_free(l);
   relock_lock_free(other);
@@ -112,7 +112,7 @@ static void test_handoff_on_release(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1); /* a long lease: no TTL wake-up */
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(la, 1), 1);
@@ -142,7 +142,7 @@ static void test_cancel_leaves_nothing(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   assert_int_equal(relock_future_cancel(wait), 1);
   assert_int_equal(relock_future_state(wait), RELOCK_FUTURE_CANCELLED);
@@ -188,7 +188,7 @@ static void test_lost_when_deleted(void **state) {
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.owner, 7);
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(fx_error(relock_lock_release_async(l, 7), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_unlock_async(l, 7), NULL, 0), RELOCK_ELOST);
   assert_int_equal(fx->a->renewal.nrenewing, 0);
   relock_lock_free(l);
 }
@@ -245,7 +245,7 @@ static void test_fixed_lease(void **state) {
   fx_run_until(fx->a->loop, time_is_up, &u, 2000);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "res", NULL), 0);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ENOTOWNER);
-  assert_int_equal(fx_error(relock_lock_release_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_lock_unlock_async(l, 1), NULL, 0), RELOCK_ENOTOWNER);
   relock_lock_free(l);
 }
 
@@ -254,19 +254,19 @@ static void test_force_release(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   assert_true(ACQUIRE(la, 1, 0, 10000) >= 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
   relock_lock_t *third = lock_of(fx, fx->a, "res");
-  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 1);
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(third)), 1);
   assert_int_equal(relock_future_wait(wait, 5000), 0); /* the waiter is woken */
   double latency = fx_ms_since(t0);
   assert_true(fx_value(relock_future_retain(wait)) >= 1);
   relock_future_release(wait);
   if (latency >= handoff_bound_ms(fx))
     fail_msg("force release to acquisition took %.1f ms (bound %.0f)", latency, handoff_bound_ms(fx));
-  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 1); /* b's hold */
-  assert_int_equal(fx_value(relock_lock_force_release_async(third)), 0); /* nothing left */
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(third)), 1); /* b's hold */
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(third)), 0); /* nothing left */
   relock_lock_free(la);
   relock_lock_free(lb);
   relock_lock_free(third);
@@ -383,7 +383,7 @@ static void test_spin_uses_no_pubsub(void **state) {
   relock_lock_t *la = lock_of(fx, fx->a, "res"), *lb = lock_of(fx, fx->b, "res");
   relock_test_redis_cmd(fx->redis, NULL, 0, "CONFIG", "RESETSTAT", NULL);
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(lb, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   long long tries = stat_calls(fx, "evalsha") + stat_calls(fx, "eval");
   assert_true(tries >= 5); /* 300 ms of back-off: 1, 2, 4, ... 128 ms */
@@ -392,7 +392,7 @@ static void test_spin_uses_no_pubsub(void **state) {
   assert_int_equal(relock_future_wait(wait, 5000), 0);
   relock_future_release(wait);
   assert_int_equal(RELEASE(lb, 2), 1);
-  assert_int_equal(fx_value(relock_lock_force_release_async(la)), 0);
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(la)), 0);
   assert_int_equal(stat_calls(fx, "subscribe") + stat_calls(fx, "ssubscribe"), 0);
   /* no PUBLISH either: scripts count their inner calls */
   assert_int_equal(stat_calls(fx, "publish") + stat_calls(fx, "spublish"), 0);

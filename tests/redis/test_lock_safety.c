@@ -197,16 +197,16 @@ static void test_answer_later_than_the_lease_is_not_acquired(void **state) {
   relock_test_proxy_delay(fx->proxy, 150);
   char msg[256];
   int64_t v = -1;
-  int r = outcome(relock_lock_acquire_async(la, 1, 0, 200), &v, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(la, 1, 0, 200), &v, msg, sizeof msg);
   assert_int_equal(r, RELOCK_ETIMEDOUT); /* on the old code: 0 with v = 1 */
   assert_non_null(strstr(msg, "given back"));
   assert_int_equal(relock_lock_validity_ms(la, 1), RELOCK_ENOTOWNER);
   /* Waiting: tries keep coming back late; none counts, the wait ends. */
-  r = outcome(relock_lock_acquire_async(la, 1, 1500, 200), &v, msg, sizeof msg);
+  r = outcome(relock_lock_lock_async(la, 1, 1500, 200), &v, msg, sizeof msg);
   assert_true(r == 0 && v == 0);
   relock_test_proxy_delay(fx->proxy, 0);
   assert_true(until_count(fx, fx->a, la, 1, 0, 3000));
-  assert_int_equal(value_of(relock_lock_acquire_async(lb, 2, 2000, 30000)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(lb, 2, 2000, 30000)), 1);
   relock_lock_free(la);
   relock_lock_free(lb);
 }
@@ -218,22 +218,22 @@ static void test_reentry_with_a_shorter_lease_keeps_the_longer(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 3000);
   fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "reenter");
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 100)), 1); /* re-entry, 100 ms */
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 100)), 1); /* re-entry, 100 ms */
   int64_t ttl = value_of(relock_lock_remaining_ttl_async(l));
   assert_true(ttl > 2500); /* on the old code: <= 100, and the watchdog hold dies */
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 0); /* one hold left */
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 0); /* one hold left */
   ttl = value_of(relock_lock_remaining_ttl_async(l));
   assert_true(ttl > 2500); /* a partial release keeps the watchdog's lease, not 100 ms */
   /* A fixed lease re-entered with a shorter one keeps the longer too. */
   relock_lock_t *f = lock_of(fx->a, "reenter-fixed");
-  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 10000)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 100)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(f, 1, 0, 10000)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(f, 1, 0, 100)), 1);
   assert_true(value_of(relock_lock_remaining_ttl_async(f)) > 9000);
-  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 0);
+  assert_int_equal(value_of(relock_lock_unlock_async(f, 1)), 0);
   assert_true(value_of(relock_lock_remaining_ttl_async(f)) > 9000);
-  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 1);
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(f, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
   relock_lock_free(l);
   relock_lock_free(f);
 }
@@ -256,11 +256,11 @@ static void test_lease_within_the_drift_margin_is_refused(void **state) {
     snprintf(name, sizeof name, "tiny-lease-%zu", i);
     relock_lock_t *l = kinds[i](fx->a, name, NULL);
     assert_non_null(l);
-    FX_REFUSED(relock_lock_acquire_async(l, 1, 1000, 2), "lease_ms");
-    FX_REFUSED(relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS - 1), "drift margin");
+    FX_REFUSED(relock_lock_lock_async(l, 1, 1000, 2), "lease_ms");
+    FX_REFUSED(relock_lock_lock_async(l, 1, 0, RELOCK_MIN_LEASE_MS - 1), "drift margin");
     assert_int_equal(relock_lock_try_lock(l, 1000, 2, NULL), RELOCK_EINVAL);
     assert_non_null(strstr(relock_last_error_message(), "drift margin"));
-    assert_true(value_of(relock_lock_acquire_async(l, 1, fx_slack_ms(2000), RELOCK_MIN_LEASE_MS)) >= 1); /* a token */
+    assert_true(value_of(relock_lock_lock_async(l, 1, fx_slack_ms(2000), RELOCK_MIN_LEASE_MS)) >= 1); /* a token */
     relock_lock_free(l);
   }
   relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->a, "tiny-lease-permits", NULL);
@@ -272,13 +272,13 @@ static void test_lease_within_the_drift_margin_is_refused(void **state) {
   relock_lock_t *locks[2] = {lock_of(fx->a, "tiny-1"), lock_of(fx->a, "tiny-2")};
   relock_multi_lock_t *m = relock_multi_lock_new(locks, 2, NULL); /* the locks are the group's */
   assert_non_null(m);
-  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  FX_REFUSED(relock_multi_lock_lock_async(m, 1, 1000, 2), "drift margin");
   assert_int_equal(relock_multi_lock_try_lock(m, 1000, 2, NULL), RELOCK_EINVAL);
   relock_multi_lock_free(m);
   relock_lock_t *one = lock_of(fx->a, "tiny-red");
   m = relock_redlock_new(&one, 1, NULL);
   assert_non_null(m);
-  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 1000, 2), "drift margin");
+  FX_REFUSED(relock_multi_lock_lock_async(m, 1, 1000, 2), "drift margin");
   relock_multi_lock_free(m);
 }
 
@@ -299,10 +299,10 @@ static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
   fx->a = fx_client(fx->via);
   fx->b = fx_client(fx->cfg);
   relock_lock_t *la = lock_of(fx->a, "deaf"), *lb = lock_of(fx->b, "deaf");
-  assert_int_equal(value_of(relock_lock_acquire_async(lb, 2, 0, 10000)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(lb, 2, 0, 10000)), 1);
   relock_future_release(FX_CMD(fx->a, "PING")); /* the command connection is up */
   relock_test_proxy_blackhole_accept(fx->proxy, 1); /* the subscriber connection will not be */
-  relock_future_t *w = relock_lock_acquire_async(la, 1, fx_slack_ms(5000), RELOCK_INFINITE);
+  relock_future_t *w = relock_lock_lock_async(la, 1, fx_slack_ms(5000), RELOCK_INFINITE);
   /* Past the confirmation's timeout: the waiter is waiting, unsubscribed. */
   fx_run_until(fx->a->loop, never, NULL, 400);
   assert_false(relock_future_is_done(w));
@@ -310,7 +310,7 @@ static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
   assert_int_equal(relock_test_redis_cmd(fx->redis, numsub, sizeof numsub, "PUBSUB", "NUMSUB",
                                          "redisson_lock__channel:{deaf}", NULL), 0);
   assert_non_null(strstr(numsub, "\r\n:0\r\n")); /* nobody subscribed */
-  assert_int_equal(value_of(relock_lock_release_async(lb, 2)), 1); /* published to nobody */
+  assert_int_equal(value_of(relock_lock_unlock_async(lb, 2)), 1); /* published to nobody */
   uint64_t t1 = relock__now_ns();
   int64_t v = -1;
   assert_int_equal(outcome(w, &v, NULL, 0), 0);
@@ -319,7 +319,7 @@ static void test_unlock_while_the_subscription_is_unconfirmed(void **state) {
   print_message("# acquired %.0f ms after an unlock it could not hear\n", ms);
   assert_true(ms < fx_slack_ms(500)); /* polls every 50-100 ms; on the old code: ~10 s */
   relock_test_proxy_blackhole_accept(fx->proxy, 0);
-  assert_int_equal(value_of(relock_lock_release_async(la, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(la, 1)), 1);
   relock_lock_free(la);
   relock_lock_free(lb);
 }
@@ -333,9 +333,9 @@ static void test_release_in_flight_past_the_deadline_keeps_the_check_near(void *
   fx_set_int(fx->cfg, RELOCK_OPT_RETRY_ATTEMPTS, 0);
   fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "inflight");
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(relock_test_redis_pause(fx->redis), 0);
-  relock_future_t *rel = relock_lock_release_async(l, 1); /* stuck in the paused server */
+  relock_future_t *rel = relock_lock_unlock_async(l, 1); /* stuck in the paused server */
   uint64_t t0 = relock__now_ns();
   uint64_t worst = 0;
   while (fx_ms_since(t0) < 600) { /* the hold's deadline passes meanwhile */
@@ -365,17 +365,17 @@ static void test_failed_acquire_gives_back_its_hold(void **state) {
   fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
   fx->a = fx_client(fx->via);
   relock_lock_t *l = lock_of(fx->a, "failed");
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 30000)), 1); /* one hold before */
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 30000)), 1); /* one hold before */
   relock_test_proxy_delay(fx->proxy, 300);
-  assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
-  assert_int_equal(outcome(relock_lock_acquire_async(l, 2, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+  assert_int_equal(outcome(relock_lock_lock_async(l, 1, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
+  assert_int_equal(outcome(relock_lock_lock_async(l, 2, 0, 30000), NULL, NULL, 0), RELOCK_ETIMEDOUT);
   relock_test_proxy_delay(fx->proxy, 0);
   /* Both tries ran in Redis (owner 1 re-entered: 2); the undo follows them. */
   assert_true(until_count(fx, fx->a, l, 1, 1, 3000)); /* on the old code: stays 2 */
   assert_int_equal(raw_count(fx, l, 2), 0);
   assert_int_equal(hold_of(fx->a, l, 1)->count, 1);
   assert_null(hold_of(fx->a, l, 2));
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1); /* one release frees it */
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1); /* one release frees it */
   relock_lock_free(l);
 }
 
@@ -390,7 +390,7 @@ static void test_bounded_wait_bounds_the_try_in_flight(void **state) {
   relock_test_proxy_delay(fx->proxy, 700); /* a try takes 1.4 s */
   uint64_t t0 = relock__now_ns();
   char msg[256];
-  int r = outcome(relock_lock_acquire_async(l, 1, 300, RELOCK_INFINITE), NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 300, RELOCK_INFINITE), NULL, msg, sizeof msg);
   double ms = fx_ms_since(t0);
   print_message("# a 300 ms wait with a 1.4 s try in flight ended after %.0f ms: %s\n", ms, msg);
   assert_int_equal(r, RELOCK_ETIMEDOUT);
@@ -458,7 +458,7 @@ static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms
   long long take = kind == GB_PERMIT || kind == GB_LOCK ? 1 : permits;
   relock_test_proxy_delay(fx->proxy, 200);
   relock_future_t *f =
-      kind == GB_LOCK      ? relock_lock_acquire_async(obj, 1, 0, 60000)
+      kind == GB_LOCK      ? relock_lock_lock_async(obj, 1, 0, 60000)
       : kind == GB_PERMIT  ? relock_permit_semaphore_acquire_async((relock_permit_semaphore_t *)(void *)obj, 0,
                                                                    RELOCK_INFINITE)
                            : relock_semaphore_acquire_async((relock_semaphore_t *)(void *)obj, take, 0);
@@ -609,13 +609,13 @@ static void test_busy_server_is_retried(void **state) {
   assert_int_equal(pthread_create(&th, NULL, run_busy_script, &b), 0);
   struct timespec ts = {0, 200 * 1000000};
   nanosleep(&ts, NULL); /* the script has been running past the threshold */
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   pthread_join(th, NULL);
   assert_int_equal(b.rc, 0);
   char info[4096];
   assert_int_equal(relock_test_redis_cmd(fx->redis, info, sizeof info, "INFO", "errorstats", NULL), 0);
   assert_non_null(strstr(info, "errorstat_BUSY")); /* it was answered BUSY, and retried */
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
   relock_lock_free(l);
 }
 
@@ -645,10 +645,10 @@ static void test_lost_and_expired_holds_leave_the_registry(void **state) {
   relock_lock_t *l = lock_of(fx->a, "over");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 2, 0, 200)), 0); /* busy: nothing tracked */
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 2, 0, 200)), 0); /* busy: nothing tracked */
   relock_lock_t *f = lock_of(fx->a, "over-fixed");
-  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 200)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(f, 1, 0, 200)), 1);
   assert_int_equal(fx->a->renewal.holds.count, 2);
   fx_raw_int(fx->redis, "DEL", "over", NULL);
   assert_true(fx_run_until(fx->a->loop, registry_empty, fx->a, 2000)); /* old: both stay forever */
@@ -667,14 +667,14 @@ static void test_release_of_a_lost_hold_reports_it(void **state) {
   relock_lock_t *l = lock_of(fx->a, "lostrel");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   fx_raw_int(fx->redis, "DEL", "lostrel", NULL);
   uint64_t t0 = relock__now_ns();
   while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(2000))
     ev_run(fx->a->loop, EVRUN_ONCE);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
-  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
   assert_int_equal(fx->a->renewal.holds.count, 0);
   relock_lock_free(l);
 }
@@ -706,16 +706,16 @@ static void test_fixed_hold_taken_again_with_the_watchdog_is_renewed(void **stat
   fx->a = fx_client(fx->cfg);
   relock__renewal_t *r = &fx->a->renewal;
   relock_lock_t *l = lock_of(fx->a, "fixed-then-renewed");
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 200)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 200)), 1);
   assert_int_equal(r->nrenewing, 0);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(r->nrenewing, 1);
   fx_run_until(fx->a->loop, never, NULL, 700); /* past the fixed lease and the watchdog's */
   assert_int_equal(raw_count(fx, l, 1), 2);
   assert_true(relock_lock_validity_ms(l, 1) > 0);
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 0);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 0);
   assert_true(value_of(relock_lock_remaining_ttl_async(l)) > 200); /* 300, not the fixed 200 */
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
   assert_int_equal(r->nrenewing, 0);
   assert_int_equal(r->holds.count, 0);
   relock_lock_free(l);
@@ -733,8 +733,8 @@ static void test_lost_holds_are_forgotten_when_due(void **state) {
   relock_lock_t *first = lock_of(fx->a, "lost-first"), *second = lock_of(fx->a, "lost-second");
   relock_lock_on_lost(first, on_lost, &lost);
   relock_lock_on_lost(second, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(first, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(second, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(first, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(second, 1, 0, RELOCK_INFINITE)), 1);
   r->lost_kept_ms = fx_slack_ms(2000);
   fx_raw_int(fx->redis, "DEL", "lost-first", NULL);
   hold_ref_t h = {first, 1, &lost, 1};
@@ -791,7 +791,7 @@ static void cancel_then_close(fx_t *fx, int cancel) {
   relock_lock_t *l = lock_of(fx->a, "cancelclose");
   relock_future_release(FX_CMD(fx->a, "PING")); /* connected: the try is sent at once */
   assert_int_equal(relock_test_redis_pause(fx->redis), 0);
-  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_non_null(f);
   for (int i = 0; i < 10; i++) /* the try is written to the socket */
     ev_run(fx->a->loop, EVRUN_NOWAIT);
@@ -829,8 +829,8 @@ static void test_release_of_a_lost_hold_needs_no_redis(void **state) {
   relock_lock_t *l = lock_of(fx->a, "lostdown");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1); /* re-entered */
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1); /* re-entered */
   fx_raw_int(fx->redis, "DEL", "lostdown", NULL);
   uint64_t t0 = relock__now_ns();
   while (lost.calls == 0 && fx_ms_since(t0) < fx_slack_ms(2000))
@@ -839,12 +839,12 @@ static void test_release_of_a_lost_hold_needs_no_redis(void **state) {
   assert_int_equal(relock_test_redis_stop(fx->redis), 0);
   t0 = relock__now_ns();
   char msg[256];
-  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, msg, sizeof msg), RELOCK_ELOST);
   assert_true(fx_ms_since(t0) < fx_slack_ms(100));
   assert_non_null(strstr(msg, "lost"));
   /* Each release of the re-entered hold says so; the last one ends it. */
   assert_int_equal(fx->a->renewal.holds.count, 1);
-  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
   assert_int_equal(fx->a->renewal.holds.count, 0);
   relock_lock_free(l);
 }
@@ -933,12 +933,12 @@ static void mix_leases(fx_t *fx, relock_lock_t *l, unsigned seed) {
     int64_t lease = op == 0 ? RELOCK_INFINITE : 500 + (int64_t)(rand_r(&seed) % 3501);
     if (op == 2) {
       int64_t v = -1;
-      int r = outcome(relock_lock_release_async(l, 1), &v, NULL, 0);
+      int r = outcome(relock_lock_unlock_async(l, 1), &v, NULL, 0);
       assert_true(r == 0 || r == RELOCK_ENOTOWNER); /* (a fixed lease may have run out) */
       snprintf(step, sizeof step, "step %d (seed %u), a release: %s", i, first,
                r == 0 ? (v ? "freed" : "held") : "not held");
     } else {
-      assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, lease)), 1);
+      assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, lease)), 1);
       snprintf(step, sizeof step, "step %d (seed %u), an acquisition with lease %lld", i, first, (long long)lease);
     }
     b.next_ns = 0;
@@ -947,7 +947,7 @@ static void mix_leases(fx_t *fx, relock_lock_t *l, unsigned seed) {
   }
   assert_true(b.checks > 0);
   while (relock_lock_validity_ms(l, 1) > 0) /* let go of what is left */
-    assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), 0);
+    assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), 0);
 }
 
 /* An owner mixes watchdog and fixed leases on one lock, re-entering and
@@ -983,7 +983,7 @@ static void test_validity_is_local_and_validate_asks_redis(void **state) {
   relock_lock_on_lost(l, on_lost, &lost);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ENOTOWNER);
   assert_int_equal(relock_lock_validity_ms(NULL, 1), RELOCK_EINVAL);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   int64_t v = relock_lock_validity_ms(l, 1);
   assert_true(v > 450 && v <= 600 - 8); /* the lease less 1% + 2 ms */
   assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 1);
@@ -1012,7 +1012,7 @@ static void test_validity_is_local_and_validate_asks_redis(void **state) {
   fx->a->renewal.lost_kept_ms = 0;
   relock_lock_t *m = lock_of(fx->a, "mine2");
   relock_lock_on_lost(m, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(m, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(m, 1, 0, RELOCK_INFINITE)), 1);
   fx_raw_int(fx->redis, "DEL", "mine2", NULL);
   assert_int_equal(value_of(relock_lock_validate_async(m, 1)), 0);
   assert_int_equal(lost.calls, 2);
@@ -1020,12 +1020,12 @@ static void test_validity_is_local_and_validate_asks_redis(void **state) {
 
   /* A fixed lease: validity from its lease, validate does not extend it. */
   relock_lock_t *f = lock_of(fx->a, "mine3");
-  assert_int_equal(value_of(relock_lock_acquire_async(f, 1, 0, 400)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(f, 1, 0, 400)), 1);
   v = relock_lock_validity_ms(f, 1);
   assert_true(v > 250 && v <= 400 - 6);
   assert_int_equal(value_of(relock_lock_validate_async(f, 1)), 1);
   assert_true(relock_lock_validity_ms(f, 1) <= v);
-  assert_int_equal(value_of(relock_lock_release_async(f, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(f, 1)), 1);
   assert_int_equal(relock_lock_validity_ms(f, 1), RELOCK_ENOTOWNER);
   assert_int_equal(value_of(relock_lock_validate_async(f, 1)), 0);
   relock_lock_free(l);
@@ -1103,7 +1103,7 @@ static double lose_hold(fx_t *fx, const loss_case_t *c, int n, char *what, size_
   assert_int_equal(relock_lock_on_lost(l, on_told, &told), 0);
   if (c->watched)
     assert_int_equal(relock_lock_watch_loss(l, 1), 0);
-  assert_true(value_of(relock_lock_acquire_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
+  assert_true(value_of(relock_lock_lock_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
   if (c->watched) {
     channel_ref_t ch = {fx, ""};
     relock__lock_channel_to(l, ch.channel, sizeof ch.channel);
@@ -1113,7 +1113,7 @@ static double lose_hold(fx_t *fx, const loss_case_t *c, int n, char *what, size_
   assert_int_equal(told.calls, 0); /* nothing lost yet */
   uint64_t t0 = relock__now_ns();
   if (c->forced)
-    assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+    assert_int_equal(value_of(relock_lock_force_unlock_async(other)), 1);
   else
     assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
   double took = -1;
@@ -1122,7 +1122,7 @@ static double lose_hold(fx_t *fx, const loss_case_t *c, int n, char *what, size_
     assert_int_equal(told.calls, 1);
     assert_int_equal(told.reason, RELOCK_ELOST);
     assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST); /* no validity left */
-    assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+    assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
   }
   relock_lock_free(other);
   relock_lock_free(l);
@@ -1228,12 +1228,12 @@ static const char *reenter_after_vanish(fx_t *fx, const vanish_case_t *c, int n,
   assert_int_equal(relock_lock_on_lost(l, on_told, &told), 0);
   assert_int_equal(relock_lock_on_lost(l2, on_told, &told), 0);
   const char *wrong = NULL;
-  assert_true(value_of(relock_lock_acquire_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
+  assert_true(value_of(relock_lock_lock_async(l, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE)) >= 1);
   if (c->forced)
-    assert_int_equal(value_of(relock_lock_force_release_async(other)), 1);
+    assert_int_equal(value_of(relock_lock_force_unlock_async(other)), 1);
   else
     assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
-  assert_true(value_of(relock_lock_acquire_async(l2, 1, 0, c->fixed_again ? 20000 : RELOCK_INFINITE)) >= 1);
+  assert_true(value_of(relock_lock_lock_async(l2, 1, 0, c->fixed_again ? 20000 : RELOCK_INFINITE)) >= 1);
   relock__hold_t *hold = hold_of(fx->a, l, 1);
   long long local = hold != NULL ? (long long)hold->count : 0, redis = raw_count(fx, l, 1);
   if (told.calls != 1 || told.reason != RELOCK_ELOST || local != redis) {
@@ -1246,7 +1246,7 @@ static const char *reenter_after_vanish(fx_t *fx, const vanish_case_t *c, int n,
   }
   /* One release for the one hold Redis counts: the lock is free, for b. */
   int64_t freed = -1;
-  int r = outcome(relock_lock_release_async(l2, 1), &freed, NULL, 0);
+  int r = outcome(relock_lock_unlock_async(l2, 1), &freed, NULL, 0);
   if (wrong == NULL && (r != 0 || freed != 1)) {
     snprintf(why, sizeof why, "the release answered %s, freed %lld", relock_err_name(r), (long long)freed);
     wrong = why;
@@ -1333,18 +1333,18 @@ static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what,
      * validity (10 ms less the drift margin): given back. */
     relock_test_proxy_delay(fx->proxy, 6);
     forget_give_back_scripts(fx);
-    first = relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS);
+    first = relock_lock_lock_async(l, 1, 0, RELOCK_MIN_LEASE_MS);
     assert_int_equal(outcome(first, NULL, NULL, 0), RELOCK_ETIMEDOUT); /* the give-back is on its way */
     first = NULL;
   } else {
-    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
+    assert_true(value_of(relock_lock_lock_async(l, 1, 0, 20000)) >= 1);
     assert_int_equal(fx_raw_int(fx->redis, "DEL", name, NULL), 1);
     relock_test_proxy_delay(fx->proxy, 5);
     forget_give_back_scripts(fx);
-    first = relock_lock_release_async(l, 1);
+    first = relock_lock_unlock_async(l, 1);
   }
   int64_t acquired = -1;
-  int r = outcome(relock_lock_acquire_async(l2, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE), &acquired, NULL, 0);
+  int r = outcome(relock_lock_lock_async(l2, 1, 0, c->fixed ? 20000 : RELOCK_INFINITE), &acquired, NULL, 0);
   if (first != NULL)
     outcome(first, NULL, NULL, 0); /* lost: the hold is gone */
   assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000)); /* the give-back has run */
@@ -1362,7 +1362,7 @@ static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what,
     wrong = why;
   }
   if (r == 0 && acquired >= 1)
-    outcome(relock_lock_release_async(l2, 1), NULL, NULL, 0);
+    outcome(relock_lock_unlock_async(l2, 1), NULL, NULL, 0);
   for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
     assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
   fx_raw_int(fx->redis, "DEL", name, NULL);
@@ -1377,10 +1377,10 @@ static const char *overlap(fx_t *fx, const overlap_case_t *c, int n, char *what,
 static void learn_give_back_scripts(fx_t *fx) {
   for (size_t kind = 0; kind < NKINDS; kind++) {
     relock_lock_t *l = lock_kinds[kind].make(fx->a, "learn", NULL);
-    assert_true(value_of(relock_lock_acquire_async(l, 1, 0, 20000)) >= 1);
-    assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+    assert_true(value_of(relock_lock_lock_async(l, 1, 0, 20000)) >= 1);
+    assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
     relock_test_proxy_delay(fx->proxy, 6); /* an answer too late for the shortest lease */
-    assert_int_equal(outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_MIN_LEASE_MS), NULL, NULL, 0),
+    assert_int_equal(outcome(relock_lock_lock_async(l, 1, 0, RELOCK_MIN_LEASE_MS), NULL, NULL, 0),
                      RELOCK_ETIMEDOUT);
     relock_test_proxy_delay(fx->proxy, 0);
     assert_true(fx_run_until(fx->a->loop, give_backs_over, fx->a, 2000));
@@ -1434,9 +1434,9 @@ static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
   relock_lock_on_lost(l, on_lost, &lost);
   relock_lock_on_lost(alone, on_lost, &alone_lost);
   int64_t cut = 1000 * relock_test_slowdown(); /* outlasts the check's bound */
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6 * cut)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 6 * cut)), 1);
   /* a lease nobody cuts, checked all along, merely runs out meanwhile */
-  assert_int_equal(value_of(relock_lock_acquire_async(alone, 1, 0, cut)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(alone, 1, 0, cut)), 1);
   char cut_s[32];
   snprintf(cut_s, sizeof cut_s, "%lld", (long long)cut);
   assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut", cut_s, NULL), 1);
@@ -1446,8 +1446,8 @@ static void test_a_foreign_pexpire_cuts_a_fixed_lease(void **state) {
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
-  assert_int_equal(outcome(relock_lock_release_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
-  assert_int_equal(value_of(relock_lock_release_async(other, 2)), 1);
+  assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
+  assert_int_equal(value_of(relock_lock_unlock_async(other, 2)), 1);
   char uncut_key[] = "uncut";
   void *uncut[] = {fx, uncut_key};
   assert_true(fx_run_until(fx->a->loop, key_gone, uncut, 2 * cut));
@@ -1470,7 +1470,7 @@ static void test_validate_sees_a_foreign_cut(void **state) {
   relock_lock_t *l = lock_of(fx->a, "cut-validate");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, 6000)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 6000)), 1);
   assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "cut-validate", "1000", NULL), 1);
   assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 1);
   fx_kept_at_least_believed(fx->redis, "cut-validate", l, 1, 0);

@@ -117,7 +117,7 @@ static int held_is(void *arg) {
   return held_on(h->fx, h->key) == h->want;
 }
 
-#define ACQUIRE(m, owner, wait, lease) fx_value(relock_multi_lock_acquire_async((m), (owner), (wait), (lease)))
+#define ACQUIRE(m, owner, wait, lease) fx_value(relock_multi_lock_lock_async((m), (owner), (wait), (lease)))
 
 #define ERR -100            /* any member error (not "pending") */
 #define ERR_OR_PENDING -101 /* that, or no answer yet */
@@ -160,9 +160,9 @@ static void test_redlock_takes_every_node_at_once(void **state) {
   for (int i = 0; i < NODES; i++)
     assert_int_equal(fx_raw_int(fx->redis[i], "HLEN", "res", NULL), 1);
   /* a waiting one gets it once released (RedLock tries again after a pause) */
-  relock_future_t *w = relock_multi_lock_acquire_async(other, 2, fx_slack_ms(5000), 10000);
+  relock_future_t *w = relock_multi_lock_lock_async(other, 2, fx_slack_ms(5000), 10000);
   assert_int_equal(relock_future_wait(w, 300), RELOCK_EPENDING);
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), NODES);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), NODES);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(fx_value(w), 1);
   assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
@@ -171,29 +171,29 @@ static void test_redlock_takes_every_node_at_once(void **state) {
   for (int i = 0; i < NODES; i++)
     assert_true(fx_raw_int(fx->redis[i], "PTTL", "res", NULL) > 9000);
   assert_true(fx_run_until(fx_loop(), settled, other, 2000)); /* else fewer to release: see below */
-  assert_int_equal(fx_value(relock_multi_lock_release_async(other, 2)), NODES);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(other, 2)), NODES);
   assert_int_equal(held_on(fx, "res"), 0);
   /* released before the last answers came: those are given back as they come */
   relock_future_t *stall = relock_client_command_async(fx->d[4], 3, (const char *const[]){"DEBUG", "SLEEP", "0.2"},
                                                        NULL);
   assert_int_equal(ACQUIRE(other, 2, 0, 10000), 1);
-  int64_t released = fx_value(relock_multi_lock_release_async(other, 2));
+  int64_t released = fx_value(relock_multi_lock_unlock_async(other, 2));
   assert_true(released >= 3 && released < NODES);
   assert_int_equal(relock_future_wait(stall, fx_slack_ms(5000)), 0);
   relock_future_release(stall);
   held_t none = {fx, "res", 0};
   assert_true(fx_run_until(fx_loop(), held_is, &none, 2000));
   char msg[256];
-  assert_int_equal(fx_error(relock_multi_lock_release_async(m, 1), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_multi_lock_unlock_async(m, 1), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_int_equal(relock_multi_lock_validity_ms(m, 1), RELOCK_ENOTOWNER);
   /* re-entry: two acquisitions, two releases */
   for (int i = 0; i < 2; i++) {
     assert_int_equal(ACQUIRE(m, 1, 0, RELOCK_INFINITE), 1);
     assert_true(fx_run_until(fx_loop(), settled, m, 2000));
   }
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), NODES);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), NODES);
   assert_int_equal(held_on(fx, "res"), NODES);
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), NODES);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), NODES);
   assert_int_equal(held_on(fx, "res"), 0);
   relock_multi_lock_free(other);
   relock_multi_lock_free(m);
@@ -248,12 +248,12 @@ static void test_redlock_holds_with_one_or_two_nodes_down_and_is_lost_with_three
     fail_msg("lost message: %s", lost.message);
   assert_int_equal(relock_multi_lock_validity_ms(m, 1), RELOCK_ELOST);
   char msg[256];
-  assert_int_equal(fx_error(relock_multi_lock_release_async(m, 1), msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_multi_lock_unlock_async(m, 1), msg, sizeof msg), RELOCK_ELOST);
   if (strstr(msg, "(2 members released)") == NULL)
     fail_msg("message: %s", msg);
   assert_int_equal(held_on(fx, "res"), 0); /* the two left were released */
   /* three down: no quorum can be had, and that is an error, not "busy" */
-  relock_future_t *f = relock_multi_lock_acquire_async(other, 3, fx_slack_ms(5000), RELOCK_INFINITE);
+  relock_future_t *f = relock_multi_lock_lock_async(other, 3, fx_slack_ms(5000), RELOCK_INFINITE);
   int err = fx_error(f, msg, sizeof msg);
   assert_true(err < 0);
   if (strstr(msg, "3 of them failed, at most 2 may") == NULL)
@@ -291,7 +291,7 @@ static void test_redlock_does_not_wait_for_a_stalled_node(void **state) {
   expect_results(m, (int[]){1, 1, 1, 1, 1});
   assert_int_equal(held_on(fx, "res"), NODES);
   /* ...and released with it */
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), NODES);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), NODES);
   assert_int_equal(held_on(fx, "res"), 0);
   relock_multi_lock_free(m);
 }
@@ -303,7 +303,7 @@ static void test_redlock_stalled_past_its_lease_makes_no_holder(void **state) {
   for (int i = 0; i < 3; i++)
     stalls[i] = debug_sleep(fx->c[i], "0.6");
   char msg[512];
-  int err = fx_error(relock_multi_lock_acquire_async(m, 1, 0, 300), msg, sizeof msg);
+  int err = fx_error(relock_multi_lock_lock_async(m, 1, 0, 300), msg, sizeof msg);
   assert_int_equal(err, RELOCK_ETIMEDOUT); /* 3 answers came after the lease: no majority to trust */
   if (strstr(msg, "past its 300 ms lease") == NULL)
     fail_msg("message: %s", msg);
@@ -337,10 +337,10 @@ static void test_multi_lock_is_all_or_nothing(void **state) {
   assert_int_equal(relock_multi_lock_quorum(m), 3);
   assert_int_equal(ACQUIRE(m, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(exists(fx->redis[0], "a") + exists(fx->redis[1], "b") + exists(fx->redis[2], "c"), 3);
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), 3);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), 3);
   /* "b" held alone by someone else: nothing of the group is left taken */
   relock_lock_t *b = relock_lock_new(fx->d[1], "b", NULL);
-  assert_int_equal(fx_value(relock_lock_acquire_async(b, 9, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(b, 9, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(ACQUIRE(m, 1, 0, RELOCK_INFINITE), 0);
   int got[3];
   assert_int_equal(relock_multi_lock_results(m, got, 3), 3);
@@ -351,26 +351,26 @@ static void test_multi_lock_is_all_or_nothing(void **state) {
   assert_true(fx_run_until(fx_loop(), held_is, &freed_a, 2000));
   assert_true(fx_run_until(fx_loop(), held_is, &freed_c, 2000));
   /* waiting: taken once "b" is released */
-  relock_future_t *w = relock_multi_lock_acquire_async(m, 1, fx_slack_ms(5000), RELOCK_INFINITE);
+  relock_future_t *w = relock_multi_lock_lock_async(m, 1, fx_slack_ms(5000), RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(w, 200), RELOCK_EPENDING);
-  assert_int_equal(fx_value(relock_lock_release_async(b, 9)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(b, 9)), 1);
   assert_int_equal(fx_value(w), 1);
   assert_int_equal(relock_multi_lock_results(m, got, 3), 3);
   assert_true(got[0] == 1 && got[1] == 1 && got[2] == 1);
   /* cancelled while waiting: gives back what it had */
   relock_multi_lock_t *other = abc(fx->d);
-  relock_future_t *c = relock_multi_lock_acquire_async(other, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *c = relock_multi_lock_lock_async(other, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(c, 200), RELOCK_EPENDING);
   assert_int_equal(relock_future_cancel(c), 1);
   relock_future_release(c);
-  assert_int_equal(fx_value(relock_multi_lock_release_async(m, 1)), 3);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(m, 1)), 3);
   assert_int_equal(ACQUIRE(other, 2, 0, 5000), 1); /* nothing of the cancelled one was left */
-  assert_int_equal(fx_value(relock_multi_lock_release_async(other, 2)), 3);
+  assert_int_equal(fx_value(relock_multi_lock_unlock_async(other, 2)), 3);
   assert_int_equal(exists(fx->redis[0], "a") + exists(fx->redis[1], "b") + exists(fx->redis[2], "c"), 0);
   /* a member's error fails a multi-lock */
   relock_test_redis_kill9(fx->redis[2]);
   char msg[256];
-  assert_true(fx_error(relock_multi_lock_acquire_async(m, 1, 0, RELOCK_INFINITE), msg, sizeof msg) < 0);
+  assert_true(fx_error(relock_multi_lock_lock_async(m, 1, 0, RELOCK_INFINITE), msg, sizeof msg) < 0);
   if (strstr(msg, "lock 2 (c)") == NULL)
     fail_msg("message: %s", msg);
   held_t gone = {fx, "a", 0};
@@ -423,11 +423,11 @@ static void on_held(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   side_t *s = w->data;
   (*s->inside)--;
-  relock_future_on_done(relock_multi_lock_release_async(s->m, s->owner), on_released, s);
+  relock_future_on_done(relock_multi_lock_unlock_async(s->m, s->owner), on_released, s);
 }
 
 static void go(side_t *s) {
-  relock_future_on_done(relock_multi_lock_acquire_async(s->m, s->owner, RELOCK_INFINITE, RELOCK_INFINITE),
+  relock_future_on_done(relock_multi_lock_lock_async(s->m, s->owner, RELOCK_INFINITE, RELOCK_INFINITE),
                         on_acquired, s);
 }
 
@@ -537,9 +537,9 @@ static void test_redlock_over_threaded_clients_beside_one_another(void **state) 
   /* the first client goes first: the others keep the loop thread running */
   relock_client_free(t[0]);
   relock_lock_t *l = relock_lock_new(t[2], "after", NULL);
-  assert_int_equal(fx_value(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(fx_value(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(exists(fx->redis[2], "after"), 1);
-  assert_int_equal(fx_value(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(fx_value(relock_lock_unlock_async(l, 1)), 1);
   relock_lock_free(l);
   for (int i = NODES - 1; i >= 1; i--)
     relock_client_free(t[i]);
@@ -568,12 +568,12 @@ static void test_invalid_arguments(void **state) {
   assert_non_null(m);
   assert_null(relock_redlock_new((relock_lock_t *[]){b}, 1, &err));
   assert_non_null(strstr(err.message, "lock 0 (b) is in another group already"));
-  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, -2, RELOCK_INFINITE), "wait_ms must be");
-  FX_REFUSED(relock_multi_lock_acquire_async(m, 1, 0, 0), "lease_ms must be");
-  FX_REFUSED(relock_multi_lock_acquire_async(NULL, 1, 0, 0), "NULL");
-  FX_REFUSED(relock_multi_lock_release_async(NULL, 1), "NULL");
+  FX_REFUSED(relock_multi_lock_lock_async(m, 1, -2, RELOCK_INFINITE), "wait_ms must be");
+  FX_REFUSED(relock_multi_lock_lock_async(m, 1, 0, 0), "lease_ms must be");
+  FX_REFUSED(relock_multi_lock_lock_async(NULL, 1, 0, 0), "NULL");
+  FX_REFUSED(relock_multi_lock_unlock_async(NULL, 1), "NULL");
   char msg[256];
-  assert_int_equal(fx_error(relock_multi_lock_release_async(m, 1), msg, sizeof msg), RELOCK_ENOTOWNER);
+  assert_int_equal(fx_error(relock_multi_lock_unlock_async(m, 1), msg, sizeof msg), RELOCK_ENOTOWNER);
   assert_non_null(strstr(msg, "not held by owner 1"));
   assert_int_equal(relock_multi_lock_validity_ms(NULL, 1), RELOCK_EINVAL);
   assert_int_equal(relock_multi_lock_results(NULL, NULL, 0), RELOCK_EINVAL);

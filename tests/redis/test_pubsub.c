@@ -62,7 +62,7 @@ static void on_msg(relock_subscription_t *sub, const char *payload, size_t len, 
 
 static relock_subscription_t *subscribe(fx_t *fx, const char *channel, inbox_t *in) {
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->client, channel, strlen(channel), on_msg, in, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->client, channel, strlen(channel), on_msg, in, &sub);
   assert_non_null(f);
   assert_non_null(sub);
   assert_int_equal(relock_future_wait(f, 5000), 0);
@@ -186,7 +186,7 @@ static void test_subscribe_while_down_then_recover(void **state) {
   assert_int_equal(relock_test_redis_stop(fx->redis), 0);
   inbox_t in = {0};
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->client, "later", 5, on_msg, &in, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->client, "later", 5, on_msg, &in, &sub);
   int err = relock_future_wait(f, 5000);
   assert_true(err == RELOCK_ECONNREFUSED || err == RELOCK_ETIMEDOUT);
   assert_non_null(strstr(relock_future_message(f), "not confirmed"));
@@ -222,7 +222,7 @@ static void test_unsubscribe_before_confirmation(void **state) {
   fx_t *fx = *state;
   inbox_t in = {0};
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->client, "quick", 5, on_msg, &in, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->client, "quick", 5, on_msg, &in, &sub);
   relock_subscription_free(sub);
   assert_int_equal(relock_future_state(f), RELOCK_FUTURE_CANCELLED);
   relock_future_release(f);
@@ -240,7 +240,7 @@ static void test_resubscribe_while_unsubscribing(void **state) {
   relock_subscription_t *first = subscribe(fx, "flip", &in);
   relock_subscription_free(first); /* UNSUBSCRIBE sent, not yet answered */
   relock_subscription_t *again = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->client, "flip", 4, on_msg, &in, &again);
+  relock_future_t *f = relock_client_subscribe_async(fx->client, "flip", 4, on_msg, &in, &again);
   assert_false(relock_future_is_done(f)); /* confirmed only by a new SUBSCRIBE */
   assert_int_equal(relock_future_wait(f, 5000), 0);
   relock_future_release(f);
@@ -261,7 +261,7 @@ static void test_many_channels(void **state) {
   char name[32];
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "lock-%d", i);
-    fs[i] = relock_client_subscribe(fx->client, name, strlen(name), on_msg, &in[i], &subs[i]);
+    fs[i] = relock_client_subscribe_async(fx->client, name, strlen(name), on_msg, &in[i], &subs[i]);
   }
   relock_future_t *all = relock_future_all(fs, N, NULL);
   assert_int_equal(relock_future_wait(all, 10000), 0);
@@ -282,7 +282,7 @@ static void test_close_with_subscriptions(void **state) {
   inbox_t in = {0};
   relock_subscription_t *confirmed = subscribe(fx, "a", &in);
   relock_subscription_t *pending = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->client, "b", 1, on_msg, &in, &pending);
+  relock_future_t *f = relock_client_subscribe_async(fx->client, "b", 1, on_msg, &in, &pending);
   relock_client_free(fx->client); /* closes, waits, frees */
   fx->client = NULL;
   assert_int_equal(relock_future_error(f), RELOCK_ECLOSED);

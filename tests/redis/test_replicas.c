@@ -120,8 +120,8 @@ static int error_of(relock_future_t *f, char *msg, size_t size) {
   return r;
 }
 
-#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) value_of(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) value_of(relock_lock_unlock_async((l), (owner)))
 
 /* The hold count of owner's field in lock l, as server r has it. */
 static long long count_on(relock_test_redis_t *r, relock_lock_t *l, uint64_t owner) {
@@ -206,7 +206,7 @@ static void test_too_few_replicas_fail_and_give_the_hold_back(void **state) {
   relock_lock_t *l = lock_of(fx->a, "res");
   char msg[512];
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(error_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg),
+  assert_int_equal(error_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg),
                    RELOCK_ENOTREPLICATED);
   double took = fx_ms_since(t0);
   assert_true(took >= 290 && took < fx_slack_ms(300 + 400));
@@ -217,7 +217,7 @@ static void test_too_few_replicas_fail_and_give_the_hold_back(void **state) {
 
   /* inside a wait: a failure of its own, reported at once, not waited out */
   t0 = relock__now_ns();
-  assert_int_equal(error_of(relock_lock_acquire_async(l, 1, 5000, 60000), msg, sizeof msg), RELOCK_ENOTREPLICATED);
+  assert_int_equal(error_of(relock_lock_lock_async(l, 1, 5000, 60000), msg, sizeof msg), RELOCK_ENOTREPLICATED);
   assert_true(fx_ms_since(t0) < fx_slack_ms(300 + 400));
   assert_true(gone(fx->a, "res"));
   relock_lock_free(l);
@@ -241,7 +241,7 @@ static void test_waiting_for_a_held_lock_needs_no_replicas(void **state) {
   assert_int_equal(ACQUIRE(lb, 1, 300, RELOCK_INFINITE), 0);
   assert_int_equal(RELEASE(la, 1), 1);
   char msg[512];
-  assert_int_equal(error_of(relock_lock_acquire_async(lb, 1, 0, RELOCK_INFINITE), msg, sizeof msg),
+  assert_int_equal(error_of(relock_lock_lock_async(lb, 1, 0, RELOCK_INFINITE), msg, sizeof msg),
                    RELOCK_ENOTREPLICATED);
   relock_lock_free(la);
   relock_lock_free(lb);
@@ -256,7 +256,7 @@ static void test_unsynced_reentry_keeps_the_count(void **state) {
   assert_int_equal(ACQUIRE(l, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(relock_test_redis_pause(fx->replica), 0);
   char msg[512];
-  int rc = error_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg);
+  int rc = error_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg);
   int given_back = count_becomes(fx->a, l, 1, 1);
   relock_test_redis_resume(fx->replica);
   assert_int_equal(rc, RELOCK_ENOTREPLICATED);
@@ -311,7 +311,7 @@ static void test_unsynced_renewals_lose_the_lock(void **state) {
   assert_true(unsynced >= 2); /* the renewals at 300 and 600 ms */
   assert_int_equal(renewed, 0);
   char msg[256];
-  assert_int_equal(error_of(relock_lock_release_async(l, 1), msg, sizeof msg), RELOCK_ELOST);
+  assert_int_equal(error_of(relock_lock_unlock_async(l, 1), msg, sizeof msg), RELOCK_ELOST);
 
   /* the replica back: new acquisitions work again, and stay renewed */
   wait_in_sync();
@@ -385,7 +385,7 @@ static void test_connection_lost_during_wait_retries_the_pair(void **state) {
   assert_int_equal(ACQUIRE(l, 9, 0, 60000), 1); /* scripts cached, connected */
   assert_int_equal(RELEASE(l, 9), 1);
   assert_int_equal(relock_test_redis_pause(fx->replica), 0);
-  relock_future_t *f = relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE);
   run_for(fx->a, 100); /* the script has answered; WAIT blocks */
   assert_false(relock_future_is_done(f));
   assert_int_equal(relock_test_redis_cmd(fx->master, NULL, 0, "CLIENT", "KILL", "TYPE", "normal", NULL), 0);
@@ -404,7 +404,7 @@ static void test_cancel_while_wait_blocks_gives_the_hold_back(void **state) {
   fx_set_ms(fx->cfg, RELOCK_OPT_MIN_REPLICAS_TIMEOUT, fx_slack_ms(300));
   fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "res");
-  relock_future_t *f = relock_lock_acquire_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, RELOCK_INFINITE, RELOCK_INFINITE);
   run_for(fx->a, 100);
   char buf[64];
   assert_int_equal(relock_test_redis_cmd(fx->master, buf, sizeof buf, "EXISTS", "res", NULL), 0);
@@ -429,7 +429,7 @@ static void test_readonly_is_retried(void **state) {
   fx->a = fx_client(fx->cfg);
   relock_lock_t *l = lock_of(fx->a, "ro");
   long long before = info_num(fx->replica, "errorstats", "errorstat_READONLY:count=");
-  relock_future_t *f = relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE);
   /* until the replica has refused a write */
   uint64_t deadline = relock__now_ns() + (uint64_t)fx_slack_ms(5000) * 1000000u;
   while (info_num(fx->replica, "errorstats", "errorstat_READONLY:count=") <= (before > 0 ? before : 0) &&

@@ -25,8 +25,8 @@ static relock_lock_t *writer(relock_client_t *c) {
   return l;
 }
 
-#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_acquire_async((l), (owner), (wait), (lease)))
-#define RELEASE(l, owner) fx_value(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait, lease) fx_value(relock_lock_lock_async((l), (owner), (wait), (lease)))
+#define RELEASE(l, owner) fx_value(relock_lock_unlock_async((l), (owner)))
 
 /* A raw reply's bulk string (the buffer), or "" for nil. */
 static const char *raw_str(fx_t *fx, char *buf, size_t size, const char *cmd, const char *key, const char *arg) {
@@ -100,7 +100,7 @@ static void test_writer_excludes_readers_and_wakes_them_all(void **state) {
   assert_int_equal(ACQUIRE(rb, 2, 0, RELOCK_INFINITE), 0);
   relock_future_t *waits[4];
   for (int i = 0; i < 4; i++) /* readers waiting in two processes */
-    waits[i] = relock_lock_acquire_async(i % 2 ? ra : rb, 10 + (uint64_t)i, 20000, RELOCK_INFINITE);
+    waits[i] = relock_lock_lock_async(i % 2 ? ra : rb, 10 + (uint64_t)i, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(waits[0], 300), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(RELEASE(w, 1), 1); /* "1": every waiter tries */
@@ -123,7 +123,7 @@ static void test_last_reader_wakes_a_writer(void **state) {
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
   assert_int_equal(ACQUIRE(r, 2, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(w, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(w, 3, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
   assert_int_equal(RELEASE(r, 1), 1);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING); /* one reader left */
@@ -162,9 +162,9 @@ static void test_last_read_release_wakes_the_writer_not_a_reader_it_keeps_out(vo
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
   int tries[2] = {0, 0};
   assert_int_equal(relock_lock_on_wait(w, count_tries, &tries[0]), 0);
-  relock_future_t *ww = relock_lock_acquire_async(w, 2, 20000, RELOCK_INFINITE);
+  relock_future_t *ww = relock_lock_lock_async(w, 2, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(ww, 300), RELOCK_EPENDING);
-  relock_future_t *rw = relock_lock_acquire_async(rb, 3, 20000, RELOCK_INFINITE);
+  relock_future_t *rw = relock_lock_lock_async(rb, 3, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(rw, 100), RELOCK_EPENDING); /* kept out by the waiting writer */
   tries[1] = tries[0];
   assert_true(fx_run_until(fx_loop(), changed, tries, 2000)); /* the writer tried again: the reader is idle longer */
@@ -215,11 +215,11 @@ static void test_no_upgrade(void **state) {
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
   char msg[512];
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(fx_error(relock_lock_acquire_async(w, 1, RELOCK_INFINITE, RELOCK_INFINITE), msg, sizeof msg),
+  assert_int_equal(fx_error(relock_lock_lock_async(w, 1, RELOCK_INFINITE, RELOCK_INFINITE), msg, sizeof msg),
                    RELOCK_EUPGRADE);
   assert_true(fx_ms_since(t0) < fx_slack_ms(100)); /* at once, not after a wait */
   assert_non_null(strstr(msg, "no upgrade"));
-  assert_int_equal(fx_error(relock_lock_acquire_async(w, 1, 0, RELOCK_INFINITE), NULL, 0), RELOCK_EUPGRADE);
+  assert_int_equal(fx_error(relock_lock_lock_async(w, 1, 0, RELOCK_INFINITE), NULL, 0), RELOCK_EUPGRADE);
   /* nothing taken, the read hold intact */
   char field[RELOCK__FIELD_MAX], buf[64];
   assert_string_equal(raw_str(fx, buf, sizeof buf, "HGET", "rw", field_of(w, 1, field)), "");
@@ -248,7 +248,7 @@ static int stream_step(void *arg) {
   uint64_t now = relock__now_ns();
   if (now >= s->next_ns && s->n < 256) {
     s->started_ns[s->n] = now;
-    s->reads[s->n] = relock_lock_acquire_async(s->r, 100 + (uint64_t)s->n, 0, RELOCK_INFINITE);
+    s->reads[s->n] = relock_lock_lock_async(s->r, 100 + (uint64_t)s->n, 0, RELOCK_INFINITE);
     s->n++;
     s->next_ns = now + 40 * 1000000ull;
   }
@@ -256,7 +256,7 @@ static int stream_step(void *arg) {
     if (!relock_future_is_done(s->reads[i]) || now - s->started_ns[i] < 120 * 1000000ull)
       break;
     if (relock_future_error(s->reads[i]) == 0 && relock_future_bool(s->reads[i]))
-      relock_future_release(relock_lock_release_async(s->r, 100 + (uint64_t)i));
+      relock_future_release(relock_lock_unlock_async(s->r, 100 + (uint64_t)i));
     else
       s->refused++;
     relock_future_release(s->reads[i]);
@@ -276,7 +276,7 @@ static void test_writer_not_starved_by_arriving_readers(void **state) {
     fx_run_until(fx->a->loop, stream_step, &s, 10);
   assert_true(fx_raw_int(fx->redis, "HLEN", "rw", NULL) >= 2); /* reading now */
   uint64_t t0 = relock__now_ns();
-  s.writer = relock_lock_acquire_async(w, 1, fx_slack_ms(3000), RELOCK_INFINITE);
+  s.writer = relock_lock_lock_async(w, 1, fx_slack_ms(3000), RELOCK_INFINITE);
   /* The bound: the read holds there when the writer starts waiting end
    * (120 ms at most), then one wake-up. */
   while (!relock_future_is_done(s.writer) && fx_ms_since(t0) < fx_slack_ms(3000)) {
@@ -294,7 +294,7 @@ static void test_writer_not_starved_by_arriving_readers(void **state) {
   assert_int_equal(RELEASE(w, 1), 1);
   for (int i = s.released; i < s.n; i++) { /* the stream's last reads */
     if (relock_future_wait(s.reads[i], 5000) == 0 && relock_future_bool(s.reads[i]))
-      relock_future_release(relock_lock_release_async(r, 100 + (uint64_t)i));
+      relock_future_release(relock_lock_unlock_async(r, 100 + (uint64_t)i));
     else
       s.refused++;
     relock_future_release(s.reads[i]);
@@ -315,10 +315,10 @@ static void test_free_lock_goes_to_the_waiting_writer(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
-  relock_future_t *wait = relock_lock_acquire_async(w, 2, fx_slack_ms(5000), RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(w, 2, fx_slack_ms(5000), RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
-  relock_future_t *release = relock_lock_release_async(r, 1);
-  relock_future_t *next = relock_lock_acquire_async(r, 3, 0, RELOCK_INFINITE);
+  relock_future_t *release = relock_lock_unlock_async(r, 1);
+  relock_future_t *next = relock_lock_lock_async(r, 3, 0, RELOCK_INFINITE);
   assert_int_equal(fx_value(release), 1);
   assert_int_equal(fx_value(next), 0); /* refused: the writer goes first */
   assert_int_equal(fx_value(wait), 1);
@@ -334,11 +334,11 @@ static void test_writer_giving_up_lets_readers_in(void **state) {
   fx_pair_clients(fx);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->b);
   assert_int_equal(ACQUIRE(r, 1, 0, 10000), 1);
-  relock_future_t *wait = relock_lock_acquire_async(w, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *wait = relock_lock_lock_async(w, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(wait, 200), RELOCK_EPENDING);
   assert_int_equal(fx_raw_int(fx->redis, "ZCARD", "relock_rwlock_writers:{rw}", NULL), 1);
   assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 0); /* a new reader waits for the writer */
-  relock_future_t *late = relock_lock_acquire_async(r, 4, 20000, RELOCK_INFINITE);
+  relock_future_t *late = relock_lock_lock_async(r, 4, 20000, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(late, 200), RELOCK_EPENDING);
   uint64_t t0 = relock__now_ns();
   assert_int_equal(relock_future_cancel(wait), 1);
@@ -419,7 +419,7 @@ static void test_read_hold_lost_when_deleted(void **state) {
   relock_test_redis_cmd(fx->redis, NULL, 0, "DEL", "rw", NULL);
   assert_true(fx_run_until(fx->a->loop, was_lost, &lost, fx_slack_ms(2000)));
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(fx_error(relock_lock_release_async(r, 1), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_unlock_async(r, 1), NULL, 0), RELOCK_ELOST);
   relock_lock_free(r);
 }
 
@@ -574,8 +574,8 @@ static void mix_holders(fx_t *fx, beliefs_t *b, unsigned seed) {
   for (int i = 0; i < 30; i++) {
     int who = (int)(rand_r(&seed) % HOLDERS), op = (int)(rand_r(&seed) % 3);
     int64_t lease = op == 0 ? RELOCK_INFINITE : 500 + (int64_t)(rand_r(&seed) % 3501);
-    relock_future_t *f = op == 2 ? relock_lock_release_async(b->l[who], (uint64_t)who + 1)
-                                 : relock_lock_acquire_async(b->l[who], (uint64_t)who + 1, 0, lease);
+    relock_future_t *f = op == 2 ? relock_lock_unlock_async(b->l[who], (uint64_t)who + 1)
+                                 : relock_lock_lock_async(b->l[who], (uint64_t)who + 1, 0, lease);
     int r = relock_future_wait(f, fx_slack_ms(10000));
     int64_t v = r == 0 ? relock_future_bool(f) : -1;
     /* a release of nothing held (or of a fixed lease run out) is not the owner's */
@@ -636,7 +636,7 @@ static void test_a_foreign_pexpire_cuts_a_fixed_readers_belief(void **state) {
   fx_told_before_taken(&lost.calls, w, 3, 3 * cut);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, RELOCK_ELOST);
-  assert_int_equal(fx_error(relock_lock_release_async(ra, 1), NULL, 0), RELOCK_ELOST);
+  assert_int_equal(fx_error(relock_lock_unlock_async(ra, 1), NULL, 0), RELOCK_ELOST);
   assert_int_equal(RELEASE(w, 3), 1);
   relock_lock_free(ra);
   relock_lock_free(w);
@@ -681,18 +681,18 @@ static void test_force_release_per_side_and_messages(void **state) {
   fx_pair_clients(fx);
   fx_keyevents_t heard = {0};
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(fx->b, "redisson_rwlock:{rw}", 20, fx_on_keyevent_, &heard, &sub);
+  relock_future_t *f = relock_client_subscribe_async(fx->b, "redisson_rwlock:{rw}", 20, fx_on_keyevent_, &heard, &sub);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   relock_future_release(f);
   relock_lock_t *r = reader(fx->a), *w = writer(fx->a);
   assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(fx_value(relock_lock_force_release_async(r)), 0); /* not in read mode */
-  assert_int_equal(fx_value(relock_lock_force_release_async(w)), 1);
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(r)), 0); /* not in read mode */
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(w)), 1);
   assert_true(fx_keyevents_wait(fx->b, &heard, 1));
   assert_string_equal(heard.keys[0], "1"); /* the write side: wake all */
   assert_int_equal(ACQUIRE(r, 2, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(fx_value(relock_lock_force_release_async(w)), 0); /* not in write mode */
-  assert_int_equal(fx_value(relock_lock_force_release_async(r)), 1);
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(w)), 0); /* not in write mode */
+  assert_int_equal(fx_value(relock_lock_force_unlock_async(r)), 1);
   assert_true(fx_keyevents_wait(fx->b, &heard, 2));
   assert_string_equal(heard.keys[1], "0");
   assert_int_equal(ACQUIRE(r, 3, 0, RELOCK_INFINITE), 1);

@@ -141,7 +141,7 @@ static void test_held_across_sentinel_failover(void **state) {
   relock_lock_on_lost(la, on_lost, &lost);
   assert_int_equal(ACQUIRE(la, 1, 0), 1);
   /* b waits for it, blocked in its acquisition */
-  relock_future_t *waiter = relock_lock_acquire_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *waiter = relock_lock_lock_async(lb, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_non_null(waiter);
   int old = relock_test_sentinel_master(topo);
   /* b waits subscribed to the lock's unlock channel on the master */
@@ -218,7 +218,7 @@ static void kill_master_with_lock(int synced) {
    * lacked it, and then a must hear of the loss. */
   int64_t got = -1;
   char msg[256];
-  int r = outcome(relock_lock_acquire_async(lb, 2, WATCHDOG_MS / 3 + 500, RELOCK_INFINITE), 10000, &got, msg,
+  int r = outcome(relock_lock_lock_async(lb, 2, WATCHDOG_MS / 3 + 500, RELOCK_INFINITE), 10000, &got, msg,
                   sizeof msg);
   assert_int_equal(r, 0);
   printf("# second client: %s\n", got ? "acquired" : "not acquired (held)");
@@ -254,7 +254,7 @@ static int first_try(relock_options_t *opts, const char *name, char *msg, size_t
   int64_t t0 = now_ms(), v = -1;
   relock_client_t *c = client_of(opts);
   relock_lock_t *l = lock_of(c, name);
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 10000, &v, msg, msglen);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 10000, &v, msg, msglen);
   *ms = now_ms() - t0;
   if (r == 0 && v == 1)
     RELEASE(l, 1);
@@ -565,7 +565,7 @@ static void test_more_replicas_asked_than_there_are(void **state) {
   relock_client_t *c = sentinel_client(3); /* the topology has 2 */
   relock_lock_t *l = lock_of(c, "too-many");
   char msg[512];
-  int r = outcome(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE), 10000, NULL, msg, sizeof msg);
+  int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 10000, NULL, msg, sizeof msg);
   printf("# %s\n", msg);
   assert_int_equal(r, RELOCK_ENOTREPLICATED);
   assert_non_null(strstr(msg, "of 3 replicas"));

@@ -61,7 +61,7 @@ static relock_future_t *command(relock_client_t *c, int argc, const char *const 
 /* One round; writes the value of an acknowledged increment to out. */
 static void one_increment(relock_client_t *c, relock_lock_t *l, FILE *out, tally_t *t) {
   t->tries++;
-  relock_future_t *f = relock_lock_acquire_async(l, 1, 2000, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 1, 2000, RELOCK_INFINITE);
   int r = relock_future_wait(f, 10000);
   int got = r == 0 && relock_future_bool(f);
   relock_future_release(f);
@@ -96,7 +96,7 @@ static void one_increment(relock_client_t *c, relock_lock_t *l, FILE *out, tally
     if (!ok)
       t->unreplicated++;
   }
-  f = relock_lock_release_async(l, 1);
+  f = relock_lock_unlock_async(l, 1);
   r = relock_future_wait(f, 10000);
   relock_future_release(f);
   if (r != 0) {

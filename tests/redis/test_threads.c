@@ -207,7 +207,7 @@ typedef struct handover {
 
 static void *release_it(void *arg) {
   handover_t *h = arg;
-  relock_future_t *f = relock_lock_release_async(h->lock, h->owner);
+  relock_future_t *f = relock_lock_unlock_async(h->lock, h->owner);
   h->rc = relock_future_wait(f, fx_slack_ms(5000));
   relock_future_release(f);
   return NULL;
@@ -217,7 +217,7 @@ static void test_acquire_in_one_thread_release_in_another(void **state) {
   fx_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = lock_of(c, "threads:handover");
-  relock_future_t *f = relock_lock_acquire_async(l, 4242, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_future_t *f = relock_lock_lock_async(l, 4242, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   assert_true(relock_future_bool(f));
   relock_future_release(f);
@@ -246,7 +246,7 @@ typedef struct foreign {
 
 static void *call_from_elsewhere(void *arg) {
   foreign_t *x = arg;
-  relock_future_t *f = relock_lock_acquire_async(x->lock, 1, 0, 1000);
+  relock_future_t *f = relock_lock_lock_async(x->lock, 1, 0, 1000);
   x->acquire_err = relock_future_error(f);
   snprintf(x->message, sizeof x->message, "%s", relock_future_message(f));
   relock_future_release(f);
@@ -273,7 +273,7 @@ static void test_embedded_client_refuses_other_threads(void **state) {
   assert_int_equal(x.command_err, RELOCK_EWRONGTHREAD);
   assert_int_equal(x.blocking_err, RELOCK_EWRONGTHREAD);
   /* The loop's own thread goes on as if nothing happened. */
-  relock_future_t *f = relock_lock_acquire_async(l, 1, 0, 1000);
+  relock_future_t *f = relock_lock_lock_async(l, 1, 0, 1000);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   assert_true(relock_future_bool(f));
   relock_future_release(f);
@@ -318,7 +318,7 @@ static void wait_blocked(relock_client_t *c, blocked_t *b) {
 /* A lock of c that owner 7 holds: a blocking lock() of any thread waits. */
 static relock_lock_t *held_by_another(relock_client_t *c, const char *name) {
   relock_lock_t *l = lock_of(c, name);
-  relock_future_t *held = relock_lock_acquire_async(l, 7, 0, RELOCK_INFINITE);
+  relock_future_t *held = relock_lock_lock_async(l, 7, 0, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(held, fx_slack_ms(5000)), 0);
   assert_true(relock_future_bool(held));
   relock_future_release(held);
@@ -340,7 +340,7 @@ static void test_interrupt_a_blocked_lock(void **state) {
   assert_int_equal(b.rc, RELOCK_EINTERRUPTED);
   assert_non_null(strstr(b.message, "interrupted"));
   /* It does not hold the lock; the first owner still does. */
-  relock_future_t *f = relock_lock_is_held_by_async(l, b.owner);
+  relock_future_t *f = relock_lock_is_held_by_thread_async(l, b.owner);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   assert_false(relock_future_bool(f));
   relock_future_release(f);

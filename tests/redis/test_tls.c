@@ -183,9 +183,9 @@ static void test_lock_unlock(void **state) {
   relock_options_t *opts = tls_options(r, "ca.crt");
   relock_client_t *c = fx_client(opts);
   relock_lock_t *l = relock_lock_new(c, "tls-lock", NULL);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   assert_int_equal(fx_raw_int(r, "EXISTS", "tls-lock", NULL), 1);
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
   assert_int_equal(fx_raw_int(r, "EXISTS", "tls-lock", NULL), 0);
   /* by name: SNI "localhost", checked against the certificate's DNS name */
   relock_options_t *named = fx_copy(opts);
@@ -228,8 +228,8 @@ static void test_waiting(void **state) {
   relock_options_t *opts = tls_options(r, "ca.crt");
   relock_client_t *a = fx_client(opts), *b = fx_client(opts);
   relock_lock_t *la = relock_lock_new(a, "tls-wait", NULL), *lb = relock_lock_new(b, "tls-wait", NULL);
-  assert_int_equal(value_of(relock_lock_acquire_async(la, 1, 0, RELOCK_INFINITE)), 1);
-  relock_future_t *waiting = relock_lock_acquire_async(lb, 2, fx_slack_ms(20000), RELOCK_INFINITE);
+  assert_int_equal(value_of(relock_lock_lock_async(la, 1, 0, RELOCK_INFINITE)), 1);
+  relock_future_t *waiting = relock_lock_lock_async(lb, 2, fx_slack_ms(20000), RELOCK_INFINITE);
   /* b is subscribed once the server counts a subscriber on the channel */
   char reply[256];
   for (int i = 0; i < 200; i++) {
@@ -243,10 +243,10 @@ static void test_waiting(void **state) {
   assert_non_null(strstr(reply, ":1\r\n"));
   assert_int_equal(relock_future_state(waiting), RELOCK_FUTURE_PENDING);
   uint64_t t0 = relock__now_ns();
-  assert_int_equal(value_of(relock_lock_release_async(la, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(la, 1)), 1);
   assert_int_equal(value_of(waiting), 1);
   assert_true(fx_ms_since(t0) < (double)fx_slack_ms(2000));
-  assert_int_equal(value_of(relock_lock_release_async(lb, 2)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(lb, 2)), 1);
   relock_lock_free(la);
   relock_lock_free(lb);
   relock_client_free(a);
@@ -398,7 +398,7 @@ static void test_restart_mid_hold(void **state) {
   fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, 3000); /* renewed every second */
   relock_client_t *c = fx_client(opts);
   relock_lock_t *l = relock_lock_new(c, "tls-held", NULL);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
   uint64_t reconnects = c->redis.cmd.connects;
   assert_int_equal(relock_test_redis_restart(r), 0);
   /* Without renewals after the restart the 3 s lease, last renewed at most
@@ -408,7 +408,7 @@ static void test_restart_mid_hold(void **state) {
   pttl_want_t high = {r, 1000};
   assert_true(pttl_above(&high));
   assert_true(c->redis.cmd.connects > reconnects);
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1);
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1);
   relock_lock_free(l);
   relock_client_free(c);
   relock_options_free(opts);

@@ -302,7 +302,7 @@ static inline relock_subscription_t *fx_keyevents(relock_client_t *c, relock_tes
   assert_int_equal(relock_test_redis_cmd(r, NULL, 0, "CONFIG", "SET", "notify-keyspace-events", "E$g", NULL), 0);
   snprintf(channel, sizeof channel, "__keyevent@0__:%s", event);
   relock_subscription_t *sub = NULL;
-  relock_future_t *f = relock_client_subscribe(c, channel, strlen(channel), fx_on_keyevent_, ev, &sub);
+  relock_future_t *f = relock_client_subscribe_async(c, channel, strlen(channel), fx_on_keyevent_, ev, &sub);
   assert_non_null(f);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
   relock_future_release(f);
@@ -356,7 +356,7 @@ static inline void fx_told_before_taken(const int *told, relock_lock_t *other, u
                                         int64_t timeout_ms) {
   uint64_t t0 = relock__now_ns();
   while (fx_ms_since(t0) < fx_slack_ms(timeout_ms)) {
-    if (fx_value(relock_lock_acquire_async(other, other_owner, 0, RELOCK_INFINITE)) == 0)
+    if (fx_value(relock_lock_lock_async(other, other_owner, 0, RELOCK_INFINITE)) == 0)
       continue;
     if (*told == 0)
       fail_msg("another client took the lock before its holder was told of the loss");

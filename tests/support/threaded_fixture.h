@@ -79,8 +79,8 @@ static inline int64_t value_of(relock_future_t *f) {
   return v;
 }
 
-#define ACQUIRE(l, owner, wait) value_of(relock_lock_acquire_async((l), (owner), (wait), RELOCK_INFINITE))
-#define RELEASE(l, owner) value_of(relock_lock_release_async((l), (owner)))
+#define ACQUIRE(l, owner, wait) value_of(relock_lock_lock_async((l), (owner), (wait), RELOCK_INFINITE))
+#define RELEASE(l, owner) value_of(relock_lock_unlock_async((l), (owner)))
 
 /* Whether node r has owner's field in the lock hash. */
 static inline int field_on(relock_test_redis_t *r, relock_lock_t *l, uint64_t owner) {

@@ -129,9 +129,9 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
                 truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms,
                 op->cancel_after_ms >= 0 ? " (to cancel)" : "");
     if (t->multi != NULL)
-      return relock_multi_lock_acquire_async(t->multi, a->owner, op->wait_ms, op->lease_ms);
+      return relock_multi_lock_lock_async(t->multi, a->owner, op->wait_ms, op->lease_ms);
     if (t->lock != NULL)
-      return relock_lock_acquire_async(t->lock, a->owner, op->wait_ms, op->lease_ms);
+      return relock_lock_lock_async(t->lock, a->owner, op->wait_ms, op->lease_ms);
     atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
     if (t->sem != NULL)
       return relock_semaphore_acquire_async(t->sem, 1, op->wait_ms);
@@ -161,9 +161,9 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
     truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 h.permit_id);
     if (t->multi != NULL)
-      return relock_multi_lock_release_async(t->multi, a->owner);
+      return relock_multi_lock_unlock_async(t->multi, a->owner);
     if (t->lock != NULL)
-      return relock_lock_release_async(t->lock, a->owner);
+      return relock_lock_unlock_async(t->lock, a->owner);
     if (t->sem != NULL)
       return relock_semaphore_release_async(t->sem, 1);
     return relock_permit_semaphore_release_async(t->permit, h.permit_id);
@@ -175,7 +175,7 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
     truth_break_at(&w->sh->breaks[t->name], F_FORCE_RELEASE, truth_now_ns());
     atomic_fetch_add(&w->slot->force_releases, 1);
     truth_trace(w->slot, "a%d force release %s", a->idx, truth_names[t->name]);
-    return relock_lock_force_release_async(t->lock);
+    return relock_lock_force_unlock_async(t->lock);
   }
   case OP_VALIDATE: return relock_lock_validate_async(t->lock, a->owner);
   default: return NULL;

@@ -329,7 +329,7 @@ static void test_watchdog_renews_across_steps(void **state) {
   assert_non_null(l);
   lost_t lost = {0};
   relock_lock_on_lost(l, on_lost, &lost);
-  assert_int_equal(value_of(relock_lock_acquire_async(l, 1, 0, RELOCK_INFINITE)), 1);
+  assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE)), 1);
 
   watch_t wt = {.client = c, .redis = redis, .min_pttl = WATCHDOG_MS};
   wt.t0 = wt.last_renewal_ns = relock__now_ns();
@@ -366,7 +366,7 @@ static void test_watchdog_renews_across_steps(void **state) {
   /* The sampler, the cycles and their replies wake the loop ~30 times a
    * second; a loop that spins wakes thousands of times. */
   assert_true(iterations < (unsigned)(200 * secs));
-  assert_int_equal(value_of(relock_lock_release_async(l, 1)), 1); /* still ours */
+  assert_int_equal(value_of(relock_lock_unlock_async(l, 1)), 1); /* still ours */
 }
 
 int main(void) {
