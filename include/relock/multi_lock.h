@@ -109,7 +109,10 @@ RELOCK_EXTERN int64_t relock_multi_lock_validity_ms(relock_multi_lock_t *m, uint
  * names the group's locks lost. Runs on the loop, like relock_lost_cb. */
 typedef void (*relock_multi_lost_cb)(relock_multi_lock_t *m, uint64_t owner, int reason, const char *message,
                                      void *arg);
-RELOCK_EXTERN void relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg);
+/* Sets (or, with NULL, clears) it. Returns 0, RELOCK_EINVAL for a NULL m,
+ * or the error of a call from a thread that may not use the client (as
+ * relock_lock_on_lost). */
+RELOCK_EXTERN int relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg);
 
 /* -- blocking --------------------------------------------------------------*/
 

@@ -111,12 +111,16 @@ static void member_lost(relock_lock_t *lock, uint64_t owner, int reason, const c
   relock__multi_unref(m);
 }
 
-void relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg) {
-  if (m == NULL || relock__exec_enter(m->exec, NULL) != 0)
-    return;
+int relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg) {
+  if (m == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__exec_enter(m->exec, NULL);
+  if (r != 0)
+    return r;
   m->lost_cb = cb;
   m->lost_arg = arg;
   relock__exec_leave(m->exec);
+  return 0;
 }
 
 /* -- the object -------------------------------------------------------------*/

@@ -221,7 +221,7 @@ static void test_redlock_holds_with_one_or_two_nodes_down_and_is_lost_with_three
   fx_t *fx = *state;
   relock_multi_lock_t *m = redlock(fx->c, "res");
   lost_t lost = {0};
-  relock_multi_lock_on_lost(m, on_lost, &lost);
+  assert_int_equal(relock_multi_lock_on_lost(m, on_lost, &lost), 0);
   assert_int_equal(ACQUIRE(m, 1, 0, RELOCK_INFINITE), 1);
   relock_multi_lock_t *other = redlock(fx->d, "res");
   /* one node down, then two: a competitor finds the others held */
@@ -577,6 +577,11 @@ static void test_invalid_arguments(void **state) {
   assert_non_null(strstr(msg, "not held by owner 1"));
   assert_int_equal(relock_multi_lock_validity_ms(NULL, 1), RELOCK_EINVAL);
   assert_int_equal(relock_multi_lock_results(NULL, NULL, 0), RELOCK_EINVAL);
+  /* on_lost answers as relock_lock_on_lost does */
+  lost_t lost = {0};
+  assert_int_equal(relock_multi_lock_on_lost(NULL, on_lost, &lost), RELOCK_EINVAL);
+  assert_int_equal(relock_multi_lock_on_lost(m, on_lost, &lost), 0);
+  assert_int_equal(relock_multi_lock_on_lost(m, NULL, NULL), 0);
   /* the blocking calls */
   int acquired = -1;
   assert_int_equal(relock_multi_lock_try_lock(m, 0, RELOCK_INFINITE, &acquired), 0);
