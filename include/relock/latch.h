@@ -65,6 +65,8 @@ RELOCK_EXTERN int relock_latch_count_down(relock_latch_t *l, int64_t *left);
 /* *set (may be NULL) is 1 or 0. */
 RELOCK_EXTERN int relock_latch_try_set_count(relock_latch_t *l, int64_t count, int *set);
 RELOCK_EXTERN int relock_latch_count(relock_latch_t *l, int64_t *count);
+/* *deleted (may be NULL) is 1 if a count was set, else 0. */
+RELOCK_EXTERN int relock_latch_delete(relock_latch_t *l, int *deleted);
 
 #ifdef __cplusplus
 }

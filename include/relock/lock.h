@@ -252,6 +252,11 @@ RELOCK_EXTERN int relock_lock_is_held_by_thread(relock_lock_t *lock, int *held);
 RELOCK_EXTERN int relock_lock_hold_count(relock_lock_t *lock, int64_t *count);
 /* relock_lock_validate_async for the calling thread; *held (may be NULL). */
 RELOCK_EXTERN int relock_lock_validate(relock_lock_t *lock, int *held);
+/* *ttl_ms (may be NULL) as relock_lock_remaining_ttl_async's value. */
+RELOCK_EXTERN int relock_lock_remaining_ttl(relock_lock_t *lock, int64_t *ttl_ms);
+/* A fenced lock's latest token (0 if none was ever taken); *token may be
+ * NULL. RELOCK_EINVAL for a lock of another kind. */
+RELOCK_EXTERN int relock_fenced_lock_token(relock_lock_t *lock, int64_t *token);
 
 #ifdef __cplusplus
 }

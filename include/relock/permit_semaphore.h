@@ -84,6 +84,9 @@ RELOCK_EXTERN int relock_permit_semaphore_acquire(relock_permit_semaphore_t *s, 
 RELOCK_EXTERN int relock_permit_semaphore_release(relock_permit_semaphore_t *s, const char *id, int *released);
 RELOCK_EXTERN int relock_permit_semaphore_try_set_permits(relock_permit_semaphore_t *s, int64_t permits, int *set);
 RELOCK_EXTERN int relock_permit_semaphore_available(relock_permit_semaphore_t *s, int64_t *available);
+/* *available (may be NULL): the number free afterwards. */
+RELOCK_EXTERN int relock_permit_semaphore_add_permits(relock_permit_semaphore_t *s, int64_t permits,
+                                                      int64_t *available);
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,10 @@ RELOCK_EXTERN int relock_semaphore_release(relock_semaphore_t *s, int64_t permit
 RELOCK_EXTERN int relock_semaphore_try_set_permits(relock_semaphore_t *s, int64_t permits, int *set);
 /* *available (may be NULL). */
 RELOCK_EXTERN int relock_semaphore_available(relock_semaphore_t *s, int64_t *available);
+/* *available (may be NULL): the number free afterwards. */
+RELOCK_EXTERN int relock_semaphore_add_permits(relock_semaphore_t *s, int64_t permits, int64_t *available);
+/* *drained (may be NULL): how many were taken. */
+RELOCK_EXTERN int relock_semaphore_drain_permits(relock_semaphore_t *s, int64_t *drained);
 
 #ifdef __cplusplus
 }

@@ -94,3 +94,8 @@ int relock_latch_count(relock_latch_t *l, int64_t *count) {
   int r = relock__sync_would_block(obj(l));
   return r != 0 ? r : relock__sync_wait_value(relock_latch_count_async(l), count);
 }
+
+int relock_latch_delete(relock_latch_t *l, int *deleted) {
+  int r = relock__sync_would_block(obj(l));
+  return r != 0 ? r : relock__sync_wait_flag(relock_latch_delete_async(l), deleted);
+}

@@ -212,3 +212,8 @@ int relock_permit_semaphore_available(relock_permit_semaphore_t *s, int64_t *ava
   int r = relock__sync_would_block(obj(s));
   return r != 0 ? r : relock__sync_wait_value(relock_permit_semaphore_available_async(s), available);
 }
+
+int relock_permit_semaphore_add_permits(relock_permit_semaphore_t *s, int64_t permits, int64_t *available) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_permit_semaphore_add_permits_async(s, permits), available);
+}

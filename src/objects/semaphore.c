@@ -128,3 +128,13 @@ int relock_semaphore_available(relock_semaphore_t *s, int64_t *available) {
   int r = relock__sync_would_block(obj(s));
   return r != 0 ? r : relock__sync_wait_value(relock_semaphore_available_async(s), available);
 }
+
+int relock_semaphore_add_permits(relock_semaphore_t *s, int64_t permits, int64_t *available) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_semaphore_add_permits_async(s, permits), available);
+}
+
+int relock_semaphore_drain_permits(relock_semaphore_t *s, int64_t *drained) {
+  int r = relock__sync_would_block(obj(s));
+  return r != 0 ? r : relock__sync_wait_value(relock_semaphore_drain_permits_async(s), drained);
+}

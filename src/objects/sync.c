@@ -219,3 +219,13 @@ int relock_lock_validate(relock_lock_t *lock, int *held) {
   int r = relock__sync_would_block(lock);
   return r != 0 ? r : relock__sync_wait_flag(relock_lock_validate_async(lock, relock_thread_owner()), held);
 }
+
+int relock_lock_remaining_ttl(relock_lock_t *lock, int64_t *ttl_ms) {
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_value(relock_lock_remaining_ttl_async(lock), ttl_ms);
+}
+
+int relock_fenced_lock_token(relock_lock_t *lock, int64_t *token) {
+  int r = relock__sync_would_block(lock);
+  return r != 0 ? r : relock__sync_wait_value(relock_fenced_lock_token_async(lock), token);
+}

@@ -100,6 +100,18 @@ static void test_deadline_delete_and_blocking_calls(void **state) {
   assert_int_equal(fx_value(relock_latch_delete_async(l)), 1); /* opens it */
   assert_int_equal(fx_value(w), 1);
   assert_int_equal(fx_value(relock_latch_delete_async(l)), 0);
+  /* the blocking delete, which opens it for an awaiter too */
+  assert_int_equal(relock_latch_try_set_count(l, 3, &flag), 0);
+  assert_int_equal(flag, 1);
+  w = relock_latch_await_async(lb, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(w, 50), RELOCK_EPENDING);
+  assert_int_equal(relock_latch_delete(l, &flag), 0);
+  assert_int_equal(flag, 1);
+  assert_int_equal(fx_value(w), 1);
+  assert_int_equal(relock_latch_delete(l, &flag), 0);
+  assert_int_equal(flag, 0);
+  assert_int_equal(relock_latch_delete(l, NULL), 0);
+  assert_int_equal(relock_latch_delete(NULL, &flag), RELOCK_EINVAL);
   relock_latch_free(lb);
   assert_string_equal(relock_latch_name(l), "done");
   /* bad input */

@@ -1163,6 +1163,9 @@ static void test_blocking_api(void **state) {
   int64_t count = 0;
   assert_int_equal(relock_lock_hold_count(l, &count), 0);
   assert_int_equal(count, 2);
+  int64_t ttl = 0;
+  assert_int_equal(relock_lock_remaining_ttl(l, &ttl), 0); /* the watchdog lease */
+  assert_true(ttl > 0 && ttl <= 30000);
   int flag = -1;
   assert_int_equal(relock_lock_is_held_by_thread(l, &flag), 0);
   assert_int_equal(flag, 1);
@@ -1177,6 +1180,10 @@ static void test_blocking_api(void **state) {
   assert_int_equal(flag, 1);
   assert_int_equal(relock_lock_force_unlock(l, &flag), 0);
   assert_int_equal(flag, 1);
+  assert_int_equal(relock_lock_remaining_ttl(l, &ttl), 0);
+  assert_int_equal(ttl, -2); /* not locked */
+  assert_int_equal(relock_lock_remaining_ttl(l, NULL), 0);
+  assert_int_equal(relock_lock_remaining_ttl(NULL, &ttl), RELOCK_EINVAL);
   assert_true(relock_thread_owner() > 0);
   relock_lock_free(l);
   relock_lock_free(lb);

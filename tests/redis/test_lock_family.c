@@ -352,17 +352,24 @@ static void test_fenced_blocking_calls(void **state) {
   fx_t *fx = *state;
   fx_pair_clients(fx);
   relock_lock_t *l = lock_of(fx, fx->a, "res");
-  int64_t t1 = 0, t2 = -1;
+  int64_t t1 = 0, t2 = -1, latest = -1;
+  assert_int_equal(relock_fenced_lock_token(l, &latest), 0);
+  assert_int_equal(latest, 0); /* none taken yet */
   assert_int_equal(relock_fenced_lock_lock(l, RELOCK_INFINITE, &t1), 0);
   assert_true(t1 >= 1);
   assert_int_equal(relock_fenced_lock_try_lock(l, 0, RELOCK_INFINITE, &t2), 0);
   assert_true(t2 > t1);
+  assert_int_equal(relock_fenced_lock_token(l, &latest), 0);
+  assert_int_equal(latest, t2);
   assert_int_equal(relock_lock_unlock(l), 0);
   assert_int_equal(relock_lock_unlock(l), 0);
   relock_lock_t *plain = relock_lock_new(fx->a, "plain", NULL);
   assert_int_equal(relock_fenced_lock_lock(plain, RELOCK_INFINITE, &t1), RELOCK_EINVAL);
   assert_non_null(strstr(relock_last_error_message(), "not a fenced lock"));
   assert_int_equal(fx_error(relock_fenced_lock_token_async(plain), NULL, 0), RELOCK_EINVAL);
+  assert_int_equal(relock_fenced_lock_token(plain, &latest), RELOCK_EINVAL);
+  assert_non_null(strstr(relock_last_error_message(), "not a fenced lock"));
+  assert_int_equal(relock_fenced_lock_token(NULL, &latest), RELOCK_EINVAL);
   relock_lock_free(plain);
   relock_lock_free(l);
 }

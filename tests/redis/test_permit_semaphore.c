@@ -115,6 +115,14 @@ static void test_layout_is_redissons(void **state) {
   int64_t available = -1;
   assert_int_equal(relock_permit_semaphore_available(tagged, &available), 0);
   assert_int_equal(available, 0);
+  /* (the permit taken for 1000 ms may come back meanwhile: counted relatively) */
+  assert_int_equal(relock_permit_semaphore_add_permits(tagged, 2, &available), 0);
+  assert_true(available == 2 || available == 3);
+  int64_t after = -1;
+  assert_int_equal(relock_permit_semaphore_add_permits(tagged, -1, &after), 0);
+  assert_true(after == available - 1 || after == available); /* available: if it came back in between */
+  assert_int_equal(relock_permit_semaphore_add_permits(tagged, 0, NULL), 0);
+  assert_int_equal(relock_permit_semaphore_add_permits(NULL, 1, &available), RELOCK_EINVAL);
   relock_permit_semaphore_free(tagged);
   relock_permit_semaphore_free(s);
 }

@@ -88,6 +88,17 @@ static void test_counts(void **state) {
   assert_int_equal(n, 0);
   assert_int_equal(relock_semaphore_try_set_permits(s, 1, &ok), 0);
   assert_int_equal(ok, 0);
+  assert_int_equal(relock_semaphore_add_permits(s, 6, &n), 0);
+  assert_int_equal(n, 6);
+  assert_int_equal(relock_semaphore_add_permits(s, -2, NULL), 0);
+  assert_int_equal(fx_raw_get(fx->redis, "sem"), 4);
+  assert_int_equal(relock_semaphore_drain_permits(s, &n), 0);
+  assert_int_equal(n, 4);
+  assert_int_equal(relock_semaphore_drain_permits(s, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(relock_semaphore_drain_permits(s, NULL), 0);
+  assert_int_equal(relock_semaphore_add_permits(NULL, 1, &n), RELOCK_EINVAL);
+  assert_int_equal(relock_semaphore_drain_permits(NULL, &n), RELOCK_EINVAL);
   assert_string_equal(relock_semaphore_name(s), "sem");
   relock_semaphore_free(s);
 }
