@@ -1,12 +1,6 @@
 /* The distributed count-down latch, compatible with Redisson's
- * RCountDownLatch: C and Java services count down and await one latch.
- *
- * In Redis it is a string named like the latch, holding the count; it is
- * deleted when the count reaches zero, and "0" is then published on
- * "redisson_countdownlatch__channel__{name}" ("1" when a new count is set).
- * Awaiting is driven by that message, not polling: every awaiter, in every
- * process, is released by it. A retried count-down (after a lost answer)
- * never counts twice (a request latch in Redis). */
+ * RCountDownLatch. relock_latch(3). Calls, futures and callbacks follow
+ * relock/lock.h's rules. */
 #ifndef RELOCK_LATCH_H
 #define RELOCK_LATCH_H
 

@@ -1,21 +1,8 @@
 /* The permit-expirable semaphore, compatible with Redisson's
- * RPermitExpirableSemaphore: each acquisition takes one permit under an id
- * of its own, with a lease after which the permit returns to the pool by
- * itself - a holder that dies does not keep it.
- *
- * In Redis: a string named like the semaphore holding how many permits are
- * free, and a zset "{name}:timeout" (or "name:timeout" when the name has a
- * hash tag) of the permits taken - each as the 16 bytes its id's hex digits
- * spell - to their expiry in milliseconds since the epoch
- * (922337203685477: never). Every change that frees permits
- * publishes the new free count on "redisson_sc:{name}"; waiters wake on it
- * (or when the next permit expires), never by polling.
- *
- * Clocks: relock measures expiry on the Redis server's clock; Redisson
- * measures it on its own client's. A Java client whose clock is s ms off
- * the server's makes the permits it takes last s ms more or less, and
- * returns expired permits (any client's) s ms early or late. Keep the
- * clocks in sync (NTP) where leases are short. */
+ * RPermitExpirableSemaphore: each permit has an id and a lease after which
+ * it returns to the pool (expiry on the Redis server's clock).
+ * relock_permit_semaphore(3). Calls, futures and callbacks follow
+ * relock/lock.h's rules. */
 #ifndef RELOCK_PERMIT_SEMAPHORE_H
 #define RELOCK_PERMIT_SEMAPHORE_H
 

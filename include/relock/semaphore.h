@@ -1,19 +1,7 @@
-/* The distributed semaphore, compatible with Redisson's RSemaphore: a Java
- * service using Redisson and a C service using relock share its permits.
- *
- * In Redis it is a string named like the semaphore, holding how many
- * permits are free (no key: none, until relock_semaphore_try_set_permits
- * or relock_semaphore_add_permits); every change that frees permits
- * publishes the new free count on "redisson_sc:{name}". Waiting is driven
- * by that channel, not polling: a release of n permits wakes local waiters
- * whose requests add up to the n free, and each process's waiters try
- * again. Permits never expire and belong to nobody: whoever took them
- * should give them back (relock_semaphore_release).
- *
- * Every change is made once, even when retried after a lost answer (a
- * request latch in Redis), and an acquisition whose answer was lost, came
- * after its deadline or was cancelled gives its permits back: no permit is
- * ever lost or counted twice by a retry. */
+/* The distributed semaphore, compatible with Redisson's RSemaphore: permits
+ * that belong to nobody and never expire - whoever took them gives them
+ * back. relock_semaphore(3). Calls, futures and callbacks follow
+ * relock/lock.h's rules. */
 #ifndef RELOCK_SEMAPHORE_H
 #define RELOCK_SEMAPHORE_H
 
