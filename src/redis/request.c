@@ -186,12 +186,8 @@ static int is_probe(const relock__conn_t *c, const relock__request_t *req) {
 static void submit(relock__conn_t *c, relock__request_t *req);
 
 void relock__requests_release(relock__conn_t *c) {
-  while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY && !c->moving && c->probe == NULL) {
-    relock__request_t *req = relock__container_of(c->waiting.next, relock__request_t, link);
-    relock__list_remove(&req->link);
-    c->nwaiting--;
-    submit(c, req);
-  }
+  while (!relock__list_empty(&c->waiting) && c->state == RELOCK__CONN_READY && !c->moving && c->probe == NULL)
+    submit(c, relock__container_of(c->waiting.next, relock__request_t, link));
 }
 
 static int hand_to_hiredis(relock__conn_t *c, relock__request_t *req, const char *cmd, size_t len) {
@@ -319,6 +315,11 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     c->life->relocate(c, RELOCK__RELOCATE_READONLY); /* a demoted master: where is the new one? */
 }
 
+/* Hands req, a waiting request (counted in nwaiting, on the waiting list),
+ * to hiredis: then it is in flight. A context hiredis is tearing down
+ * (its callbacks failing what was in flight, where a caller may send
+ * anew) takes no command: req fails, counted out of the waiting ones there,
+ * once. */
 static void submit(relock__conn_t *c, relock__request_t *req) {
   if (is_probe(c, req))
     c->probe = req;
@@ -328,6 +329,8 @@ static void submit(relock__conn_t *c, relock__request_t *req) {
     request_fail(req, RELOCK_ECONNLOST, "connection to %s is closing", c->address);
     return;
   }
+  relock__list_remove(&req->link);
+  c->nwaiting--;
   req->state = REQ_SENT;
   c->ninflight++;
   c->nflush += req->flush_on_close;
@@ -347,8 +350,6 @@ void relock__conn_send(relock__conn_t *c, relock__request_t *req, int64_t timeou
   relock__timer_start(c->wheel, &req->timer, timeout_ms);
   relock__future_set_cancel(req->future, on_request_cancel, req);
   if (c->state == RELOCK__CONN_READY && !c->moving && c->nwaiting == 1 && c->probe == NULL) { /* not to a context being dropped */
-    relock__list_remove(&req->link);
-    c->nwaiting--;
     submit(c, req);
   } else if (relock__conn_fails_fast(c)) {
     /* A fresh attempt now, the back-off notwithstanding. From the wheel, not

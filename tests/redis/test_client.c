@@ -897,6 +897,62 @@ static void test_free_from_close_callback(void **state) {
   ev_loop_destroy(loop);
 }
 
+/* A command sent from the failure callback of one in flight when the
+ * server drops the connection: hiredis fails its callbacks while the
+ * context takes no new command, so this one fails at once - and must be
+ * counted out of the waiting ones once. It was counted out twice (the
+ * count wrapped below zero): afterwards a lone command waited unsent for
+ * its timeout, and a close waited for ever for the waiting ones to drain
+ * (the truth checker's worker that did not wind down). */
+typedef struct {
+  relock_client_t *client;
+  relock_future_t *sent;
+} resender_t;
+
+static void send_on_failure(relock_future_t *f, void *arg) {
+  resender_t *r = arg;
+  if (relock_future_error(f) != 0 && r->sent == NULL)
+    r->sent = relock_client_command_async(r->client, 1, (const char *const[]){"PING"}, NULL);
+}
+
+static int reconnected(void *arg) {
+  relock_client_t *c = arg;
+  return c->redis.cmd.state == RELOCK__CONN_READY && c->redis.cmd.connects >= 2;
+}
+
+static void test_command_sent_while_the_connection_drops(void **state) {
+  fx_t *fx = *state;
+  fx_set_ms(fx->cfg, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
+  /* not the fixture's: a failure here would leave teardown's free waiting
+   * for ever for the close; the client is freed here, once it closed */
+  relock_client_t *c = fx_client(fx->cfg);
+  relock_future_release(FX_CMD(c, "PING"));
+  assert_int_equal(c->redis.cmd.connects, 1);
+  resender_t r = {c, NULL};
+  relock_future_t *f = relock_client_command_async(c, 3, (const char *const[]){"BLPOP", "nothing", "0"}, NULL);
+  relock_future_on_done(f, send_on_failure, &r);
+  fx_run_for(c->loop, 100); /* on the wire, blocked in the server */
+  kill_clients(fx);
+  assert_int_equal(relock_future_wait(f, 2000), RELOCK_ECONNLOST);
+  assert_non_null(r.sent); /* sent from inside hiredis's teardown */
+  assert_int_not_equal(relock_future_wait(r.sent, 5000), RELOCK_ETIMEDOUT);
+  relock_future_release(r.sent);
+  relock_future_release(f);
+  assert_true(fx_run_until(c->loop, reconnected, c, 5000));
+  assert_int_equal(c->redis.cmd.nwaiting, 0);
+  /* a lone command goes at once, not at its timeout */
+  uint64_t t0 = relock__now_ns();
+  f = FX_CMD(c, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  assert_true(fx_ms_since(t0) < 1500.0);
+  relock_future_release(f);
+  /* and a close ends */
+  int closed = 0;
+  assert_int_equal(relock_client_close(c, count_close, &closed), 0);
+  assert_true(fx_run_until(c->loop, positive, &closed, 2000));
+  relock_client_free(c);
+}
+
 static void test_client_id_and_config_errors(void **state) {
   fx_t *fx = *state;
   fx->client = fx_client(fx->cfg);
@@ -962,6 +1018,7 @@ int main(void) {
       T(test_close_with_commands_pending),
       T(test_close_from_inside_a_callback),
       T(test_free_from_close_callback),
+      T(test_command_sent_while_the_connection_drops),
       T(test_client_id_and_config_errors),
   };
 #undef T
