@@ -235,13 +235,18 @@ static int wake_writer(waitq_t *q) {
 }
 
 /* Wakes one waiter (all: every waiter). One that finds none here leaves
- * the wake-up to the next waiter to join (relock__waitq_join). */
+ * the wake-up to the next waiter to join (relock__waitq_join). q may be
+ * gone afterwards: an empty queue of a closing client goes at once (the
+ * hand-off's fallback fires on one while a close drains). */
 static void wake(waitq_t *q, int all) {
   q->handed = 0;
   if (!all && wake_writer(q))
     return;
+  q->guards++; /* noted before the queue may go */
   if (!wake_permits(q, all ? INT64_MAX : 1))
     q->unclaimed = 1;
+  q->guards--;
+  queue_maybe_free(q);
 }
 
 void relock__waitq_wake_all(waitq_t *q) { wake(q, 1); }
@@ -265,11 +270,15 @@ static void on_handed(waitq_t *q, const char *id, size_t len) {
   const waitqs_t *all = q->client->waitqs;
   if (len == strlen(all->waker_id) && memcmp(id, all->waker_id, len) == 0) {
     relock__timer_stop(&q->fallback);
+    q->guards++; /* the wake-up may let the queue go: not before handed is noted */
     wake(q, 0);
-  } else {
-    int64_t ms = all->fallback_ms > 0 ? all->fallback_ms : HANDED_FALLBACK_MS;
-    relock__timer_start(&q->client->wheel, &q->fallback, ms);
+    q->handed = 1;
+    q->guards--;
+    queue_maybe_free(q);
+    return;
   }
+  int64_t ms = all->fallback_ms > 0 ? all->fallback_ms : HANDED_FALLBACK_MS;
+  relock__timer_start(&q->client->wheel, &q->fallback, ms);
   q->handed = 1;
 }
 

@@ -1214,6 +1214,54 @@ static void test_blocking_inside_a_callback_would_block(void **state) {
   relock_lock_free(l);
 }
 
+static void note_closed(relock_client_t *c, void *arg) {
+  (void)c;
+  (*(int *)arg)++;
+}
+
+static int closed_once(void *arg) { return *(int *)arg > 0; }
+
+/* A hand-off's fallback that fires while the client closes (the close
+ * drains a give-back the server is slow to answer), on a queue its last
+ * waiter left: the wake-up finds nobody, and the queue goes (a closing
+ * client keeps none lingering) - it must not be touched after. Before,
+ * wake() noted the unclaimed wake-up in the freed queue (the truth
+ * checker's threaded worker died of it under ASan). Only ASan and
+ * valgrind see it. */
+static void test_a_fallback_firing_while_closing_on_an_empty_queue(void **state) {
+  fx_t *fx = *state;
+  fx_pair_clients(fx);
+  relock_lock_t *la = lock_of(fx->a, "res"), *lb = lock_of(fx->b, "res"), *other = lock_of(fx->b, "other");
+  assert_int_equal(relock__waitq_set_fallback_ms(fx->b, 100), 0);
+  assert_int_equal(ACQUIRE(la, 1, 0, 60000), 1);
+  relock_future_t *w = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(w, 300), RELOCK_EPENDING); /* waiting, subscribed */
+  relock_future_cancel(w);
+  relock_future_release(w);
+  fx_run_for(fx_loop(), 50); /* its registration taken back; the empty queue lingers, subscribed */
+  /* a dead process registered first in line: the unlock is handed to it,
+   * and b arms the fallback */
+  fx_raw_int(fx->redis, "EVAL",
+             "local t = redis.call('time') return redis.call('zadd', KEYS[1], t[1] * 1000 + 30000, ARGV[1])", "1",
+             "relock_lock_latch:{res}:waiters", "123456789012345678", NULL);
+  assert_int_equal(RELEASE(la, 1), 1);
+  fx_run_for(fx_loop(), 20);
+  /* b closes with a try in flight that the server answers only after the
+   * fallback: the close drains its give-back meanwhile */
+  char reply[64];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", "500", "ALL", NULL), 0);
+  relock_future_t *t = relock_lock_lock_async(other, 3, 0, RELOCK_INFINITE);
+  ev_run(fx_loop(), EVRUN_NOWAIT); /* sent */
+  int closed = 0;
+  assert_int_equal(relock_client_close(fx->b, note_closed, &closed), 0);
+  assert_int_equal(relock_future_error(t), RELOCK_ECLOSED);
+  relock_future_release(t);
+  assert_true(fx_run_until(fx_loop(), closed_once, &closed, 3000));
+  relock_lock_free(other);
+  relock_lock_free(lb);
+  relock_lock_free(la);
+}
+
 static void test_close_fails_pending_acquires(void **state) {
   fx_t *fx = *state;
   fx_pair_clients(fx);
@@ -1264,6 +1312,7 @@ int main(void) {
       T(test_blocking_api),
       T(test_blocking_inside_a_callback_would_block),
       T(test_close_fails_pending_acquires),
+      T(test_a_fallback_firing_while_closing_on_an_empty_queue),
       T(test_wait_callback_sees_each_try_that_finds_it_held),
   };
 #undef T
