@@ -54,14 +54,6 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
-/* A try's answer when the lock is ours (the try's future holds it as a
- * pointer): the owner's hold count in Redis now, this acquisition's
- * included (0: the kind takes no hold), and the fenced lock's token (0 for
- * the other kinds). Any other answer is the holder's TTL (an integer). */
-typedef struct granted {
-  int64_t count;
-  int64_t token;
-} granted_t;
 #define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
 #define SPIN_MAX_MS 128
 
@@ -94,7 +86,8 @@ typedef struct acquire {
 } acquire_t;
 
 static void try_acquire(acquire_t *op);
-static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void end(acquire_t *op, int err, const relock__answer_t *a, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* -- waiting ----------------------------------------------------------------*/
 
@@ -342,12 +335,12 @@ static void abandon(acquire_t *op) {
   relock_future_cancel(op->attempt);
 }
 
-/* Ends op, then completes its future: with value when err is 0 (a boolean;
- * a fenced lock's token: an integer, 0 when not acquired; for a kind that
- * answers_id, the id, or no value when not acquired), else with err and
- * the message. Completing comes last because the caller's callback may
- * do anything, close the client included; op is gone by then. */
-__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, int64_t value, const char *fmt, ...) {
+/* Ends op, then completes its future: when err is 0 as its kind settles
+ * (a, the answer if acquired, else NULL), else with err and the message.
+ * Completing comes last because the caller's callback may do anything,
+ * close the client included; op is gone by then. */
+__attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, const relock__answer_t *a,
+                                                      const char *fmt, ...) {
   char msg[512] = "";
   if (fmt != NULL) {
     va_list ap;
@@ -356,20 +349,17 @@ __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, in
     va_end(ap);
   }
   relock_future_t *out = relock_future_retain(op->out);
-  int fenced = op->lock->kind->fenced, answers_id = op->lock->kind->answers_id;
+  relock__settle_fn settle = op->lock->kind->settle;
+  relock__answer_t answer = a != NULL ? *a : (relock__answer_t){0};
   char id[RELOCK__REQUEST_ID_SIZE];
   memcpy(id, op->latch_id, sizeof id);
   abandon(op);
-  if (err == 0 && answers_id && value != 0)
-    relock__future_succeed_string(out, id, strlen(id));
-  else if (err == 0 && answers_id)
-    relock__future_succeed(out); /* no value: none within the wait */
-  else if (err == 0 && fenced)
-    relock__future_succeed_int(out, value);
-  else if (err == 0)
-    relock__future_succeed_bool(out, value != 0);
-  else
+  if (err != 0)
     relock__future_fail(out, err, "%s", msg);
+  else if (settle != NULL)
+    settle(out, a != NULL ? &answer : NULL, id);
+  else
+    relock__future_succeed_bool(out, a != NULL);
   relock_future_release(out);
 }
 
@@ -391,40 +381,51 @@ static void wait_for(acquire_t *op, acquire_state_t state, int64_t ttl_ms) {
   relock__timer_start(&op->lock->client->wheel, &op->timer, delay);
 }
 
-static void grant(relock_future_t *f, int64_t count, int64_t token) {
-  granted_t *g = malloc(sizeof(*g));
-  if (g == NULL) { /* an unknown outcome: given back */
-    relock__future_fail(f, RELOCK_ENOMEM, "out of memory reading an acquisition's answer");
-    return;
-  }
-  *g = (granted_t){count, token};
-  if (!relock__future_succeed_ptr(f, g, free))
-    free(g); /* cancelled meanwhile */
-}
-
 static int positive(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_INTEGER && reply->integer > 0;
 }
 
+int relock__read_lock_answer(const relock_reply_t *reply, relock__answer_t *a) {
+  *a = (relock__answer_t){0};
+  if (reply->type == RELOCK_REPLY_NIL) { /* a kind that takes no hold: a semaphore's permits, a latch */
+    a->acquired = 1;
+  } else if (reply->type == RELOCK_REPLY_ARRAY && reply->elements == 1 && positive(reply->element[0])) {
+    a->acquired = 1;
+    a->count = reply->element[0]->integer;
+  } else if (reply->type == RELOCK_REPLY_INTEGER) {
+    a->ttl_ms = reply->integer;
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
+/* The try's future succeeds with the answer its kind read (a pointer). */
 static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
-  (void)arg;
-  if (reply->type == RELOCK_REPLY_NIL) /* a kind that takes no hold: a semaphore's permits, a latch */
-    grant(f, 0, 0);
-  else if (reply->type == RELOCK_REPLY_ARRAY && (reply->elements == 1 || reply->elements == 2) &&
-           positive(reply->element[0]) && (reply->elements == 1 || positive(reply->element[1])))
-    grant(f, reply->element[0]->integer, reply->elements == 2 ? reply->element[1]->integer : 0); /* {count, token} */
-  else if (reply->type == RELOCK_REPLY_INTEGER)
-    relock__future_succeed_int(f, reply->integer);
-  else if (reply->type == RELOCK_REPLY_ERROR)
+  const relock__lock_kind_t *kind = arg;
+  relock__read_answer_fn read = kind->read_answer != NULL ? kind->read_answer : relock__read_lock_answer;
+  relock__answer_t answer;
+  if (reply->type == RELOCK_REPLY_ERROR) {
     relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
-  else
-    relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to acquire", (int)reply->type);
+  } else if (read(reply, &answer) != 0) {
+    relock__future_fail(f, RELOCK_EPROTO, "unexpected answer (reply type %d) to acquiring %s", (int)reply->type,
+                        kind->what);
+  } else {
+    relock__answer_t *a = malloc(sizeof(*a));
+    if (a == NULL) { /* an unknown outcome: given back */
+      relock__future_fail(f, RELOCK_ENOMEM, "out of memory reading an acquisition's answer");
+      return;
+    }
+    *a = answer;
+    if (!relock__future_succeed_ptr(f, a, free))
+      free(a); /* cancelled meanwhile */
+  }
 }
 
 /* A try answered "acquired". Reported only if the answer came while the
  * hold is surely valid; a late one is given back and tried afresh (or, for
  * a single try, reported as a timeout). */
-static void on_acquired(acquire_t *op, granted_t granted) {
+static void on_acquired(acquire_t *op, const relock__answer_t *answer) {
   relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
@@ -438,7 +439,7 @@ static void on_acquired(acquire_t *op, granted_t granted) {
     if (took_ms >= valid_ms) {
       undo(op);
       if (op->try_once) {
-        end(op, RELOCK_ETIMEDOUT, 0,
+        end(op, RELOCK_ETIMEDOUT, NULL,
             "%s %s: the answer came %lld ms after the try, past its %lld ms lease less the drift margin; the hold "
             "was given back",
             kind->what, op->lock->name, (long long)took_ms, (long long)op->lease_ms);
@@ -450,15 +451,15 @@ static void on_acquired(acquire_t *op, granted_t granted) {
     }
   }
   if (kind->no_hold) { /* permits, a latch passed: nothing for the watchdog */
-    if (!kind->answers_id)
-      drop_latch(op); /* (a permit's id is its own latch) */
-    end(op, 0, 1, NULL);
+    if (!kind->no_latch)
+      drop_latch(op);
+    end(op, 0, answer, NULL);
     return;
   }
-  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns, granted.count);
+  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns, answer->count);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
-    end(op, rc, 0, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
+    end(op, rc, NULL, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
     relock__turn_leave(&op->turn); /* counted: the owner's next request may go */
@@ -466,7 +467,7 @@ static void on_acquired(acquire_t *op, granted_t granted) {
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->w.q != NULL)
       relock__waitq_wake_all(op->w.q); /* shared holds: the other local waiters may well get one too */
-    end(op, 0, op->lock->kind->fenced ? granted.token : 1, NULL);
+    end(op, 0, answer, NULL);
   }
 }
 
@@ -483,12 +484,12 @@ static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   int err = relock_future_error(f);
-  const granted_t *g = err == 0 ? relock_future_ptr(f) : NULL;
-  int acquired = g != NULL;
-  granted_t granted = acquired ? *g : (granted_t){0, 0};
-  int64_t answer = err == 0 && !acquired ? relock_future_int(f) : 0;
+  relock__answer_t answer = {0};
+  if (err == 0)
+    answer = *(const relock__answer_t *)relock_future_ptr(f);
+  int acquired = answer.acquired;
   if (err == 0 && !acquired)
-    tell_waiting(op, answer);
+    tell_waiting(op, answer.ttl_ms);
   op->attempt = NULL;
   /* A server error means the script did not run (an upgrade refused: it
    * ran and took nothing); any other error leaves
@@ -513,31 +514,31 @@ static void on_try_done(relock_future_t *f, void *arg) {
     if (may_hold)
       undo(op);
     if (err == RELOCK_ENOTREPLICATED) /* a failure of its own, not one to wait out */
-      end(op, err, 0, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
+      end(op, err, NULL, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
     else
-      end(op, err, 0, "%s", relock_future_message(f));
+      end(op, err, NULL, "%s", relock_future_message(f));
   } else if (acquired) {
-    on_acquired(op, granted);
+    on_acquired(op, &answer);
   } else if (op->lock->client->closing) { /* by the wait callback: no timer would run */
-    end(op, RELOCK_ECLOSED, 0, "client closed");
+    end(op, RELOCK_ECLOSED, NULL, "client closed");
   } else if (op->try_once) {
-    end(op, 0, 0, NULL);
+    end(op, 0, NULL, NULL);
   } else if (op->lock->kind->wait == RELOCK__WAIT_SPIN) {
-    spin(op, answer);
+    spin(op, answer.ttl_ms);
   } else if (op->w.q == NULL) {
     int confirmed = join_queue(op);
     if (confirmed < 0)
-      end(op, RELOCK_ENOMEM, 0, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
+      end(op, RELOCK_ENOMEM, NULL, "out of memory waiting for %s %s", op->lock->kind->what, op->lock->name);
     else if (confirmed == 2 && op->w.registered)
-      wait_for(op, WAITING, answer); /* heard since before the try (which registered): none was missed */
+      wait_for(op, WAITING, answer.ttl_ms); /* heard since before the try (which registered): none was missed */
     else if (confirmed)
       try_acquire(op); /* subscribed: now no unlock can be missed */
     else
-      wait_for(op, SUBSCRIBING, answer);
+      wait_for(op, SUBSCRIBING, answer.ttl_ms);
   } else if (op->w.woken) {
     try_acquire(op);
   } else {
-    wait_for(op, WAITING, answer);
+    wait_for(op, WAITING, answer.ttl_ms);
   }
   relock_future_release(f);
 }
@@ -559,6 +560,7 @@ static void send_try(acquire_t *op) {
   if (try_call(op, &call, field) == 0) {
     call.queue = !op->try_once;
     call.spec.on_reply = on_try_reply; /* retry_safe: the latch makes a repeat harmless */
+    call.spec.arg = (void *)lock->kind;
     /* a bounded wait bounds the retries too */
     call.spec.deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns;
     /* synced replicas: "acquired" once enough have it */
@@ -575,7 +577,7 @@ static void send_try(acquire_t *op) {
     free((char *)call.latch);
   }
   if (f == NULL) {
-    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring %s %s", lock->kind->what, lock->name);
+    end(op, RELOCK_ENOMEM, NULL, "out of memory acquiring %s %s", lock->kind->what, lock->name);
     return;
   }
   op->queued |= call.queue && lock->kind->leave_queue != NULL;
@@ -588,9 +590,9 @@ static void on_turn(relock__turn_wait_t *w, int err) {
   if (err == 0)
     send_try(op);
   else if (err == RELOCK_ECLOSED)
-    end(op, err, 0, "client closed");
+    end(op, err, NULL, "client closed");
   else /* never sent: nothing to give back */
-    end(op, err, 0, "%s %s: an earlier request of owner %llu on it (a give-back, or a release) is still unanswered",
+    end(op, err, NULL, "%s %s: an earlier request of owner %llu on it (a give-back, or a release) is still unanswered",
         op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
 }
 
@@ -602,7 +604,7 @@ static void try_acquire(acquire_t *op) {
     return; /* waiting for its turn already */
   int r = op->lock->kind->no_hold || op->turn.holds ? 1 : relock__turn_ask(op->lock, op->owner, &op->turn);
   if (r < 0) {
-    end(op, RELOCK_ENOMEM, 0, "out of memory acquiring %s %s", op->lock->kind->what, op->lock->name);
+    end(op, RELOCK_ENOMEM, NULL, "out of memory acquiring %s %s", op->lock->kind->what, op->lock->name);
   } else if (r == 0) {
     relock__timer_stop(&op->timer);
     set_state(op, TRYING); /* on_turn sends it */
@@ -615,7 +617,7 @@ static void on_timer(relock__timer_t *t, int status, void *arg) {
   (void)t;
   acquire_t *op = arg;
   if (status != 0) {
-    end(op, RELOCK_ECLOSED, 0, "client closed");
+    end(op, RELOCK_ECLOSED, NULL, "client closed");
     return;
   }
   try_acquire(op);
@@ -625,13 +627,13 @@ static void on_deadline(relock__timer_t *t, int status, void *arg) {
   (void)t;
   acquire_t *op = arg;
   if (status != 0)
-    end(op, RELOCK_ECLOSED, 0, "client closed");
+    end(op, RELOCK_ECLOSED, NULL, "client closed");
   else if (!op->answered) /* Redis is out of reach (or too slow): say so */
-    end(op, RELOCK_ETIMEDOUT, 0, "%s %s: Redis did not answer within the %lld ms wait", op->lock->kind->what,
+    end(op, RELOCK_ETIMEDOUT, NULL, "%s %s: Redis did not answer within the %lld ms wait", op->lock->kind->what,
         op->lock->name,
         (long long)op->wait_ms);
   else
-    end(op, 0, 0, NULL); /* not acquired in time */
+    end(op, 0, NULL, NULL); /* not acquired in time */
 }
 
 static void on_cancel(relock_future_t *out, void *arg) {

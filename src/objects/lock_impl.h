@@ -160,5 +160,11 @@ int relock__sync_wait_flag(relock_future_t *f, int *flag);
 /* wait_string: a string value into buf (size bytes, NUL included; "" for
  * none). */
 int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size);
+/* A blocking acquisition by the calling thread: acquire_args checks its
+ * arguments (would_block, wait_ms, lease_ms), acquire starts it and waits,
+ * interruptible by relock_lock_interrupt; *value (may be NULL) is the
+ * acquisition's value as an integer (1 or 0; a fenced lock's token). */
+int relock__sync_acquire_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms);
+int relock__sync_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value);
 
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

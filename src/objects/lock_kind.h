@@ -50,6 +50,30 @@ typedef struct relock__lock_call {
 
 typedef relock_future_t *(*relock__lock_op_fn)(relock__lock_call_t *call);
 
+/* An acquire script's answer, read by its kind (read_answer). */
+typedef struct relock__answer {
+  int acquired;   /* the acquisition took what it asked for */
+  int64_t ttl_ms; /* not acquired: how long the holder's lease has left (-1: no expiry), the most a
+                     waiter waits before trying again */
+  int64_t count;  /* acquired: the owner's hold count in Redis now, this acquisition's included
+                     (0: the kind takes no hold) */
+  int64_t token;  /* acquired: what else the answer carried, for the kind's settle (a fenced lock's token) */
+} relock__answer_t;
+
+/* Reads an acquire script's answer (never an error reply: the engine
+ * fails those itself): 0, or -1 when it is no answer this kind gives. */
+typedef int (*relock__read_answer_fn)(const relock_reply_t *reply, relock__answer_t *a);
+
+/* Completes the caller's future of an acquisition that ended without an
+ * error: a is its answer when it acquired, NULL when it did not (a single
+ * try, or the wait ran out); id is its request id (a string). */
+typedef void (*relock__settle_fn)(relock_future_t *out, const relock__answer_t *a, const char *id);
+
+/* The locks' answers (read_answer NULL): {count} acquired; nil acquired,
+ * taking no hold (a semaphore's permits, a latch passed); an integer, the
+ * holder's TTL. */
+int relock__read_lock_answer(const relock_reply_t *reply, relock__answer_t *a);
+
 /* How a waiter learns that it may try again. */
 typedef enum relock__wait_mode {
   RELOCK__WAIT_CHANNEL,     /* the lock's channel: "0" wakes one waiter per process, "1" all */
@@ -66,11 +90,10 @@ typedef struct relock__lock_kind {
   relock__hold_role_t role;   /* how the watchdog tells and renews its holds */
   relock__wait_mode_t wait;
   unsigned shared : 1;        /* holds are shared (read): one acquired wakes the other waiters */
-  unsigned fenced : 1;        /* acquire answers {token}: the acquisition's future is that integer */
   unsigned no_hold : 1;       /* an acquisition takes no hold: no watchdog, no lease to check it against */
   unsigned braced_channel : 1; /* the channel is "<prefix>{name}" always, a hash tag in the name or not */
-  unsigned answers_id : 1;    /* no_hold: an acquisition is known by its request id, which the scripts keep
-                                 (a permit's id) and its future succeeds with (a string) */
+  unsigned no_latch : 1;      /* its scripts keep no latch key: an acquisition is known by its request id,
+                                 which they keep instead (a permit's id) */
   unsigned wakes_one : 1;     /* a waiting try registers its process (call->waker), and a release wakes
                                  the one registered longest, not a waiter in every process */
   /* Each sends one script; the future completes with its answer (a reply).
@@ -97,6 +120,11 @@ typedef struct relock__lock_kind {
    *            ends without the lock (deadline, cancel, error) gives up its
    *            place - a fair lock's queue, a waiting writer's listing. */
   relock__lock_op_fn acquire;
+  /* How its acquire script's answer reads (NULL: relock__read_lock_answer),
+   * and what the caller's future then says (NULL: a boolean, acquired or
+   * not). */
+  relock__read_answer_fn read_answer;
+  relock__settle_fn settle;
   relock__lock_op_fn undo;
   relock__lock_op_fn release;
   relock__lock_op_fn force_release;

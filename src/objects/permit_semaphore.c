@@ -1,7 +1,7 @@
 /* The permit-expirable semaphore (Redisson's RPermitExpirableSemaphore,
  * include/relock/permit_semaphore.h): a lock object of a kind whose
  * acquisitions take one permit and no hold, known by the acquisition's
- * request id (answers_id): the permit id, kept in "{name}:timeout" as the
+ * request id (no_latch, settle): the permit id, kept in "{name}:timeout" as the
  * 16 bytes its hex digits spell (as Redisson keeps its ids), which also makes a repeated try take nothing more and
  * tells the undo which permit to give back. It waits as the semaphore does,
  * on "redisson_sc:{name}" (RELOCK__WAIT_PERMITS), or until the next permit
@@ -106,6 +106,15 @@ static relock_future_t *undo(relock__lock_call_t *call) {
 
 _Static_assert(RELOCK_PERMIT_ID_SIZE == RELOCK__REQUEST_ID_SIZE, "a permit id is a request id");
 
+/* The acquisition's future: its permit id (a string), no value when none
+ * was acquired. */
+static void settle(relock_future_t *out, const relock__answer_t *a, const char *id) {
+  if (a != NULL)
+    relock__future_succeed_string(out, id, strlen(id));
+  else
+    relock__future_succeed(out);
+}
+
 static const relock__lock_kind_t permit_semaphore = {
     .what = "permit-expirable semaphore",
     .field_suffix = "",
@@ -113,8 +122,9 @@ static const relock__lock_kind_t permit_semaphore = {
     .role = RELOCK__ROLE_PLAIN,
     .wait = RELOCK__WAIT_PERMITS,
     .no_hold = 1,
-    .answers_id = 1,
+    .no_latch = 1,
     .acquire = acquire,
+    .settle = settle,
     .undo = undo,
 };
 

@@ -85,9 +85,7 @@ typedef struct blocked {
   int interrupted;
 } blocked_t;
 
-/* *value (may be NULL): the acquisition's value, 1 or 0 (a fenced lock's
- * token or 0). */
-static int blocking_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value) {
+int relock__sync_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value) {
   blocked_t b = {.lock = lock, .owner = relock_thread_owner()};
   b.future = relock_lock_lock_async(lock, b.owner, wait_ms, lease_ms);
   if (b.future == NULL)
@@ -145,9 +143,7 @@ int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
 
 /* -- the blocking calls -------------------------------------------------------*/
 
-/* Checks a blocking acquisition's arguments; 0 or the error (set as the
- * thread's last). */
-static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int fenced) {
+int relock__sync_acquire_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms) {
   int r = relock__sync_would_block(lock);
   if (r != 0)
     return r;
@@ -158,36 +154,22 @@ static int blocking_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
     snprintf(msg, sizeof msg, RELOCK__LEASE_RANGE_FMT, RELOCK__LEASE_RANGE_ARGS(lease_ms));
     return relock__last_error_set(RELOCK_EINVAL, msg);
   }
-  if (fenced && !lock->kind->fenced) {
-    snprintf(msg, sizeof msg, "%s %.128s is not a fenced lock: it has no token", lock->kind->what, lock->name);
-    return relock__last_error_set(RELOCK_EINVAL, msg);
-  }
   return 0;
 }
 
 int relock_lock_lock(relock_lock_t *lock, int64_t lease_ms) {
-  int r = blocking_args(lock, RELOCK_INFINITE, lease_ms, 0);
-  return r != 0 ? r : blocking_acquire(lock, RELOCK_INFINITE, lease_ms, NULL);
+  int r = relock__sync_acquire_args(lock, RELOCK_INFINITE, lease_ms);
+  return r != 0 ? r : relock__sync_acquire(lock, RELOCK_INFINITE, lease_ms, NULL);
 }
 
 int relock_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int *acquired) {
   int64_t value = 0;
-  int r = blocking_args(lock, wait_ms, lease_ms, 0);
+  int r = relock__sync_acquire_args(lock, wait_ms, lease_ms);
   if (r == 0)
-    r = blocking_acquire(lock, wait_ms, lease_ms, &value);
+    r = relock__sync_acquire(lock, wait_ms, lease_ms, &value);
   if (r == 0 && acquired != NULL)
     *acquired = value != 0;
   return r;
-}
-
-int relock_fenced_lock_lock(relock_lock_t *lock, int64_t lease_ms, int64_t *token) {
-  int r = blocking_args(lock, RELOCK_INFINITE, lease_ms, 1);
-  return r != 0 ? r : blocking_acquire(lock, RELOCK_INFINITE, lease_ms, token);
-}
-
-int relock_fenced_lock_try_lock(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
-  int r = blocking_args(lock, wait_ms, lease_ms, 1);
-  return r != 0 ? r : blocking_acquire(lock, wait_ms, lease_ms, token);
 }
 
 int relock_lock_unlock(relock_lock_t *lock) {
@@ -225,7 +207,3 @@ int relock_lock_remaining_ttl(relock_lock_t *lock, int64_t *ttl_ms) {
   return r != 0 ? r : relock__sync_wait_value(relock_lock_remaining_ttl_async(lock), ttl_ms);
 }
 
-int relock_fenced_lock_token(relock_lock_t *lock, int64_t *token) {
-  int r = relock__sync_would_block(lock);
-  return r != 0 ? r : relock__sync_wait_value(relock_fenced_lock_token_async(lock), token);
-}
