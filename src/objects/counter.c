@@ -9,7 +9,7 @@
 #include "future/promise.h"
 #include "objects/counter.h"
 #include "objects/keys.h"
-#include "objects/lock_ops.h"
+#include "objects/lock_impl.h"
 #include "objects/replies.h"
 #include "redis/call.h"
 

@@ -16,7 +16,6 @@
 #include "future/promise.h"
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
-#include "objects/lock_ops.h"
 #include "objects/lock_turn.h"
 #include "objects/replies.h"
 #include "redis/call.h"

@@ -46,7 +46,6 @@
 #include "future/promise.h"
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
-#include "objects/lock_ops.h"
 #include "objects/lock_turn.h"
 #include "objects/wait_queue.h"
 #include "redis/call.h"

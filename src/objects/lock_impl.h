@@ -1,5 +1,10 @@
-/* The lock object's insides, shared by lock.c, lock_acquire.c and sync.c
- * (and white-box tests). */
+/* The lock object's insides: its struct and what the files built on it
+ * share. Included by the engine (lock.c: the object, release, queries;
+ * lock_acquire.c: acquisition; lock_turn.c, lock_watch.c, sync.c), by
+ * every kind's file (lock_kind.h, which this includes, is the kind's
+ * interface; the object's name and client are read here), by the
+ * synchronizers' shared counter (counter.h), the multi-lock
+ * (multi_lock_impl.h), and by white-box tests. */
 #ifndef RELOCK__OBJECTS_LOCK_IMPL_H
 #define RELOCK__OBJECTS_LOCK_IMPL_H
 
@@ -166,5 +171,18 @@ int relock__sync_wait_string(relock_future_t *f, char *buf, size_t size);
  * acquisition's value as an integer (1 or 0; a fenced lock's token). */
 int relock__sync_acquire_args(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms);
 int relock__sync_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms, int64_t *value);
+
+/* -- shared by lock.c and lock_acquire.c (and counter.c) -- */
+
+/* Sets call up for owner's operation on lock: the field (written into
+ * field), the latch TTL, the publish command, retry-safe; the caller adds
+ * the rest. */
+void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint64_t owner,
+                            char field[RELOCK__FIELD_MAX]);
+
+/* Sends the release script for one hold of owner (keeping lease_ms for the
+ * holds that remain). The future succeeds with the script's answer: 1 freed,
+ * 0 holds remain, -1 not the owner. NULL when out of memory. */
+relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms);
 
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

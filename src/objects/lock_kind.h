@@ -2,8 +2,10 @@
  * different from another: its field suffix, how its waiters are woken, and
  * the scripts it runs. Everything else - the object, acquisition and
  * waiting, latches, the watchdog, the blocking calls - is shared
- * (lock.c, lock_acquire.c, sync.c), so a new kind is one small C file with
- * a relock__lock_kind_t and its scripts in ../../lua/.
+ * (lock.c, lock_acquire.c, wait_queue.c, sync.c), so a new kind is one
+ * small C file with a relock__lock_kind_t and its scripts in ../../lua/
+ * (and, to be public, its constructor in include/relock/ and its lines in
+ * Makefile.am and its man page).
  *
  * The synchronizers that are waited for the same way - a semaphore's
  * permits, a count-down latch reaching zero - are kinds too, whose
@@ -13,7 +15,11 @@
  * Each operation of a kind gets a relock__lock_call_t with everything the
  * shared code knows (the holder's field, the latch, the lease, the publish
  * command, the call's options) and sends its script with
- * relock__lock_send. */
+ * relock__lock_send; how its acquire script's answer reads, and what the
+ * caller's future says, are operations too (read_answer, settle). A kind's
+ * file includes lock_impl.h, which brings this header; the engine
+ * (lock.c, lock_acquire.c) calls a kind only through its table, so a new
+ * kind touches no shared file (tests/redis/test_kind.c defines one). */
 #ifndef RELOCK__OBJECTS_LOCK_KIND_H
 #define RELOCK__OBJECTS_LOCK_KIND_H
 

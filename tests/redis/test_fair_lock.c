@@ -11,7 +11,6 @@
 
 #include "support/client_fixture.h"
 #include "objects/lock_impl.h"
-#include "objects/lock_ops.h"
 
 #define QUEUE "redisson_lock_queue:{fair}"
 #define TIMEOUTS "redisson_lock_timeout:{fair}"
