@@ -107,13 +107,6 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
   return lock;
 }
 
-size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size) {
-  const relock__lock_kind_t *kind = lock->kind;
-  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
-    return relock__braced_name_to(out, size, kind->channel_prefix, lock->name, lock->len);
-  return relock__derived_name_to(out, size, lock->name, lock->len, kind->channel_prefix);
-}
-
 char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_BUF], size_t *len) {
   size_t n = relock__lock_channel_to(lock, buf, RELOCK__CHANNEL_BUF);
   *len = n;
