@@ -1,9 +1,6 @@
 /* The count behind a semaphore or a count-down latch (counter.h). */
 #include <config.h>
 
-#include <stdlib.h>
-#include <string.h>
-
 #include <relock/error.h>
 
 #include "future/promise.h"
@@ -11,44 +8,29 @@
 #include "objects/keys.h"
 #include "objects/lock_impl.h"
 #include "objects/replies.h"
-#include "redis/call.h"
+#include "objects/script_args.h"
 
 static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
                                const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
-  relock_client_t *c = obj->client;
-  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX], number[24], ttl[24], buf[RELOCK__CHANNEL_BUF];
-  relock__request_id(&c->rng, id);
-  size_t latch_len, channel_len;
-  char *latch = relock__unlock_latch_name(obj->name, obj->len, id, &latch_len);
-  char *channel = latch != NULL ? relock__lock_channel(obj, buf, &channel_len) : NULL;
-  if (channel == NULL) {
-    free(latch);
-    return NULL;
-  }
+  char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
+  relock__request_id(&obj->client->rng, id);
   relock__lock_call_t call;
   relock__lock_call_init(&call, obj, 0, field);
   call.spec.on_reply = boolean ? relock__reply_to_bool : relock__reply_to_int; /* retry_safe: the latch */
-  const char *argv[9];
-  size_t lens[9];
-  int argc = 0;
-#define ARG(s, len) (argv[argc] = (s), lens[argc++] = (len))
-  ARG(obj->name, obj->len);
-  ARG(channel, channel_len);
-  ARG(latch, latch_len);
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, obj);
+  relock__args_channel(&a, obj);
+  relock__args_take(&a, relock__unlock_latch_name(obj->name, obj->len, id, NULL));
   if (key4 != NULL)
-    ARG(key4, key4_len);
-  int nkeys = argc;
-  ARG(what, strlen(what));
-  ARG(number, relock__lock_number(number, n));
-  ARG(ttl, relock__lock_number(ttl, call.latch_ttl_ms));
-  ARG(call.publish, strlen(call.publish));
+    relock__args_key(&a, key4, key4_len);
+  relock__args_cstr(&a, what);
+  relock__args_number(&a, n);
+  relock__args_number(&a, call.latch_ttl_ms);
+  relock__args_cstr(&a, call.publish);
   if (arg5 != NULL)
-    ARG(arg5, arg5_len);
-#undef ARG
-  relock_future_t *f = relock__lock_send(&call, script, nkeys, argc, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  free(latch);
-  return f;
+    relock__args_str(&a, arg5, arg5_len);
+  return relock__args_send(&call, script, &a);
 }
 
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,

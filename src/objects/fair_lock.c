@@ -8,35 +8,18 @@
  * holder listens (lock_watch.c). Renewal is the reentrant lock's. */
 #include <config.h>
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
-/* What every fair lock script names besides the lock: the queue's two keys
- * (malloc'ed) and the lock's channel. */
-typedef struct fair_keys {
-  char *queue, *timeouts, *channel;
-  size_t queue_len, timeouts_len, channel_len;
-  char buf[RELOCK__CHANNEL_BUF]; /* the channel, when it fits */
-} fair_keys_t;
-
-static void fair_keys_free(fair_keys_t *k) {
-  free(k->queue);
-  free(k->timeouts);
-  relock__lock_channel_free(k->channel, k->buf);
-}
-
-/* -1 when out of memory (nothing left to free). */
-static int fair_keys(const relock_lock_t *lock, fair_keys_t *k) {
-  k->queue = relock__derived_name(lock->name, lock->len, "redisson_lock_queue", NULL, &k->queue_len);
-  k->timeouts = relock__derived_name(lock->name, lock->len, "redisson_lock_timeout", NULL, &k->timeouts_len);
-  k->channel = relock__lock_channel(lock, k->buf, &k->channel_len);
-  if (k->queue != NULL && k->timeouts != NULL && k->channel != NULL)
-    return 0;
-  fair_keys_free(k);
-  return -1;
+/* What every fair lock script's KEYS start with: the lock, the queue's two
+ * keys and the lock's channel. */
+static void fair_keys(relock__args_t *a, const relock_lock_t *lock) {
+  relock__args_init(a);
+  relock__args_lock(a, lock);
+  relock__args_derived(a, lock, "redisson_lock_queue");
+  relock__args_derived(a, lock, "redisson_lock_timeout");
+  relock__args_channel(a, lock);
 }
 
 static int64_t wait_timeout_ms(const relock_lock_t *lock) {
@@ -44,79 +27,52 @@ static int64_t wait_timeout_ms(const relock_lock_t *lock) {
 }
 
 static relock_future_t *fair_acquire(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  fair_keys_t k;
-  if (fair_keys(lock, &k) != 0)
-    return NULL;
-  char lease[24], wait[24], ttl[24];
-  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->latch, lease, call->field, wait, ttl,
-                        call->queue ? "1" : "0", call->publish};
-  const size_t lens[] = {lock->len,
-                         k.queue_len,
-                         k.timeouts_len,
-                         k.channel_len,
-                         call->latch_len,
-                         relock__lock_number(lease, call->lease_ms),
-                         call->field_len,
-                         relock__lock_number(wait, wait_timeout_ms(lock)),
-                         relock__lock_number(ttl, call->latch_ttl_ms),
-                         1,
-                         strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_ACQUIRE, 5, 11, argv, lens);
-  fair_keys_free(&k);
-  return f;
+  relock__args_t a;
+  fair_keys(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_number(&a, wait_timeout_ms(call->lock));
+  relock__args_number(&a, call->latch_ttl_ms);
+  relock__args_flag(&a, call->queue);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_FAIR_LOCK_ACQUIRE, &a);
 }
 
-/* A release, or (ttl "undo", the latch an acquisition's) an undo. */
-static relock_future_t *release_or_undo(relock__lock_call_t *call, const char *ttl, size_t ttl_len) {
-  relock_lock_t *lock = call->lock;
-  fair_keys_t k;
-  if (fair_keys(lock, &k) != 0)
-    return NULL;
-  char lease[24];
-  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->latch, lease, call->field, ttl,
-                        call->publish};
-  const size_t lens[] = {lock->len,       k.queue_len,
-                         k.timeouts_len,  k.channel_len,
-                         call->latch_len, relock__lock_number(lease, call->lease_ms > 0 ? call->lease_ms : 1),
-                         call->field_len, ttl_len,
-                         strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_RELEASE, 5, 9, argv, lens);
-  fair_keys_free(&k);
-  return f;
+/* A release, or (the latch an acquisition's) an undo: its latch TTL is
+ * "undo". */
+static relock_future_t *release_or_undo(relock__lock_call_t *call, int undo) {
+  relock__args_t a;
+  fair_keys(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_number(&a, call->lease_ms > 0 ? call->lease_ms : 1);
+  relock__args_str(&a, call->field, call->field_len);
+  if (undo)
+    relock__args_cstr(&a, "undo");
+  else
+    relock__args_number(&a, call->latch_ttl_ms);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_FAIR_LOCK_RELEASE, &a);
 }
 
-static relock_future_t *fair_release(relock__lock_call_t *call) {
-  char ttl[24];
-  return release_or_undo(call, ttl, relock__lock_number(ttl, call->latch_ttl_ms));
-}
+static relock_future_t *fair_release(relock__lock_call_t *call) { return release_or_undo(call, 0); }
 
-static relock_future_t *fair_undo(relock__lock_call_t *call) { return release_or_undo(call, "undo", 4); }
+static relock_future_t *fair_undo(relock__lock_call_t *call) { return release_or_undo(call, 1); }
 
 static relock_future_t *fair_force_release(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  fair_keys_t k;
-  if (fair_keys(lock, &k) != 0)
-    return NULL;
-  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->publish};
-  const size_t lens[] = {lock->len, k.queue_len, k.timeouts_len, k.channel_len, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_FORCE_RELEASE, 4, 5, argv, lens);
-  fair_keys_free(&k);
-  return f;
+  relock__args_t a;
+  fair_keys(&a, call->lock);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_FAIR_LOCK_FORCE_RELEASE, &a);
 }
 
 static relock_future_t *fair_leave(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  fair_keys_t k;
-  if (fair_keys(lock, &k) != 0)
-    return NULL;
-  char wait[24];
-  const char *argv[] = {lock->name, k.queue, k.timeouts, k.channel, call->field, wait, call->publish};
-  const size_t lens[] = {lock->len,       k.queue_len, k.timeouts_len, k.channel_len, call->field_len,
-                         relock__lock_number(wait, wait_timeout_ms(lock)), strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FAIR_LOCK_LEAVE, 4, 7, argv, lens);
-  fair_keys_free(&k);
-  return f;
+  relock__args_t a;
+  fair_keys(&a, call->lock);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_number(&a, wait_timeout_ms(call->lock));
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_FAIR_LOCK_LEAVE, &a);
 }
 
 static const relock__lock_kind_t fair = {

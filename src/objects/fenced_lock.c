@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "future/promise.h"
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/scripts.h"
@@ -18,22 +19,15 @@
 #define TOKEN_PREFIX "redisson_lock_token"
 
 static relock_future_t *fenced_acquire(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  size_t token_len;
-  char *token = relock__derived_name(lock->name, lock->len, TOKEN_PREFIX, NULL, &token_len);
-  if (token == NULL)
-    return NULL;
-  char lease[24], ttl[24];
-  const char *argv[] = {lock->name, call->latch, token, lease, call->field, ttl};
-  const size_t lens[] = {lock->len,
-                         call->latch_len,
-                         token_len,
-                         relock__lock_number(lease, call->lease_ms),
-                         call->field_len,
-                         relock__lock_number(ttl, call->latch_ttl_ms)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_FENCED_LOCK_ACQUIRE, 3, 6, argv, lens);
-  free(token);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_derived(&a, call->lock, TOKEN_PREFIX);
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_number(&a, call->latch_ttl_ms);
+  return relock__args_send(call, RELOCK__SCRIPT_FENCED_LOCK_ACQUIRE, &a);
 }
 
 /* {count, token}, both positive, when acquired; else the locks' answers. */

@@ -10,12 +10,14 @@
 #include "future/promise.h"
 #include "objects/counter.h"
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
 static relock_future_t *is_open(relock__lock_call_t *call) {
-  const char *argv[] = {call->lock->name};
-  const size_t lens[] = {call->lock->len};
-  return relock__lock_send(call, RELOCK__SCRIPT_LATCH_AWAIT, 1, 1, argv, lens);
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  return relock__args_send(call, RELOCK__SCRIPT_LATCH_AWAIT, &a);
 }
 
 static const relock__lock_kind_t latch = {

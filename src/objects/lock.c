@@ -11,7 +11,6 @@
 
 #include <relock/error.h>
 
-#include "base/decimal.h"
 #include "base/error.h"
 #include "future/promise.h"
 #include "objects/keys.h"
@@ -21,7 +20,6 @@
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/router.h"
-#include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
 /* -- the watchdog's holder ---------------------------------------------------*/
@@ -106,13 +104,6 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
   return lock;
 }
 
-size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size) {
-  const relock__lock_kind_t *kind = lock->kind;
-  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
-    return relock__braced_name_to(out, size, kind->channel_prefix, lock->name, lock->len);
-  return relock__derived_name_to(out, size, lock->name, lock->len, kind->channel_prefix);
-}
-
 char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_BUF], size_t *len) {
   size_t n = relock__lock_channel_to(lock, buf, RELOCK__CHANNEL_BUF);
   *len = n;
@@ -122,20 +113,6 @@ char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_B
   if (s != NULL)
     relock__lock_channel_to(lock, s, n + 1);
   return s;
-}
-
-relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
-                                   const char *const *argv, const size_t *lens) {
-  call->spec.script = &relock__scripts[script];
-  call->spec.nkeys = nkeys;
-  call->spec.argc = argc;
-  call->spec.argv = argv;
-  call->spec.lens = lens;
-  return relock__call(&call->lock->client->redis, &call->spec);
-}
-
-size_t relock__lock_number(char buf[24], int64_t value) {
-  return relock__decimal(buf, value);
 }
 
 void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint64_t owner,

@@ -103,9 +103,16 @@ _Static_assert(sizeof(void *) != 8 || offsetof(struct relock_lock, name) == 48,
  * it fits and returns its length either way. relock__lock_channel returns
  * it in buf when it fits (names up to ~200 bytes), else in a malloc'ed
  * string (NULL when out of memory), its length in *len; the caller lets go
- * of it with relock__lock_channel_free. */
+ * of it with relock__lock_channel_free. relock__lock_channel_to is here
+ * rather than in lock.c: the script builder (script_args.c), below lock.c,
+ * needs it too, and must not call up into lock.c. */
 #define RELOCK__CHANNEL_BUF 256
-size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size);
+static inline size_t relock__lock_channel_to(const relock_lock_t *lock, char *out, size_t size) {
+  const relock__lock_kind_t *kind = lock->kind;
+  if (kind->braced_channel) /* prefix{name}: Redisson's latch braces the name, hash tag or not */
+    return relock__braced_name_to(out, size, kind->channel_prefix, lock->name, lock->len);
+  return relock__derived_name_to(out, size, lock->name, lock->len, kind->channel_prefix);
+}
 char *relock__lock_channel(const relock_lock_t *lock, char buf[RELOCK__CHANNEL_BUF], size_t *len);
 static inline void relock__lock_channel_free(char *channel, const char *buf) {
   if (channel != buf)

@@ -14,8 +14,8 @@
  *
  * Each operation of a kind gets a relock__lock_call_t with everything the
  * shared code knows (the holder's field, the latch, the lease, the publish
- * command, the call's options) and sends its script with
- * relock__lock_send; how its acquire script's answer reads, and what the
+ * command, the call's options) and sends its script through the builder
+ * of script_args.h; how its acquire script's answer reads, and what the
  * caller's future says, are operations too (read_answer, settle). A kind's
  * file includes lock_impl.h, which brings this header; the engine
  * (lock.c, lock_acquire.c) calls a kind only through its table, so a new
@@ -136,14 +136,6 @@ typedef struct relock__lock_kind {
   relock__lock_op_fn force_release;
   relock__lock_op_fn leave_queue;
 } relock__lock_kind_t;
-
-/* Sends script (a relock__scripts index) with argv as KEYS (nkeys) and
- * ARGV, and call's options. NULL when out of memory. */
-relock_future_t *relock__lock_send(relock__lock_call_t *call, int script, int nkeys, int argc,
-                                   const char *const *argv, const size_t *lens);
-
-/* Writes a number for a script argument; returns its length. */
-size_t relock__lock_number(char buf[24], int64_t value);
 
 /* The reentrant lock's operations (reentrant_lock.c), which the kinds
  * sharing its layout reuse. */

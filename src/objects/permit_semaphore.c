@@ -17,14 +17,18 @@
 #include "future/promise.h"
 #include "objects/counter.h"
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
 /* Redisson's suffixName: "{name}:timeout", or "name:timeout" when the
- * name has a hash tag already. Malloc'ed; NULL when out of memory. */
+ * name has a hash tag already. Malloc'ed, its length in *len (may be
+ * NULL); NULL when out of memory. */
 static char *timeout_name(const relock_lock_t *lock, size_t *len) {
   int tagged = memchr(lock->name, '{', lock->len) != NULL;
-  *len = lock->len + strlen(":timeout") + (tagged ? 0 : 2);
-  char *s = malloc(*len + 1);
+  size_t n = lock->len + strlen(":timeout") + (tagged ? 0 : 2);
+  if (len != NULL)
+    *len = n;
+  char *s = malloc(n + 1);
   if (s == NULL)
     return NULL;
   char *p = s;
@@ -62,46 +66,30 @@ static void permit_of(const relock__lock_call_t *call, char bytes[PERMIT_BYTES])
 }
 
 static relock_future_t *acquire(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  size_t timeout_len;
-  char *timeout = timeout_name(lock, &timeout_len);
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = timeout != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
-  if (channel == NULL) {
-    free(timeout);
-    return NULL;
-  }
-  char lease[24], permit[PERMIT_BYTES];
+  char permit[PERMIT_BYTES];
   permit_of(call, permit);
-  const char *argv[] = {lock->name, timeout, channel, lease, permit, call->publish};
-  const size_t lens[] = {lock->len, timeout_len, channel_len, relock__lock_number(lease, call->lease_ms),
-                         PERMIT_BYTES, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_ACQUIRE, 3, 6, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  free(timeout);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_take(&a, timeout_name(call->lock, NULL));
+  relock__args_channel(&a, call->lock);
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, permit, PERMIT_BYTES);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_ACQUIRE, &a);
 }
 
 static relock_future_t *undo(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  size_t timeout_len;
-  char *timeout = timeout_name(lock, &timeout_len);
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = timeout != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
-  if (channel == NULL) {
-    free(timeout);
-    return NULL;
-  }
   char permit[PERMIT_BYTES];
   permit_of(call, permit);
-  const char *argv[] = {lock->name, timeout, channel, permit, call->publish};
-  const size_t lens[] = {lock->len, timeout_len, channel_len, PERMIT_BYTES, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UNDO, 3, 5, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  free(timeout);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_take(&a, timeout_name(call->lock, NULL));
+  relock__args_channel(&a, call->lock);
+  relock__args_str(&a, permit, PERMIT_BYTES);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UNDO, &a);
 }
 
 _Static_assert(RELOCK_PERMIT_ID_SIZE == RELOCK__REQUEST_ID_SIZE, "a permit id is a request id");

@@ -13,10 +13,10 @@
  * once with RELOCK_EUPGRADE instead of waiting for itself forever. */
 #include <config.h>
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
 #define WRITERS_PREFIX "relock_rwlock_writers"
@@ -41,114 +41,71 @@ static size_t other_field(const relock__lock_call_t *call, char out[RELOCK__FIEL
   return n + suffix;
 }
 
-static char *writers_name(const relock_lock_t *lock, size_t *len) {
-  return relock__derived_name(lock->name, lock->len, WRITERS_PREFIX, NULL, len);
-}
-
 static relock_future_t *acquire(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  int write = lock->kind->role == RELOCK__ROLE_WRITE;
-  size_t writers_len;
-  char *writers = writers_name(lock, &writers_len);
-  if (writers == NULL)
-    return NULL;
-  char other[RELOCK__FIELD_MAX + 8], lease[24], ttl[24], keep[24];
-  const char *argv[] = {lock->name, call->latch, writers, lease, call->field, other, ttl, call->queue ? "1" : "0",
-                        keep};
-  const size_t lens[] = {lock->len,
-                         call->latch_len,
-                         writers_len,
-                         relock__lock_number(lease, call->lease_ms),
-                         call->field_len,
-                         other_field(call, other),
-                         relock__lock_number(ttl, call->latch_ttl_ms),
-                         1,
-                         relock__lock_number(keep, WRITER_WAITING_MS)};
-  relock_future_t *f = write ? relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_WRITE_ACQUIRE, 3, 9, argv, lens)
-                             : relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_READ_ACQUIRE, 3, 7, argv, lens);
-  free(writers);
-  return f;
+  char other[RELOCK__FIELD_MAX + 8];
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_derived(&a, call->lock, WRITERS_PREFIX);
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_str(&a, other, other_field(call, other));
+  relock__args_number(&a, call->latch_ttl_ms);
+  if (call->lock->kind->role == RELOCK__ROLE_READ)
+    return relock__args_send(call, RELOCK__SCRIPT_RWLOCK_READ_ACQUIRE, &a);
+  relock__args_flag(&a, call->queue);
+  relock__args_number(&a, WRITER_WAITING_MS);
+  return relock__args_send(call, RELOCK__SCRIPT_RWLOCK_WRITE_ACQUIRE, &a);
 }
 
-/* A read hold's release or undo. */
-static relock_future_t *read_release(relock__lock_call_t *call, const char *channel, size_t channel_len,
-                                     const char *ttl, size_t ttl_len) {
-  relock_lock_t *lock = call->lock;
-  const char *argv[] = {lock->name, channel, call->latch, call->field, ttl, call->publish};
-  const size_t lens[] = {lock->len, channel_len, call->latch_len, call->field_len, ttl_len, strlen(call->publish)};
-  return relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_READ_RELEASE, 3, 6, argv, lens);
+/* A release, or (the latch an acquisition's) an undo: its latch TTL is
+ * "undo". A read hold's, or a write hold's, which names the waiting
+ * writers and the lease the holds that remain keep. */
+static relock_future_t *release_or_undo(relock__lock_call_t *call, int undo) {
+  int write = call->lock->kind->role == RELOCK__ROLE_WRITE;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_channel(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  if (write) {
+    relock__args_derived(&a, call->lock, WRITERS_PREFIX);
+    relock__args_number(&a, call->lease_ms > 0 ? call->lease_ms : 1);
+  }
+  relock__args_str(&a, call->field, call->field_len);
+  if (undo)
+    relock__args_cstr(&a, "undo");
+  else
+    relock__args_number(&a, call->latch_ttl_ms);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, write ? RELOCK__SCRIPT_RWLOCK_WRITE_RELEASE : RELOCK__SCRIPT_RWLOCK_READ_RELEASE, &a);
 }
 
-/* A write hold's release or undo. */
-static relock_future_t *write_release(relock__lock_call_t *call, const char *channel, size_t channel_len,
-                                      const char *ttl, size_t ttl_len) {
-  relock_lock_t *lock = call->lock;
-  size_t writers_len;
-  char *writers = writers_name(lock, &writers_len);
-  if (writers == NULL)
-    return NULL;
-  char lease[24];
-  const char *argv[] = {lock->name, channel, call->latch, writers, lease, call->field, ttl, call->publish};
-  const size_t lens[] = {lock->len,   channel_len, call->latch_len,
-                         writers_len, relock__lock_number(lease, call->lease_ms > 0 ? call->lease_ms : 1),
-                         call->field_len, ttl_len, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_WRITE_RELEASE, 4, 8, argv, lens);
-  free(writers);
-  return f;
-}
+static relock_future_t *release(relock__lock_call_t *call) { return release_or_undo(call, 0); }
 
-/* A release, or (ttl "undo", the latch an acquisition's) an undo. */
-static relock_future_t *release_or_undo(relock__lock_call_t *call, const char *ttl, size_t ttl_len) {
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = relock__lock_channel(call->lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  relock_future_t *f = call->lock->kind->role == RELOCK__ROLE_READ
-                           ? read_release(call, channel, channel_len, ttl, ttl_len)
-                           : write_release(call, channel, channel_len, ttl, ttl_len);
-  relock__lock_channel_free(channel, buf);
-  return f;
-}
-
-static relock_future_t *release(relock__lock_call_t *call) {
-  char ttl[24];
-  return release_or_undo(call, ttl, relock__lock_number(ttl, call->latch_ttl_ms));
-}
-
-static relock_future_t *undo(relock__lock_call_t *call) { return release_or_undo(call, "undo", 4); }
+static relock_future_t *undo(relock__lock_call_t *call) { return release_or_undo(call, 1); }
 
 static relock_future_t *force_release(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  int write = lock->kind->role == RELOCK__ROLE_WRITE;
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = relock__lock_channel(lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  const char *argv[] = {lock->name, channel, write ? "write" : "read", write ? "1" : "0", call->publish};
-  const size_t lens[] = {lock->len, channel_len, write ? 5u : 4u, 1, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_FORCE_RELEASE, 2, 5, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  return f;
+  int write = call->lock->kind->role == RELOCK__ROLE_WRITE;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_channel(&a, call->lock);
+  relock__args_cstr(&a, write ? "write" : "read");
+  relock__args_flag(&a, write);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_RWLOCK_FORCE_RELEASE, &a);
 }
 
 static relock_future_t *writer_leave(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  size_t writers_len, channel_len;
-  char buf[RELOCK__CHANNEL_BUF];
-  char *writers = writers_name(lock, &writers_len);
-  char *channel = writers != NULL ? relock__lock_channel(lock, buf, &channel_len) : NULL;
-  if (channel == NULL) {
-    free(writers);
-    return NULL;
-  }
-  const char *argv[] = {writers, channel, call->field, call->publish};
-  const size_t lens[] = {writers_len, channel_len, call->field_len, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_RWLOCK_WRITER_LEAVE, 2, 4, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  free(writers);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_derived(&a, call->lock, WRITERS_PREFIX);
+  relock__args_channel(&a, call->lock);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_RWLOCK_WRITER_LEAVE, &a);
 }
 
 static const relock__lock_kind_t read_side = {

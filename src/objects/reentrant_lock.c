@@ -6,10 +6,8 @@
  * reuse its operations. */
 #include <config.h>
 
-#include <stdlib.h>
-#include <string.h>
-
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
 /* KEYS: the lock, the latch and, for a wait (call->waker), the waiting
@@ -17,84 +15,58 @@
  * and whether it stays registered (lua/lock_acquire.lua). */
 relock_future_t *relock__rlock_acquire(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char lease[24], ttl[24];
-  const char *argv[8];
-  size_t lens[8];
-  int n = 0, nkeys = 2;
-  char *waiters = NULL;
-  argv[n] = lock->name, lens[n++] = lock->len;
-  argv[n] = call->latch, lens[n++] = call->latch_len;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  if (call->waker != NULL)
+    relock__args_take(&a, relock__lock_waiters_name(lock->name, lock->len, NULL));
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_number(&a, call->latch_ttl_ms);
   if (call->waker != NULL) {
-    if ((waiters = relock__lock_waiters_name(lock->name, lock->len, &lens[n])) == NULL)
-      return NULL;
-    argv[n++] = waiters, nkeys++;
+    relock__args_cstr(&a, call->waker);
+    relock__args_flag(&a, call->keep_waker);
   }
-  argv[n] = lease, lens[n++] = relock__lock_number(lease, call->lease_ms);
-  argv[n] = call->field, lens[n++] = call->field_len;
-  argv[n] = ttl, lens[n++] = relock__lock_number(ttl, call->latch_ttl_ms);
-  if (call->waker != NULL) {
-    argv[n] = call->waker, lens[n++] = strlen(call->waker);
-    argv[n] = call->keep_waker ? "1" : "0", lens[n++] = 1;
-  }
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, nkeys, n, argv, lens);
-  free(waiters);
-  return f;
+  return relock__args_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE, &a);
 }
 
 relock_future_t *relock__rlock_undo(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = relock__lock_channel(lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  const char *argv[] = {lock->name, channel, call->latch, call->field, "0", call->publish};
-  const size_t lens[] = {lock->len, channel_len, call->latch_len, call->field_len, 1, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO, 3, 6, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_channel(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_cstr(&a, "0");
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_LOCK_ACQUIRE_UNDO, &a);
 }
 
 relock_future_t *relock__rlock_release(relock__lock_call_t *call) {
   relock_lock_t *lock = call->lock;
-  char buf[RELOCK__CHANNEL_BUF], lease[24], ttl[24];
-  size_t channel_len, waiters_len;
-  char *channel = relock__lock_channel(lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  char *waiters = relock__lock_waiters_name(lock->name, lock->len, &waiters_len);
-  if (waiters == NULL) {
-    relock__lock_channel_free(channel, buf);
-    return NULL;
-  }
-  const char *argv[] = {lock->name, channel, call->latch, waiters, "0", lease, call->field, ttl, call->publish};
-  const size_t lens[] = {lock->len,
-                         channel_len,
-                         call->latch_len,
-                         waiters_len,
-                         1,
-                         relock__lock_number(lease, call->lease_ms),
-                         call->field_len,
-                         relock__lock_number(ttl, call->latch_ttl_ms),
-                         strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_RELEASE, 4, 9, argv, lens);
-  free(waiters);
-  relock__lock_channel_free(channel, buf);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, lock);
+  relock__args_channel(&a, lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_take(&a, relock__lock_waiters_name(lock->name, lock->len, NULL));
+  relock__args_cstr(&a, "0");
+  relock__args_number(&a, call->lease_ms);
+  relock__args_str(&a, call->field, call->field_len);
+  relock__args_number(&a, call->latch_ttl_ms);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_LOCK_RELEASE, &a);
 }
 
 relock_future_t *relock__rlock_force_release(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = relock__lock_channel(lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  const char *argv[] = {lock->name, channel, "0", call->publish};
-  const size_t lens[] = {lock->len, channel_len, 1, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_LOCK_FORCE_RELEASE, 2, 4, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_channel(&a, call->lock);
+  relock__args_cstr(&a, "0");
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_LOCK_FORCE_RELEASE, &a);
 }
 
 static const relock__lock_kind_t reentrant = {

@@ -5,36 +5,33 @@
  * address; struct relock_semaphore is never defined. */
 #include <config.h>
 
-#include <string.h>
-
 #include <relock/semaphore.h>
 
 #include "future/promise.h"
 #include "objects/counter.h"
 #include "objects/lock_impl.h"
+#include "objects/script_args.h"
 #include "redis/scripts.h"
 
 /* The latch has no expiry (lua/semaphore_acquire.lua): a give-back may come
  * however late (lock_acquire.c). */
 static relock_future_t *acquire(relock__lock_call_t *call) {
-  char permits[24];
-  const char *argv[] = {call->lock->name, call->latch, permits};
-  const size_t lens[] = {call->lock->len, call->latch_len, relock__lock_number(permits, call->permits)};
-  return relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_ACQUIRE, 2, 3, argv, lens);
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_number(&a, call->permits);
+  return relock__args_send(call, RELOCK__SCRIPT_SEMAPHORE_ACQUIRE, &a);
 }
 
 static relock_future_t *undo(relock__lock_call_t *call) {
-  relock_lock_t *lock = call->lock;
-  char buf[RELOCK__CHANNEL_BUF];
-  size_t channel_len;
-  char *channel = relock__lock_channel(lock, buf, &channel_len);
-  if (channel == NULL)
-    return NULL;
-  const char *argv[] = {lock->name, channel, call->latch, call->publish};
-  const size_t lens[] = {lock->len, channel_len, call->latch_len, strlen(call->publish)};
-  relock_future_t *f = relock__lock_send(call, RELOCK__SCRIPT_SEMAPHORE_UNDO, 3, 4, argv, lens);
-  relock__lock_channel_free(channel, buf);
-  return f;
+  relock__args_t a;
+  relock__args_init(&a);
+  relock__args_lock(&a, call->lock);
+  relock__args_channel(&a, call->lock);
+  relock__args_key(&a, call->latch, call->latch_len);
+  relock__args_cstr(&a, call->publish);
+  return relock__args_send(call, RELOCK__SCRIPT_SEMAPHORE_UNDO, &a);
 }
 
 static const relock__lock_kind_t semaphore = {
