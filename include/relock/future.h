@@ -9,10 +9,12 @@
  *
  * Threading: a future belongs to its client's loop.
  *   - Threaded client (made with a NULL loop): any thread may call anything
- *     on a future. It completes on the client's loop thread, and its
- *     callbacks run there (a callback added after completion runs at once,
- *     in the adding thread), with the client's lock held: a callback must
- *     not block, and may call the library. relock_future_wait from any other
+ *     on a future. It completes on the client's loop thread - or, when
+ *     cancelled (relock_future_cancel, relock_lock_interrupt), in the
+ *     cancelling thread - and its callbacks run where it completes (one
+ *     added after completion runs at once, in the adding thread), with the
+ *     client's lock held: a callback must not block, and may call the
+ *     library. relock_future_wait from any other
  *     thread sleeps until the loop thread completes the future.
  *   - Embedded client (made on the caller's loop): every call must be made on
  *     the thread that runs that loop; relock_future_wait runs the loop. */
