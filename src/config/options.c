@@ -1,8 +1,9 @@
 /* Client options (relock/config.h): one table describes every option - its
  * name, type, field, default and the check of a value - and the typed
  * setters and getters, the text setter and the cross-option validation all
- * work from it. A new option (TLS, Sentinel, Cluster) is one field in
- * options_impl.h and one row here.
+ * work from it. A new option (TLS, Sentinel, Cluster) is its RELOCK_OPT_*
+ * name in include/relock/config.h, one field in options_impl.h and one row
+ * here (docs/ARCHITECTURE.md, "An option", says the rest: man page, tests).
  *
  * Messages name the problem and the value, but never a password. */
 #include <config.h>
