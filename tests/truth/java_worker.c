@@ -255,6 +255,9 @@ static void next(jworker_t *w, tag_t *t) {
   t->busy = 1;
   t->sent_ns = now;
   t->bound_ns = now + (uint64_t)(wait + 10000) * 1000000u;
+  uint64_t trying = now + (uint64_t)(wait + 1000) * 1000000u, was = atomic_load(&w->sh->foreign_trying_ns[name]);
+  while (was < trying && !atomic_compare_exchange_weak(&w->sh->foreign_trying_ns[name], &was, trying))
+    ;
   truth_trace(w->slot, "j%d trylock %s %s wait %lld lease %lld", ti, java_kind(kind), truth_names[name],
               (long long)wait, (long long)lease);
   send_line(w, "j%d trylock %s %s %lld %lld", ti, java_kind(kind), truth_names[name], (long long)wait,
