@@ -207,6 +207,15 @@ static void on_answer(jworker_t *w, char *line) {
 
 static const int java_kinds[] = {K_REENTRANT, K_SPIN, K_FENCED, K_FAIR, K_READ, K_WRITE};
 
+/* Redisson may touch name until then (an acquisition or unlock in flight,
+ * whose hold its watchdog may still renew while the worker states no
+ * belief): the observer tolerates a TTL it cuts meanwhile. */
+static void foreign_busy(jworker_t *w, int name, uint64_t until_ns) {
+  uint64_t was = atomic_load(&w->sh->foreign_trying_ns[name]);
+  while (was < until_ns && !atomic_compare_exchange_weak(&w->sh->foreign_trying_ns[name], &was, until_ns))
+    ;
+}
+
 static void next(jworker_t *w, tag_t *t) {
   uint64_t now = truth_now_ns();
   if (t->busy || now < t->idle_until_ns || t->thread_id[0] == '\0')
@@ -230,6 +239,7 @@ static void next(jworker_t *w, tag_t *t) {
     t->busy = 1;
     t->sent_ns = now;
     t->bound_ns = now + 10000000000ull;
+    foreign_busy(w, t->name, now + 1000000000u);
     truth_trace(w->slot, "j%d unlock %s %s", ti, java_kind(t->kind), truth_names[t->name]);
     send_line(w, "j%d unlock %s %s", ti, java_kind(t->kind), truth_names[t->name]);
     return;
@@ -255,9 +265,7 @@ static void next(jworker_t *w, tag_t *t) {
   t->busy = 1;
   t->sent_ns = now;
   t->bound_ns = now + (uint64_t)(wait + 10000) * 1000000u;
-  uint64_t trying = now + (uint64_t)(wait + 1000) * 1000000u, was = atomic_load(&w->sh->foreign_trying_ns[name]);
-  while (was < trying && !atomic_compare_exchange_weak(&w->sh->foreign_trying_ns[name], &was, trying))
-    ;
+  foreign_busy(w, name, now + (uint64_t)(wait + 1000) * 1000000u);
   truth_trace(w->slot, "j%d trylock %s %s wait %lld lease %lld", ti, java_kind(kind), truth_names[name],
               (long long)wait, (long long)lease);
   send_line(w, "j%d trylock %s %s %lld %lld", ti, java_kind(kind), truth_names[name], (long long)wait,

@@ -388,11 +388,11 @@ static void sweep(orphan_t *table, int *n) {
 }
 
 /* A Redisson holder of the same name may have cut the key's TTL (its
- * renewal, and its read lock's acquisition, is a plain PEXPIRE): relock
- * cannot stop that, only bring its own belief down at its next check. Such
- * a shortfall is tolerated for the bound of a break of truth, and a
- * violation after it. A Redisson acquisition in flight counts as a holder
- * seen: it cuts the TTL before the Java worker can state its belief. */
+ * renewal is a plain PEXPIRE): relock cannot stop that, only bring its own
+ * belief down at its next check. Such a shortfall is tolerated for the
+ * bound of a break of truth, and a violation after it. A Redisson
+ * acquisition or unlock in flight counts as a holder seen: it may hold,
+ * and be renewed, while the Java worker states no belief. */
 static int cut_by_redisson(truth_observer_t *o, const seen_t *x) {
   uint64_t seen = o->foreign_seen_ns[x->b.name];
   uint64_t trying = atomic_load(&o->sh->foreign_trying_ns[x->b.name]);

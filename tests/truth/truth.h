@@ -110,10 +110,11 @@ typedef struct truth_shared {
   _Atomic long acquired_by_kind[K_COUNT];
   truth_break_t breaks[N_COUNT];
   truth_break_t global_break;
-  /* Until when a Redisson acquisition sent on the name (its wait, and a
-   * second for the JVM) may cut the key's TTL: Redisson's read lock sets
-   * it with a plain PEXPIRE the moment it acquires, before the Java worker
-   * hears the answer and states its belief. */
+  /* Until when Redisson may cut the name's TTL with no belief of its
+   * stated: an acquisition in flight (its wait, and a second for the JVM)
+   * or an unlock in flight (a second) - its watchdog renews with a plain
+   * PEXPIRE, from the moment it holds until its unlock is done, while the
+   * Java worker states a belief only once it has heard the answer. */
   _Atomic uint64_t foreign_trying_ns[N_COUNT];
   _Atomic long violations;
   int nworkers;
