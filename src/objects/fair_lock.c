@@ -47,10 +47,7 @@ static relock_future_t *release_or_undo(relock__lock_call_t *call, int undo) {
   relock__args_key(&a, call->latch, call->latch_len);
   relock__args_number(&a, call->lease_ms > 0 ? call->lease_ms : 1);
   relock__args_str(&a, call->field, call->field_len);
-  if (undo)
-    relock__args_cstr(&a, "undo");
-  else
-    relock__args_number(&a, call->latch_ttl_ms);
+  relock__args_latch_ttl(&a, call, undo);
   relock__args_cstr(&a, call->publish);
   return relock__args_send(call, RELOCK__SCRIPT_FAIR_LOCK_RELEASE, &a);
 }

@@ -85,6 +85,13 @@ void relock__args_number(relock__args_t *a, int64_t value) {
 
 void relock__args_flag(relock__args_t *a, int flag) { add(a, flag ? "1" : "0", 1); }
 
+void relock__args_latch_ttl(relock__args_t *a, const relock__lock_call_t *call, int undo) {
+  if (undo)
+    relock__args_cstr(a, "undo");
+  else
+    relock__args_number(a, call->latch_ttl_ms);
+}
+
 relock_future_t *relock__args_send(relock__lock_call_t *call, int script, relock__args_t *a) {
   relock_future_t *f = NULL;
   if (!a->failed) {

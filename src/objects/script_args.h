@@ -64,6 +64,9 @@ void relock__args_str(relock__args_t *a, const char *s, size_t len);
 void relock__args_cstr(relock__args_t *a, const char *s); /* NUL-terminated */
 void relock__args_number(relock__args_t *a, int64_t value); /* in decimal */
 void relock__args_flag(relock__args_t *a, int flag);       /* "1" or "0" */
+/* A release script's last latch argument: how long its latch remembers the
+ * answer, or "undo" for a give-back (its latch is the acquisition's). */
+void relock__args_latch_ttl(relock__args_t *a, const relock__lock_call_t *call, int undo);
 
 /* Sends script (a relock__scripts index) with a's KEYS and ARGV and call's
  * options (call->spec), and frees what a owns. NULL when out of memory
