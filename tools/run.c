@@ -596,7 +596,7 @@ int run_command(cli_t *c) {
       say(0, "cannot watch %s %s for a loss: %s", c->what, c->name, relock_strerror(rc));
       return EXIT_REDIS;
     }
-    /* a force release (relock force-unlock, Redisson's forceUnlock) stops
+    /* a force release (relock release --force, Redisson's forceUnlock) stops
      * the command within milliseconds, not at the next renewal */
     relock_lock_watch_loss(c->lock, 1);
   }

@@ -53,7 +53,7 @@
 #include "redis/scripts.h"
 #include "watchdog/renewal.h"
 
-#define SPIN_MIN_MS 1   /* a spin lock's back-off: 1 ms doubling to 128 ms */
+#define SPIN_MIN_MS 1   /* a spin lock's back-off base: 1 ms doubling to 128 ms */
 #define SPIN_MAX_MS 128
 
 typedef enum { TRYING, SUBSCRIBING, WAITING } acquire_state_t;
@@ -363,8 +363,10 @@ __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, co
 }
 
 /* A spin lock's waiter, which hears nothing: it tries again after a
- * back-off doubling from SPIN_MIN_MS to SPIN_MAX_MS, jittered so that
- * spinners spread out, and never past the holder's TTL. */
+ * back-off whose base doubles from SPIN_MIN_MS to SPIN_MAX_MS, each delay
+ * jittered up by a quarter to a half of the base so that spinners spread
+ * out (at most 1.5 x SPIN_MAX_MS = 192 ms, as the docs say), and never past
+ * the holder's TTL. */
 static void spin(acquire_t *op, int64_t ttl_ms) {
   int64_t delay = op->spin_ms + relock__jitter_ms(&op->lock->client->rng, op->spin_ms) / 2;
   if (ttl_ms >= 0 && ttl_ms < delay)

@@ -84,7 +84,7 @@ int relock__read_lock_answer(const relock_reply_t *reply, relock__answer_t *a);
 typedef enum relock__wait_mode {
   RELOCK__WAIT_CHANNEL,     /* the lock's channel: "0" wakes one waiter per process, "1" all */
   RELOCK__WAIT_OWN_CHANNEL, /* a channel of its own, "<lock channel>:<field>" (the fair lock's queue) */
-  RELOCK__WAIT_SPIN,        /* none: tries again after a back-off (1 ms doubling to 128 ms, jittered) */
+  RELOCK__WAIT_SPIN,        /* none: tries again after a back-off (1 ms doubling to 128 ms, +25-50 %) */
   RELOCK__WAIT_PERMITS,     /* the channel carries how many permits are free: enough waiters for them try */
   RELOCK__WAIT_ZERO         /* the channel's "0" (a latch reached zero) wakes all; other messages none */
 } relock__wait_mode_t;

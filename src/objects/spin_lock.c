@@ -1,6 +1,6 @@
 /* The spin lock (Redisson's RSpinLock): the reentrant lock's hash and
  * scripts, without pub/sub - a waiter tries again after a back-off
- * (lock_acquire.c: 1 ms doubling to 128 ms, jittered, never past the
+ * (lock_acquire.c: 1 ms doubling to 128 ms, +25-50 %, never past the
  * holder's TTL), and its releases publish nothing. Only relock's force
  * release publishes (on the reentrant lock's channel), so that a holder
  * that watches its hold (lock_watch.c) hears it; Redisson's forceUnlock
