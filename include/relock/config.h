@@ -258,6 +258,23 @@ RELOCK_EXTERN int relock_options_get_ms(const relock_options_t *opts, const char
  * (RELOCK_EINVAL), never quoting a password. */
 RELOCK_EXTERN int relock_options_set_url(relock_options_t *opts, const char *url, relock_error_t *err);
 
+/* Sets the connection options from the environment: RELOCK_URL, a URL as
+ * relock_options_set_url takes it (the variable the relock command reads), or
+ * RELOCK_URL_FILE, a file whose first line is one (keeping a password out
+ * of the environment and of ps). Only this call reads them: a client made
+ * without it ignores both.
+ * Returns 1 when it set the URL, 0 when neither variable is set (opts
+ * unchanged: the defaults, or what the program set, stand), or an error,
+ * with err naming the variable and the problem (never quoting a password)
+ * and opts unchanged: RELOCK_EINVAL for a variable set but empty, both
+ * set, a URL relock_options_set_url refuses (RELOCK_ETLS: rediss:// in a
+ * build without TLS), a file that is empty or whose first line is blank
+ * or longer than 4096 bytes;
+ * RELOCK_EIO for a file that cannot be read (the system's reason). err
+ * may be NULL. Reads the environment with getenv: not while another
+ * thread changes it. */
+RELOCK_EXTERN int relock_options_from_env(relock_options_t *opts, relock_error_t *err);
+
 /* Checks the rules that tie options together: a host unless there is a Unix
  * socket path, a username only with a password, reconnect-min <=
  * reconnect-max, tls-cert and tls-key together, no TLS over a Unix socket,

@@ -1,13 +1,16 @@
 /* Unit tests of the client options (relock/config.h): the defaults, setting
  * and reading by name and type, every URL form the parser accepts, the ones
  * it refuses (with a message that names the problem and never shows the
- * password), every rule a value or a combination must follow, and the
- * client's parsed copy of a Cluster's seeds (config/settings.h). */
+ * password), every rule a value or a combination must follow, the
+ * client's parsed copy of a Cluster's seeds (config/settings.h), and the
+ * URL taken from the environment on request (relock_options_from_env). */
 #include <config.h>
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <relock/config.h>
 #include <relock/error.h>
@@ -554,6 +557,157 @@ static void test_long_values_are_cut_in_messages(void **state) {
   assert_int_equal(relock_options_set_int(c, url, 1, &err), RELOCK_EINVAL);
   assert_true(strlen(err.message) < 120);
   relock_options_free(c);
+}
+
+/* -- relock_options_from_env ------------------------------------------------
+ * RELOCK_URL or RELOCK_URL_FILE, only on request, never silently: each test
+ * sets what it needs and clears both when done. */
+
+static void clear_env(void) {
+  unsetenv("RELOCK_URL");
+  unsetenv("RELOCK_URL_FILE");
+}
+
+/* A file of the given content in a fresh temporary directory; path gets
+ * its name (the caller removes it with remove_file). */
+static void write_file(char path[64], const char *content, size_t len) {
+  snprintf(path, 64, "%s", "/tmp/relock-env-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, content, len), (ssize_t)len);
+  assert_int_equal(close(fd), 0);
+}
+
+/* from_env's error: code, and a message that starts with prefix, contains
+ * what (when not NULL) and never the password "s3cret". Checks that opts
+ * kept the host it had. */
+static void assert_env_error(relock_options_t *o, int code, const char *prefix, const char *what) {
+  relock_error_t err = dirty_error();
+  const char *host_before = str(o, RELOCK_OPT_HOST);
+  char before[64];
+  snprintf(before, sizeof before, "%s", host_before);
+  assert_int_equal(relock_options_from_env(o, &err), code);
+  assert_int_equal(err.code, code);
+  if (strncmp(err.message, prefix, strlen(prefix)) != 0)
+    fail_msg("message \"%s\" does not start with \"%s\"", err.message, prefix);
+  if (what != NULL && strstr(err.message, what) == NULL)
+    fail_msg("message \"%s\" does not say \"%s\"", err.message, what);
+  assert_null(strstr(err.message, "s3cret"));
+  assert_string_equal(str(o, RELOCK_OPT_HOST), before);
+}
+
+static void test_from_env_neither_set(void **state) {
+  (void)state;
+  clear_env();
+  relock_options_t *o = options();
+  assert_int_equal(relock_options_set_url(o, "redis://mine:7001", NULL), 0);
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock_options_from_env(o, &err), 0); /* nothing to apply: the program's settings stand */
+  assert_int_equal(err.code, 0);
+  assert_string_equal(err.message, "");
+  assert_string_equal(str(o, RELOCK_OPT_HOST), "mine");
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 7001);
+  relock_options_free(o);
+}
+
+static void test_from_env_url(void **state) {
+  (void)state;
+  clear_env();
+  relock_options_t *o = options();
+  setenv("RELOCK_URL", "redis://app:s3cret@cache.internal:6380/2", 1);
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock_options_from_env(o, &err), 1);
+  assert_int_equal(err.code, 0);
+  assert_string_equal(err.message, "");
+  assert_string_equal(str(o, RELOCK_OPT_HOST), "cache.internal");
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 6380);
+  assert_int_equal(num(o, RELOCK_OPT_DB), 2);
+  assert_string_equal(str(o, RELOCK_OPT_USERNAME), "app");
+  assert_string_equal(str(o, RELOCK_OPT_PASSWORD), "s3cret");
+  assert_int_equal(relock_options_from_env(NULL, &err), RELOCK_EINVAL);
+  assert_string_equal(err.message, "opts is NULL");
+  clear_env();
+  relock_options_free(o);
+}
+
+static void test_from_env_refuses_unusable_urls(void **state) {
+  (void)state;
+  clear_env();
+  relock_options_t *o = options();
+  setenv("RELOCK_URL", "", 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL is set but empty", NULL);
+  setenv("RELOCK_URL", "http://cache:6379", 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL: unsupported URL scheme", "\"http\"");
+  setenv("RELOCK_URL", "redis://:s3cret@cache:notaport", 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL: ", NULL);
+  setenv("RELOCK_URL", "redis://cache:6379", 1);
+  setenv("RELOCK_URL_FILE", "/nonexistent", 1);
+  assert_env_error(o, RELOCK_EINVAL, "both RELOCK_URL and RELOCK_URL_FILE are set", NULL);
+  unsetenv("RELOCK_URL");
+  setenv("RELOCK_URL_FILE", "", 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL_FILE is set but empty", NULL);
+  clear_env();
+  relock_options_free(o);
+}
+
+static void test_from_env_url_file(void **state) {
+  (void)state;
+  clear_env();
+  relock_options_t *o = options();
+  char path[64];
+  static const char crlf[] = "redis://:s3cret@from-file:7000/1\r\nthe rest is not read\n";
+  write_file(path, crlf, sizeof crlf - 1);
+  setenv("RELOCK_URL_FILE", path, 1);
+  relock_error_t err = dirty_error();
+  assert_int_equal(relock_options_from_env(o, &err), 1);
+  assert_string_equal(err.message, "");
+  assert_string_equal(str(o, RELOCK_OPT_HOST), "from-file");
+  assert_int_equal(num(o, RELOCK_OPT_PORT), 7000);
+  assert_int_equal(num(o, RELOCK_OPT_DB), 1);
+  assert_string_equal(str(o, RELOCK_OPT_PASSWORD), "s3cret");
+  unlink(path);
+  /* no newline at the end */
+  write_file(path, "unix:///run/redis.sock", 22);
+  setenv("RELOCK_URL_FILE", path, 1);
+  assert_int_equal(relock_options_from_env(o, &err), 1);
+  assert_string_equal(str(o, RELOCK_OPT_UNIX_PATH), "/run/redis.sock");
+  unlink(path);
+  clear_env();
+  relock_options_free(o);
+}
+
+static void test_from_env_refuses_unusable_files(void **state) {
+  (void)state;
+  clear_env();
+  relock_options_t *o = options();
+  char path[64];
+  setenv("RELOCK_URL_FILE", "/nonexistent/relock-url", 1);
+  assert_env_error(o, RELOCK_EIO, "RELOCK_URL_FILE /nonexistent/relock-url: ", "No such file or directory");
+  write_file(path, "", 0);
+  setenv("RELOCK_URL_FILE", path, 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL_FILE /tmp/relock-env-", "is empty");
+  unlink(path);
+  /* a blank first line is not "the default server" */
+  write_file(path, "\nredis://:s3cret@cache:6379\n", 28);
+  setenv("RELOCK_URL_FILE", path, 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL_FILE /tmp/relock-env-", "the first line is blank");
+  unlink(path);
+  write_file(path, "redis://:s3cret@cache:port\n", 27);
+  setenv("RELOCK_URL_FILE", path, 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL_FILE /tmp/relock-env-", NULL);
+  unlink(path);
+  static char long_line[5000];
+  memset(long_line, 'a', sizeof long_line);
+  memcpy(long_line, "redis://", 8);
+  write_file(path, long_line, sizeof long_line);
+  setenv("RELOCK_URL_FILE", path, 1);
+  assert_env_error(o, RELOCK_EINVAL, "RELOCK_URL_FILE /tmp/relock-env-", "longer than 4096 bytes");
+  unlink(path);
+  /* a directory: fopen succeeds, reading fails */
+  setenv("RELOCK_URL_FILE", "/tmp", 1);
+  assert_env_error(o, RELOCK_EIO, "RELOCK_URL_FILE /tmp: ", "Is a directory");
+  clear_env();
+  relock_options_free(o);
 }
 
 static void test_null_arguments(void **state) {
@@ -1169,6 +1323,11 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cluster_settings),
     cmocka_unit_test(test_long_socket_path),
     cmocka_unit_test(test_long_values_are_cut_in_messages),
+    cmocka_unit_test(test_from_env_neither_set),
+    cmocka_unit_test(test_from_env_url),
+    cmocka_unit_test(test_from_env_refuses_unusable_urls),
+    cmocka_unit_test(test_from_env_url_file),
+    cmocka_unit_test(test_from_env_refuses_unusable_files),
     cmocka_unit_test(test_null_arguments),
     cmocka_unit_test(test_validate_rules),
     cmocka_unit_test(test_validate_never_shows_the_password),
