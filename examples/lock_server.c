@@ -16,6 +16,9 @@
  *       --requests N exits after N requests.
  *   printf 'mylock\n' | nc 127.0.0.1 PORT
  *
+ * Outside this tree it builds with libev named too, since it runs the loop
+ * itself: cc lock_server.c $(pkg-config --cflags --libs relock) -lev
+ *
  * SIGINT or SIGTERM stops it: it stops accepting, lets the requests in
  * progress finish (a second signal stops waiting for them), closes the
  * client and exits. A client that resets its connection while its request

@@ -8,7 +8,15 @@
 #     (with TLS: hiredis_ssl, libssl, libcrypto too);
 #   - a program including only <relock/relock.h> compiles against the
 #     installed headers and links against the installed library, shared and
-#     static (linked, not run).
+#     static (linked, not run);
+#   - README's first example and its embedded one (the first ```c block of
+#     the top and of "### Embedding in an existing libev loop") compile
+#     without a warning and build with the line README gives for each (its
+#     `cc ...` after the block, run as written but for the compiler: $CC and
+#     a sanitizer build's flags), and run: against a private redis-server
+#     (RELOCK_URL) they exit 0 and leave the lock free; with nobody
+#     listening they exit non-zero and say why on stderr. A README whose
+#     example checks nothing, or whose build line misses a library, fails.
 # Run from the build directory (make check does); speaks TAP.
 #   MAKE, CC, RELOCK_SANITIZER_CFLAGS  from make check (defaults: make, cc)
 set -u
@@ -18,12 +26,15 @@ cc=${CC:-cc}
 # the same flags, as a user of that build would have to.
 san=${RELOCK_SANITIZER_CFLAGS:-}
 
-echo "1..5"
+echo "1..13"
 . "$(dirname "$0")/../support/tap.sh"
+. "$(dirname "$0")/../support/redis.sh"
+srcdir=${RELOCK_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 bail() { echo "Bail out! $*"; exit 1; }
 
 command -v pkg-config >/dev/null || bail "pkg-config not found: install the Debian package pkg-config"
 
+command -v redis-server >/dev/null || bail "cannot run: redis-server not found (./bootstrap --deps)"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/relock-pc.XXXXXX") || bail "mktemp failed"
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
@@ -137,4 +148,105 @@ else
   not_ok "a consumer links against the static library with pkg-config --static --libs" \
     "$cc ... $static_libs" "$out"
 fi
-[ "$n" -eq 5 ] || bail "ran $n test cases, planned 5"
+
+# -- README's examples, built as README says and run --------------------------
+
+# readme_code HEADING: the first ```c block under the heading (## or ###)
+# HEADING; "" for the top of README, before its first heading.
+readme_code() {
+  awk -v want="$1" '
+    NR == 1 { here = (want == "") }
+    /^##+ / { h = $0; sub(/^#+ /, "", h); here = (want != "" && h == want) }
+    here && !done && /^```c[[:space:]]*$/ { inside = 1; next }
+    inside && /^```/ { inside = 0; done = 1; next }
+    inside { print }
+  ' "$srcdir/README.md"
+}
+
+# readme_build HEADING: the first `cc ...` of the text after that block.
+readme_build() {
+  awk -v want="$1" '
+    NR == 1 { here = (want == "") }
+    /^##+ / { h = $0; sub(/^#+ /, "", h); here = (want != "" && h == want) }
+    here && /^```/ { inside = !inside; if (!inside) after = 1; next }
+    here && after && !inside && match($0, /`cc [^`]*`/) { print substr($0, RSTART + 1, RLENGTH - 2); exit }
+  ' "$srcdir/README.md"
+}
+
+# example NAME HEADING FILE: writes the example to $tmp/NAME/FILE, checks
+# that it compiles without a warning, and builds it with README's line, run
+# in $tmp/NAME as written but for its "cc": $cc and the sanitizer's flags.
+# Sets $built to its a.out, or leaves it empty.
+example() {
+  built=
+  code=$(readme_code "$2")
+  line=$(readme_build "$2")
+  if [ -z "$code" ] || [ -z "$line" ]; then
+    not_ok "README's $1 example and its build line are found" "code: $(echo "$code" | head -n 1)" "line: $line"
+    not_ok "README's $1 example builds with README's line" "(not found)"
+    return
+  fi
+  mkdir "$tmp/$1" && printf '%s\n' "$code" >"$tmp/$1/$3"
+  # shellcheck disable=SC2086
+  if out=$(cd "$tmp/$1" && $cc $warn $san $cflags -c "$3" -o /dev/null 2>&1); then
+    ok "README's $1 example compiles without a warning ($warn)"
+  else
+    not_ok "README's $1 example compiles without a warning ($warn)" "$out"
+  fi
+  case $line in
+    "cc $3 "*) ;;
+    *) not_ok "README's $1 example builds with README's line" "the line does not build $3: $line"; return ;;
+  esac
+  if out=$(cd "$tmp/$1" && eval "$cc $san ${line#cc }" 2>&1) && [ -x "$tmp/$1/a.out" ]; then
+    ok "README's $1 example builds with README's line: $line"
+    built=$tmp/$1/a.out
+  else
+    not_ok "README's $1 example builds with README's line: $line" "$out"
+  fi
+}
+
+# run_example NAME: runs $built against the private server and with nobody
+# listening, from the installed library.
+run_example() {
+  if [ -z "$built" ]; then
+    not_ok "README's $1 example runs against a private redis-server" "(not built)"
+    not_ok "README's $1 example fails, saying why, with no Redis to talk to" "(not built)"
+    return
+  fi
+  libpath=$(dirname "$(find "$dest" -name 'librelock.so*' | head -n 1)")
+  err=$(RELOCK_URL=redis://127.0.0.1:$port LD_LIBRARY_PATH=$libpath "$built" 2>&1 >/dev/null)
+  rc=$?
+  # taken and released there, not somewhere else: the release leaves its
+  # latch (README: "Redisson compatibility"), and the lock is free
+  left=$(redis-cli -p "$port" EXISTS invoices:run)
+  latch=$(redis-cli -p "$port" --scan --pattern 'redisson_unlock_latch:{invoices:run}:*' | head -n 1)
+  if [ $rc -eq 0 ] && [ -z "$err" ] && [ "$left" = 0 ] && [ -n "$latch" ]; then
+    ok "README's $1 example runs against a private redis-server: exit 0, the lock taken and released there"
+  else
+    not_ok "README's $1 example runs against a private redis-server" "exit $rc (want 0)" "stderr: $err" \
+      "invoices:run exists: $left (want 0)" "its release latch: ${latch:-none} (want one)"
+  fi
+  redis-cli -p "$port" FLUSHALL >/dev/null
+  nobody=$(free_port)
+  err=$(RELOCK_URL=redis://127.0.0.1:$nobody LD_LIBRARY_PATH=$libpath "$built" 2>&1 >/dev/null)
+  rc=$?
+  case $err in
+    *"127.0.0.1:$nobody"*"refused"*) said=1 ;;
+    *) said= ;;
+  esac
+  if [ $rc -ne 0 ] && [ -n "$said" ]; then
+    ok "README's $1 example fails, saying why, with no Redis to talk to: exit $rc, $err"
+  else
+    not_ok "README's $1 example fails, saying why, with no Redis to talk to" "exit $rc (want non-zero)" \
+      "stderr: $err (want the address and \"refused\")"
+  fi
+}
+
+start_redis
+trap 'stop_redis; rm -rf "$tmp"' EXIT
+example first "" app.c
+run_example first
+example embedded "Embedding in an existing libev loop" server.c
+run_example embedded
+
+[ "$n" -eq 13 ] || bail "ran $n test cases, planned 13"
