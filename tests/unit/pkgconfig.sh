@@ -214,7 +214,7 @@ run_example() {
     return
   fi
   libpath=$(dirname "$(find "$dest" -name 'librelock.so*' | head -n 1)")
-  err=$(RELOCK_URL=redis://127.0.0.1:$port LD_LIBRARY_PATH=$libpath "$built" 2>&1 >/dev/null)
+  err=$(RELOCK_URL=redis://127.0.0.1:$port LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$built" 2>&1 >/dev/null)
   rc=$?
   # taken and released there, not somewhere else: the release leaves its
   # latch (README: "Redisson compatibility"), and the lock is free
@@ -228,7 +228,7 @@ run_example() {
   fi
   redis-cli -p "$port" FLUSHALL >/dev/null
   nobody=$(free_port)
-  err=$(RELOCK_URL=redis://127.0.0.1:$nobody LD_LIBRARY_PATH=$libpath "$built" 2>&1 >/dev/null)
+  err=$(RELOCK_URL=redis://127.0.0.1:$nobody LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$built" 2>&1 >/dev/null)
   rc=$?
   case $err in
     *"127.0.0.1:$nobody"*"refused"*) said=1 ;;
@@ -244,6 +244,7 @@ run_example() {
 
 start_redis
 trap 'stop_redis; rm -rf "$tmp"' EXIT
+unset RELOCK_URL_FILE # the examples take RELOCK_URL, which run_example sets
 example first "" app.c
 run_example first
 example embedded "Embedding in an existing libev loop" server.c
