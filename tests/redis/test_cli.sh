@@ -654,6 +654,38 @@ relock release name 2>/dev/null
 expect "release without --force is a usage error" 64 $?
 relock --bogus name -- true 2>/dev/null
 expect "an unknown option is a usage error" 64 $?
+
+# -- a typo is no lock name (issue 33 item 8) ----------------------------------
+
+# Running a command needs NAME -- COMMAND: without the --, a misspelt
+# subcommand ("statsu") was a lock name and the next word a command run
+# holding it. Now a usage error, suggesting the subcommand meant.
+typo() { # typo WANT-SUGGESTION ARG...: exit code, whether the command ran, the suggestion
+  want=$1
+  shift
+  rm -f "$work/typo-ran"
+  relock "$@" 2>"$work/err"
+  echo "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run) $(grep -c "did you mean 'relock $want'" "$work/err")"
+}
+bad=
+for t in "status|statsu" "status|Status" "status|stauts" "list|lsit" "list|ls" "release --force|force-unlock" \
+  "release --force|unlock" "release --force|relase" "latch|lacth" "--help|help"; do
+  got=$(typo "${t%%|*}" "${t#*|}" touch "$work/typo-ran")
+  [ "$got" = "64 not-run 1" ] || bad="$bad${bad:+; }relock ${t#*|} touch ...: $got ($(cat "$work/err"))"
+done
+expect "a word close to a subcommand is a usage error suggesting it; nothing runs" "" "$bad"
+got=$(typo x nightly touch "$work/typo-ran")
+grep -q "relock NAME -- COMMAND" "$work/err"
+expect "NAME COMMAND without -- is a usage error showing the form" "64 not-run 0 0" "$got $?" "$(cat "$work/err")"
+rm -f "$work/typo-ran"
+relock -q status s-typo -- touch "$work/typo-ran" 2>"$work/err"
+expect "a subcommand with extra words is a usage error, not a lock named status" "64 not-run" \
+  "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run)" "$(cat "$work/err")"
+rm -f "$work/typo-ran"
+relock -q statsu -- touch "$work/typo-ran"
+expect "with -- the name is taken as written (a lock may be named so)" "0 ran 0" \
+  "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run) $(redis EXISTS statsu)"
+
 relock -u "http://x" name -- true 2>"$work/err"
 expect "a bad URL is a usage error" 64 $?
 RELOCK_URL="redis://:hunter2@127.0.0.1:1" relock --timeout 200ms name -- true 2>"$work/err"
