@@ -370,7 +370,7 @@ static int spawn(run_t *r) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* relock ignores it (relock.c); the command expects the default */
     setenv("RELOCK_NAME", r->c->name, 1);
     setenv("RELOCK_OWNER", field, 1);
     if (r->c->opt.kind == KIND_FENCED) {

@@ -407,6 +407,33 @@ code=$?
 grep -q 'invalid --orphan-signal "BOGUS"' "$work/err"
 expect "--orphan-signal with an unknown signal is a usage error, naming the option" "64 0" "$code $?" "$(cat "$work/err")"
 
+# -- relock's own output never stops it (issue 33 item 9) -------------------------
+
+# stderr a pipe nobody reads any more: the loss's message raised SIGPIPE,
+# which killed relock (141) before it stopped the command's group; only
+# the leader got the orphan signal and the rest ran on without the lock.
+rm -f "$work/pipe-member"
+mkfifo "$work/pipe"
+cat "$work/pipe" >/dev/null &
+reader=$!
+relock_bg -q pipe -- sh -c "sleep 100 & echo \$! >'$work/pipe-member'; while :; do sleep 0.02; done" 2>"$work/pipe"
+pid=$!
+wait_file "$work/pipe-member"
+member=$(cat "$work/pipe-member")
+kill "$reader"
+wait "$reader" 2>/dev/null # "Terminated"
+listened "redisson_lock__channel:{pipe}"
+relock -q release --force pipe
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "stderr a closed pipe: a lost lock still stops every member of the group, exit 76" "76 gone" \
+  "$code $(gone "$member" && echo gone || echo running)"
+kill -KILL "$member" 2>/dev/null
+relock -q sigpipe -- grep '^SigIgn:' /proc/self/status >"$work/out"
+expect "the command gets SIGPIPE's default back (relock ignores it)" 0 \
+  "$(( (0x$(awk '{print $2}' "$work/out") >> 12) & 1 ))" "$(cat "$work/out")"
+
 # -- library options (-o) --------------------------------------------------------
 relock -o bogus=1 opt1 -- true 2>"$work/err"
 code=$?
