@@ -434,6 +434,72 @@ relock -q sigpipe -- grep '^SigIgn:' /proc/self/status >"$work/out"
 expect "the command gets SIGPIPE's default back (relock ignores it)" 0 \
   "$(( (0x$(awk '{print $2}' "$work/out") >> 12) & 1 ))" "$(cat "$work/out")"
 
+# -- the command's leader exits before its group (issue 33 item 10) ---------------
+
+# As flock(1) keeps its lock while the descriptor lives, relock keeps the
+# lock (renewing it) until every process the command started is gone: its
+# process group, and what left it (setsid). Before, the leader's exit
+# released the lock at once and a second relock ran beside the rest.
+
+# subscribers CHANNEL N: until N clients listen on it, 5 s at most
+subscribers() {
+  for _ in $(seq 500); do
+    [ "$(redis PUBSUB NUMSUB "$1" | tail -n 1)" = "$2" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# after_leader NAME HOW: runs a relock on NAME whose command starts a member
+# (HOW: "" in its group, "setsid" in a session of its own) that runs until
+# $work/NAME-go exists, then exits 3 at once; returns once the leader has
+# exited. Sets pid (relock's) and member.
+after_leader() {
+  rm -f "$work/$1-go" "$work/$1-member" "$work/$1-leader"
+  relock_bg -q "$1" -- sh -c "$2 sh -c 'while [ ! -e \"$work/$1-go\" ]; do sleep 0.02; done' & echo \$! >'$work/$1-member'; echo \$\$ >'$work/$1-leader'; exit 3" 2>/dev/null
+  pid=$!
+  wait_file "$work/$1-leader"
+  member=$(cat "$work/$1-member")
+  wait_gone "$(cat "$work/$1-leader")" $((2000 * slack))
+}
+
+for how in "" setsid; do
+  name=bg${how:+-$how}
+  after_leader "$name" "$how"
+  relock -q -w 0 "$name" -- true
+  expect "the leader exited, a member ${how:-of its group} runs on: the lock stays held" "75 1" "$? $(redis EXISTS "$name")"
+  # a second relock waits for the member, then runs
+  relock_bg -q -w $((20 * slack))s "$name" -- sh -c "kill -0 $member 2>/dev/null && echo beside || echo after" \
+    >"$work/$name-second"
+  second=$!
+  subscribers "redisson_lock__channel:{$name}" 2 # the holder's loss watch, and the waiter
+  : >"$work/$name-go"
+  wait_bounded "$second" $((5000 * slack))
+  code2=$?
+  wait_bounded "$pid" $((5000 * slack))
+  expect "and a waiting relock runs once that member has ended; the first exits with the leader's status" \
+    "3 0 after" "$? $code2 $(cat "$work/$name-second")"
+done
+
+# a loss after the leader exited stops the members, as before it
+after_leader bg-lost setsid
+leader_pid=$pid
+setsid_member=$member
+after_leader bg-lost2 ""
+listened "redisson_lock__channel:{bg-lost2}"
+listened "redisson_lock__channel:{bg-lost}"
+relock -q release --force bg-lost2
+relock -q release --force bg-lost
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_bounded "$leader_pid" $((5000 * slack))
+code2=$?
+wait_gone "$member" $((1000 * slack))
+wait_gone "$setsid_member" $((1000 * slack))
+expect "the leader exited and the lock is lost: every member is stopped (group, setsid), exit 76" \
+  "76 76 gone gone" "$code $code2 $(gone "$member" && echo gone || echo running) $(gone "$setsid_member" && echo gone || echo running)"
+kill -KILL "$member" "$setsid_member" 2>/dev/null
+
 # -- library options (-o) --------------------------------------------------------
 relock -o bogus=1 opt1 -- true 2>"$work/err"
 code=$?
