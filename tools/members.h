@@ -12,8 +12,9 @@
  * descendants). A zombie libev has not reaped yet counts, until it does. */
 int members_left(pid_t group);
 
-/* Sends sig to process group `group`, and to each child of relock's outside
- * it, with its own group if it leads one (a daemon after setsid). */
+/* Sends sig to process group `group`, and to each descendant of relock's
+ * outside it: to the whole group of one that leads a group (a daemon after
+ * setsid), else to the process alone. */
 void members_signal(pid_t group, int sig);
 
 #endif /* RELOCK_TOOLS_MEMBERS_H */

@@ -500,6 +500,23 @@ expect "the leader exited and the lock is lost: every member is stopped (group, 
   "76 76 gone gone" "$code $code2 $(gone "$member" && echo gone || echo running) $(gone "$setsid_member" && echo gone || echo running)"
 kill -KILL "$member" "$setsid_member" 2>/dev/null
 
+# a loss while the leader runs reaches a daemon it started (setsid, a child
+# of the leader, not of relock) at once too, not at the end of the grace;
+# the leader takes its time to end, so the daemon is not relock's child yet
+rm -f "$work/bg-tree-member" "$work/bg-tree-sig"
+relock_bg -q --kill-grace 30s bg-tree -- sh -c "setsid sh -c 'trap \"echo TERM >\\\"$work/bg-tree-sig\\\"; exit 0\" TERM; while :; do sleep 0.02; done' & echo \$! >'$work/bg-tree-member'; trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.02; done" 2>/dev/null
+pid=$!
+wait_file "$work/bg-tree-member"
+member=$(cat "$work/bg-tree-member")
+listened "redisson_lock__channel:{bg-tree}"
+relock -q release --force bg-tree
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "a loss: a daemon the command started gets SIGTERM with the group, exit 76 before the grace" \
+  "76 gone TERM" "$code $(gone "$member" && echo gone || echo running) $(cat "$work/bg-tree-sig" 2>/dev/null)"
+kill -KILL "$member" 2>/dev/null
+
 # -- library options (-o) --------------------------------------------------------
 relock -o bogus=1 opt1 -- true 2>"$work/err"
 code=$?
