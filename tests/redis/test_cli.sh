@@ -500,6 +500,28 @@ expect "the leader exited and the lock is lost: every member is stopped (group, 
   "76 76 gone gone" "$code $code2 $(gone "$member" && echo gone || echo running) $(gone "$setsid_member" && echo gone || echo running)"
 kill -KILL "$member" "$setsid_member" 2>/dev/null
 
+# after the leader exited: a signal to relock reaches the members; a fixed
+# lease that runs out stops them
+after_leader bg-sig ""
+kill -TERM "$pid"
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "the leader exited: SIGTERM to relock reaches the member; the lock is released, the leader's status" \
+  "3 gone 0" "$code $(gone "$member" && echo gone || echo running) $(redis EXISTS bg-sig)"
+kill -KILL "$member" 2>/dev/null
+rm -f "$work/bg-lease-member"
+relock_bg -q --lease 700ms bg-lease -- sh -c "sleep 100 & echo \$! >'$work/bg-lease-member'; exit 0" 2>/dev/null
+pid=$!
+wait_file "$work/bg-lease-member"
+member=$(cat "$work/bg-lease-member")
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "the leader exited: a fixed lease that runs out stops the member, exit 76" "76 gone" \
+  "$code $(gone "$member" && echo gone || echo running)"
+kill -KILL "$member" 2>/dev/null
+
 # a loss while the leader runs reaches a daemon it started (setsid, a child
 # of the leader, not of relock) at once too, not at the end of the grace;
 # the leader takes its time to end, so the daemon is not relock's child yet
