@@ -14,6 +14,7 @@
 
 #include "args.h"
 #include "duration.h"
+#include "suggest.h"
 
 static int usage(args_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage(args_t *a, const char *fmt, ...) {
@@ -195,6 +196,37 @@ static int is_latch_op(int nargs, char **args) {
   return nargs == 4 && strcmp(args[2], "set") == 0;
 }
 
+/* NAME -- COMMAND [ARG...]: the -- is required, so that a mistyped
+ * subcommand ("relock statsu nightly") is an error, not a lock named
+ * "statsu" held while "nightly" runs. After the --, NAME is taken as
+ * written: a lock may be named "status". */
+static int run_operands(args_t *a, int nargs, char **args) {
+  if (nargs < 1)
+    return usage(a, "missing lock NAME: relock NAME -- COMMAND");
+  if (nargs >= 2 && strcmp(args[1], "--") == 0) {
+    if (nargs == 2)
+      return usage(a, "missing COMMAND after NAME --");
+    a->name = args[0];
+    a->command = args + 2;
+    return ARGS_OK;
+  }
+  /* the subcommands' words with operands that fit none of their forms */
+  if (strcmp(args[0], "status") == 0 || strcmp(args[0], "list") == 0)
+    return usage(a, "%s takes one %s, and --json (to run a command holding a lock named %s: relock %s -- COMMAND)",
+                 args[0], args[0][0] == 's' ? "NAME" : "PATTERN", args[0], args[0]);
+  if (strcmp(args[0], "release") == 0)
+    return usage(a, "usage: relock release --force NAME");
+  if (strcmp(args[0], "latch") == 0)
+    return usage(a, "usage: relock latch NAME count|down|await|set N");
+  const char *meant = suggest_subcommand(args[0]);
+  if (meant != NULL)
+    return usage(a, "'%.40s' is no subcommand: did you mean 'relock %s'? (to run a command holding the lock "
+                 "%.40s: relock %.40s -- COMMAND)", args[0], meant, args[0], args[0]);
+  if (nargs == 1)
+    return usage(a, "missing -- COMMAND after the lock NAME: relock NAME -- COMMAND");
+  return usage(a, "missing -- between the lock NAME and the COMMAND: relock NAME -- COMMAND");
+}
+
 int args_parse(int argc, char **argv, args_t *a) {
   *a = (args_t){
       .opt = {.wait_ms = RELOCK_INFINITE, .lease_ms = RELOCK_INFINITE, .grace_ms = 10000, .verbosity = 1,
@@ -229,16 +261,8 @@ int args_parse(int argc, char **argv, args_t *a) {
     a->name = args[nargs - 1];
     if (!a->opt.force)
       return usage(a, "release needs --force: it deletes the lock whoever holds it");
-  } else {
-    if (nargs < 1)
-      return usage(a, "missing lock NAME");
-    a->name = args[0];
-    int cmd = 1;
-    if (nargs > 1 && strcmp(args[1], "--") == 0)
-      cmd = 2;
-    if (cmd >= nargs)
-      return usage(a, "missing COMMAND after NAME --");
-    a->command = args + cmd;
+  } else if ((code = run_operands(a, nargs, args)) != ARGS_OK) {
+    return code;
   }
   if (a->name[0] == '\0')
     return usage(a, a->mode == ARGS_LIST ? "the PATTERN is empty" : "the lock NAME is empty");

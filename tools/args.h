@@ -35,7 +35,7 @@ typedef struct options {
 } options_t;
 
 typedef enum args_mode {
-  ARGS_RUN,     /* NAME [--] COMMAND [ARG...] */
+  ARGS_RUN,     /* NAME -- COMMAND [ARG...] */
   ARGS_STATUS,  /* status NAME */
   ARGS_RELEASE, /* release --force NAME */
   ARGS_LIST,    /* list PATTERN */
@@ -47,8 +47,8 @@ typedef struct args {
   args_mode_t mode;
   const char *name; /* the lock's name (never empty); points into argv;
                        ARGS_LIST: the pattern */
-  char **command;   /* ARGS_RUN: the command and its arguments, a tail of
-                       argv, so NULL-terminated as argv is */
+  char **command;   /* ARGS_RUN: the command and its arguments, the tail of
+                       argv after NAME --, so NULL-terminated as argv is */
   const char *latch_op; /* ARGS_LATCH: count, down, await or set */
   int64_t latch_count;  /* ARGS_LATCH set: the count (>= 1) */
   char *message;    /* ARGS_USAGE: what is wrong, without "relock: ";

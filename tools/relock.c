@@ -5,6 +5,7 @@
  * run.c (run a command holding the lock) or inspect.c (status, release).
  * The tool uses only the public API. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,11 @@ static int connect_client(cli_t *r) {
 }
 
 int main(int argc, char **argv) {
+  /* Nothing relock prints may stop it from protecting the lock: with
+   * stderr a pipe nobody reads, the loss's message raised SIGPIPE and
+   * killed relock before it stopped the command's group. A failed write
+   * is ignored instead. The command gets the default back (run.c). */
+  signal(SIGPIPE, SIG_IGN);
   cli_t r;
   memset(&r, 0, sizeof r);
   args_t a;

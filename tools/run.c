@@ -22,6 +22,7 @@
 #include <relock/relock.h>
 
 #include "cli.h"
+#include "members.h"
 
 /* What the loop's callbacks share. */
 typedef struct run {
@@ -44,11 +45,20 @@ typedef struct run {
   relock_future_t *holders;   /* that report's HGETALL, until its PTTL answers */
   int killed;     /* the grace ran out: the group got SIGKILL */
   ev_timer lease; /* a fixed lease: its end is a lost lock */
-  ev_timer reap;  /* lost: polls until the command's whole group is gone */
+  ev_timer reap;  /* polls until the processes the command started are gone */
+  ev_child members;    /* any child's exit, once the leader has exited */
+  int releasing;       /* the hold is being given back: a loss now is the release's */
   ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
   int tstp_sent;       /* relock got SIGTSTP and passed it on */
   int64_t token;       /* --fenced: the acquisition's token, for $RELOCK_TOKEN */
 } run_t;
+
+/* The command's processes after its leader exited: checked on every exit of
+ * a child of relock's (each is one of them, see members.h), and polled as
+ * well for the rare member of the group that is not relock's descendant.
+ * After a loss the poll is quicker: they were told to end. */
+#define MEMBERS_POLL_S 1.0
+#define MEMBERS_POLL_LOST_S 0.05
 
 /* How long relock waits quietly before saying who holds the lock. */
 #define PATIENCE_S 1.0
@@ -85,6 +95,7 @@ static void finish(run_t *r, int code) {
   ev_timer_stop(r->c->loop, &r->retry);
   ev_timer_stop(r->c->loop, &r->lease);
   ev_timer_stop(r->c->loop, &r->reap);
+  ev_child_stop(r->c->loop, &r->members);
   for (int i = 0; i < 2; i++)
     ev_signal_stop(r->c->loop, &r->jobctl[i]);
   if (relock_client_close(r->c->client, on_closed, r) != 0)
@@ -225,26 +236,66 @@ static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
 
 /* -- the command's end ------------------------------------------------------*/
 
-/* The lock is lost: relock ends once the command's whole process group is
- * gone, not just its leader: a member that ignores SIGTERM would otherwise
- * run on unprotected. Called when the leader was reaped, by the reap timer
- * and at the end of the grace. */
+/* Watches for the end of the processes the command started, its leader
+ * gone: on every exit of a child of relock's, and polled every `poll` s. */
+static void watch_members(run_t *r, double poll) {
+  if (!ev_is_active(&r->members))
+    ev_child_start(r->c->loop, &r->members);
+  if (!ev_is_active(&r->reap) || r->reap.repeat != poll) {
+    ev_timer_stop(r->c->loop, &r->reap);
+    ev_timer_set(&r->reap, poll, poll);
+    ev_timer_start(r->c->loop, &r->reap);
+  }
+}
+
+/* The lock is lost: relock ends once the command's processes are all gone
+ * (members.h), not just its leader: a member that ignores SIGTERM would
+ * otherwise run on unprotected. Called when the leader was reaped, as the
+ * others end, and at the end of the grace. */
 static void end_when_gone(run_t *r) {
   if (!r->child_done)
     return; /* on_child comes */
-  if (!r->killed && !(kill(-r->child, 0) != 0 && errno == ESRCH)) {
-    if (!ev_is_active(&r->reap))
-      ev_timer_start(r->c->loop, &r->reap);
+  if (!r->killed && members_left(r->child)) {
+    watch_members(r, MEMBERS_POLL_LOST_S);
     return;
   }
   say(0, "%s; the command was terminated", r->lost_message);
   finish(r, EXIT_LOST);
 }
 
+static void release_now(run_t *r);
+
+/* The leader has exited: as flock(1) keeps its lock while the descriptor
+ * lives, relock keeps the lock (renewing it) while any process the command
+ * started still runs (`cmd &`, a daemon), and gives it back when the last
+ * one ends. Releasing at the leader's exit let a second relock run beside
+ * them. */
+static void check_members(run_t *r) {
+  if (r->lost) {
+    end_when_gone(r);
+    return;
+  }
+  if (r->releasing)
+    return;
+  if (members_left(r->child)) {
+    watch_members(r, MEMBERS_POLL_S);
+    return;
+  }
+  ev_timer_stop(r->c->loop, &r->reap);
+  ev_child_stop(r->c->loop, &r->members);
+  release_now(r);
+}
+
 static void on_reap(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)loop;
   (void)revents;
-  end_when_gone(w->data);
+  check_members(w->data);
+}
+
+static void on_member(struct ev_loop *loop, ev_child *w, int revents) {
+  (void)loop;
+  (void)revents;
+  check_members(w->data);
 }
 
 static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
@@ -260,7 +311,6 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
     return;
   }
   ev_child_stop(loop, w);
-  ev_timer_stop(loop, &r->lease);
   give_terminal_back(r);
   r->child_status = w->rstatus;
   r->child_done = 1;
@@ -269,6 +319,15 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents) {
     end_when_gone(r);
     return;
   }
+  if (members_left(r->child))
+    say(2, "processes the command started still run: holding %s %s until they end", r->c->what, r->c->name);
+  check_members(r);
+}
+
+/* Gives the hold back; relock then exits with the command's status. */
+static void release_now(run_t *r) {
+  r->releasing = 1;
+  ev_timer_stop(r->c->loop, &r->lease);
   relock_future_t *f = release_hold(r);
   if (f == NULL) {
     say(0, "out of memory releasing %s %s", r->c->what, r->c->name);
@@ -284,26 +343,31 @@ static void on_grace(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)loop;
   (void)revents;
   run_t *r = w->data;
-  if (kill(-r->child, SIGKILL) == 0)
+  if (members_left(r->child))
     say(1, "command still running %lld ms after SIGTERM: SIGKILL", (long long)r->c->opt.grace_ms);
+  members_signal(r->child, SIGKILL);
   r->killed = 1; /* SIGKILL cannot be ignored: no need to wait for the group */
   end_when_gone(r);
 }
 
 /* The lock is no longer held (lost, or the fixed lease ran out): stop the
- * command's whole group, SIGTERM now and SIGKILL after the grace. */
+ * command's processes (its group, and those that left it: members.h),
+ * SIGTERM now and SIGKILL after the grace; also after the leader exited,
+ * while the others run on. */
 static void lose(run_t *r, const char *message) {
-  if (r->lost || r->child_done)
+  if (r->lost || r->releasing)
     return;
   r->lost = 1;
   ev_timer_stop(r->c->loop, &r->lease);
   snprintf(r->lost_message, sizeof r->lost_message, "%s", message);
   say(0, "%s: stopping the command (SIGTERM, SIGKILL after %lld ms)", message, (long long)r->c->opt.grace_ms);
   if (r->child > 0) {
-    kill(-r->child, SIGTERM);
-    kill(-r->child, SIGCONT); /* a stopped group would not see the SIGTERM */
+    members_signal(r->child, SIGTERM);
+    members_signal(r->child, SIGCONT); /* a stopped process would not see the SIGTERM */
     ev_timer_set(&r->grace, (double)r->c->opt.grace_ms / 1000.0, 0.0);
     ev_timer_start(r->c->loop, &r->grace);
+    if (r->child_done)
+      end_when_gone(r); /* the leader has exited: the others' ends come to on_member */
   }
 }
 
@@ -370,7 +434,7 @@ static int spawn(run_t *r) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* relock ignores it (relock.c); the command expects the default */
     setenv("RELOCK_NAME", r->c->name, 1);
     setenv("RELOCK_OWNER", field, 1);
     if (r->c->opt.kind == KIND_FENCED) {
@@ -541,6 +605,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
   say(2, "acquired %s", r->c->name);
   if (spawn(r) != 0) {
     say(0, "cannot start %s: %s", r->c->argv[0], strerror(errno));
+    r->releasing = 1;
     relock_future_t *rf = release_hold(r);
     r->child_status = EXIT_CANNOT_RUN << 8;
     if (rf != NULL)
@@ -557,9 +622,12 @@ static void on_acquired(relock_future_t *f, void *arg) {
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   (void)revents;
   run_t *r = w->data;
-  if (r->child > 0 && !r->child_done) {
+  if (r->child > 0 && (!r->child_done || ev_is_active(&r->members))) {
     say(2, "forwarding signal %d to the command", w->signum);
-    kill(-r->child, w->signum);
+    if (r->child_done)
+      members_signal(r->child, w->signum); /* its leader gone: those it left */
+    else
+      kill(-r->child, w->signum);
     return;
   }
   if (r->acquire != NULL || ev_is_active(&r->retry)) {
@@ -617,8 +685,10 @@ int run_command(cli_t *c) {
     relock_lock_on_wait(c->lock, on_wait, r); /* only a progress report: ENOMEM leaves it out */
   ev_timer_init(&r->lease, on_lease, 0.0, 0.0);
   r->lease.data = r;
-  ev_timer_init(&r->reap, on_reap, 0.05, 0.05);
+  ev_timer_init(&r->reap, on_reap, MEMBERS_POLL_S, MEMBERS_POLL_S);
   r->reap.data = r;
+  ev_child_init(&r->members, on_member, 0, 0); /* 0: any child; 0: exits only */
+  r->members.data = r;
   static const int jobctl[2] = {SIGTSTP, SIGCONT};
   for (int i = 0; i < 2; i++) {
     ev_signal_init(&r->jobctl[i], i == 0 ? on_tstp : on_cont, jobctl[i]);

@@ -14,7 +14,7 @@
  * (getopt's state is reset): argv is not reordered; a usage error has a
  * message; a parse that succeeds has a non-empty lock name taken from argv,
  * durations in their ranges, and for a command run a command that is a
- * non-empty tail of argv after NAME or NAME --; for status and list the
+ * non-empty tail of argv after NAME --; for status and list the
  * name last after the mode's word, or with --json before or after it;
  * --json for no other mode; latch NAME and its operation (set with a count
  * in range) last; --semaphore N in range, only to run a command. */
@@ -178,7 +178,8 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   case ARGS_RUN: {
     FUZZ_CHECK(a->command != NULL && a->command > argv && a->command < argv + argc);
     ptrdiff_t at = a->command - argv;
-    FUZZ_CHECK(at == name_at + 1 || (at == name_at + 2 && strcmp(argv[name_at + 1], "--") == 0));
+    /* NAME -- COMMAND: without the --, a mistyped subcommand would be a lock name */
+    FUZZ_CHECK(at == name_at + 2 && strcmp(argv[name_at + 1], "--") == 0);
     break;
   }
   case ARGS_STATUS:

@@ -81,7 +81,7 @@ build() { # TARGET: the binary $work/fuzz_TARGET
   case $1 in
     url) set -- "$1" src/config/url.c src/config/options.c src/base/error.c ;;
     reply) set -- "$1" src/redis/reply.c src/future/future.c src/loop/exec.c src/base/error.c $hiredis -lev ;;
-    cli) set -- "$1" tools/args.c tools/duration.c ;;
+    cli) set -- "$1" tools/args.c tools/duration.c tools/suggest.c ;;
   esac
   t=$1
   shift

@@ -407,6 +407,138 @@ code=$?
 grep -q 'invalid --orphan-signal "BOGUS"' "$work/err"
 expect "--orphan-signal with an unknown signal is a usage error, naming the option" "64 0" "$code $?" "$(cat "$work/err")"
 
+# -- relock's own output never stops it (issue 33 item 9) -------------------------
+
+# stderr a pipe nobody reads any more: the loss's message raised SIGPIPE,
+# which killed relock (141) before it stopped the command's group; only
+# the leader got the orphan signal and the rest ran on without the lock.
+rm -f "$work/pipe-member"
+mkfifo "$work/pipe"
+cat "$work/pipe" >/dev/null &
+reader=$!
+relock_bg -q pipe -- sh -c "sleep 100 & echo \$! >'$work/pipe-member'; while :; do sleep 0.02; done" 2>"$work/pipe"
+pid=$!
+wait_file "$work/pipe-member"
+member=$(cat "$work/pipe-member")
+kill "$reader"
+wait "$reader" 2>/dev/null # "Terminated"
+listened "redisson_lock__channel:{pipe}"
+relock -q release --force pipe
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "stderr a closed pipe: a lost lock still stops every member of the group, exit 76" "76 gone" \
+  "$code $(gone "$member" && echo gone || echo running)"
+kill -KILL "$member" 2>/dev/null
+relock -q sigpipe -- grep '^SigIgn:' /proc/self/status >"$work/out"
+expect "the command gets SIGPIPE's default back (relock ignores it)" 0 \
+  "$(( (0x$(awk '{print $2}' "$work/out") >> 12) & 1 ))" "$(cat "$work/out")"
+
+# -- the command's leader exits before its group (issue 33 item 10) ---------------
+
+# As flock(1) keeps its lock while the descriptor lives, relock keeps the
+# lock (renewing it) until every process the command started is gone: its
+# process group, and what left it (setsid). Before, the leader's exit
+# released the lock at once and a second relock ran beside the rest.
+
+# subscribers CHANNEL N: until N clients listen on it, 5 s at most
+subscribers() {
+  for _ in $(seq 500); do
+    [ "$(redis PUBSUB NUMSUB "$1" | tail -n 1)" = "$2" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# after_leader NAME HOW: runs a relock on NAME whose command starts a member
+# (HOW: "" in its group, "setsid" in a session of its own) that runs until
+# $work/NAME-go exists, then exits 3 at once; returns once the leader has
+# exited. Sets pid (relock's) and member.
+after_leader() {
+  rm -f "$work/$1-go" "$work/$1-member" "$work/$1-leader"
+  relock_bg -q "$1" -- sh -c "$2 sh -c 'while [ ! -e \"$work/$1-go\" ]; do sleep 0.02; done' & echo \$! >'$work/$1-member'; echo \$\$ >'$work/$1-leader'; exit 3" 2>/dev/null
+  pid=$!
+  wait_file "$work/$1-leader"
+  member=$(cat "$work/$1-member")
+  wait_gone "$(cat "$work/$1-leader")" $((2000 * slack))
+}
+
+for how in "" setsid; do
+  name=bg${how:+-$how}
+  after_leader "$name" "$how"
+  relock -q -w 0 "$name" -- true
+  expect "the leader exited, a member ${how:-of its group} runs on: the lock stays held" "75 1" "$? $(redis EXISTS "$name")"
+  # a second relock waits for the member, then runs
+  relock_bg -q -w $((20 * slack))s "$name" -- sh -c "kill -0 $member 2>/dev/null && echo beside || echo after" \
+    >"$work/$name-second"
+  second=$!
+  subscribers "redisson_lock__channel:{$name}" 2 # the holder's loss watch, and the waiter
+  : >"$work/$name-go"
+  wait_bounded "$second" $((5000 * slack))
+  code2=$?
+  wait_bounded "$pid" $((5000 * slack))
+  expect "and a waiting relock runs once that member has ended; the first exits with the leader's status" \
+    "3 0 after" "$? $code2 $(cat "$work/$name-second")"
+done
+
+# a loss after the leader exited stops the members, as before it
+after_leader bg-lost setsid
+leader_pid=$pid
+setsid_member=$member
+after_leader bg-lost2 ""
+listened "redisson_lock__channel:{bg-lost2}"
+listened "redisson_lock__channel:{bg-lost}"
+relock -q release --force bg-lost2
+relock -q release --force bg-lost
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_bounded "$leader_pid" $((5000 * slack))
+code2=$?
+wait_gone "$member" $((1000 * slack))
+wait_gone "$setsid_member" $((1000 * slack))
+expect "the leader exited and the lock is lost: every member is stopped (group, setsid), exit 76" \
+  "76 76 gone gone" "$code $code2 $(gone "$member" && echo gone || echo running) $(gone "$setsid_member" && echo gone || echo running)"
+kill -KILL "$member" "$setsid_member" 2>/dev/null
+
+# after the leader exited: a signal to relock reaches the members; a fixed
+# lease that runs out stops them
+after_leader bg-sig ""
+kill -TERM "$pid"
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "the leader exited: SIGTERM to relock reaches the member; the lock is released, the leader's status" \
+  "3 gone 0" "$code $(gone "$member" && echo gone || echo running) $(redis EXISTS bg-sig)"
+kill -KILL "$member" 2>/dev/null
+rm -f "$work/bg-lease-member"
+relock_bg -q --lease 700ms bg-lease -- sh -c "sleep 100 & echo \$! >'$work/bg-lease-member'; exit 0" 2>/dev/null
+pid=$!
+wait_file "$work/bg-lease-member"
+member=$(cat "$work/bg-lease-member")
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "the leader exited: a fixed lease that runs out stops the member, exit 76" "76 gone" \
+  "$code $(gone "$member" && echo gone || echo running)"
+kill -KILL "$member" 2>/dev/null
+
+# a loss while the leader runs reaches a daemon it started (setsid, a child
+# of the leader, not of relock) at once too, not at the end of the grace;
+# the leader takes its time to end, so the daemon is not relock's child yet
+rm -f "$work/bg-tree-member" "$work/bg-tree-sig"
+relock_bg -q --kill-grace 30s bg-tree -- sh -c "setsid sh -c 'trap \"echo TERM >\\\"$work/bg-tree-sig\\\"; exit 0\" TERM; while :; do sleep 0.02; done' & echo \$! >'$work/bg-tree-member'; trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.02; done" 2>/dev/null
+pid=$!
+wait_file "$work/bg-tree-member"
+member=$(cat "$work/bg-tree-member")
+listened "redisson_lock__channel:{bg-tree}"
+relock -q release --force bg-tree
+wait_bounded "$pid" $((5000 * slack))
+code=$?
+wait_gone "$member" $((1000 * slack))
+expect "a loss: a daemon the command started gets SIGTERM with the group, exit 76 before the grace" \
+  "76 gone TERM" "$code $(gone "$member" && echo gone || echo running) $(cat "$work/bg-tree-sig" 2>/dev/null)"
+kill -KILL "$member" 2>/dev/null
+
 # -- library options (-o) --------------------------------------------------------
 relock -o bogus=1 opt1 -- true 2>"$work/err"
 code=$?
@@ -654,6 +786,38 @@ relock release name 2>/dev/null
 expect "release without --force is a usage error" 64 $?
 relock --bogus name -- true 2>/dev/null
 expect "an unknown option is a usage error" 64 $?
+
+# -- a typo is no lock name (issue 33 item 8) ----------------------------------
+
+# Running a command needs NAME -- COMMAND: without the --, a misspelt
+# subcommand ("statsu") was a lock name and the next word a command run
+# holding it. Now a usage error, suggesting the subcommand meant.
+typo() { # typo WANT-SUGGESTION ARG...: exit code, whether the command ran, the suggestion
+  want=$1
+  shift
+  rm -f "$work/typo-ran"
+  relock "$@" 2>"$work/err"
+  echo "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run) $(grep -c "did you mean 'relock $want'" "$work/err")"
+}
+bad=
+for t in "status|statsu" "status|Status" "status|stauts" "list|lsit" "list|ls" "release --force|force-unlock" \
+  "release --force|unlock" "release --force|relase" "latch|lacth" "--help|help"; do
+  got=$(typo "${t%%|*}" "${t#*|}" touch "$work/typo-ran")
+  [ "$got" = "64 not-run 1" ] || bad="$bad${bad:+; }relock ${t#*|} touch ...: $got ($(cat "$work/err"))"
+done
+expect "a word close to a subcommand is a usage error suggesting it; nothing runs" "" "$bad"
+got=$(typo x nightly touch "$work/typo-ran")
+grep -q "relock NAME -- COMMAND" "$work/err"
+expect "NAME COMMAND without -- is a usage error showing the form" "64 not-run 0 0" "$got $?" "$(cat "$work/err")"
+rm -f "$work/typo-ran"
+relock -q status s-typo -- touch "$work/typo-ran" 2>"$work/err"
+expect "a subcommand with extra words is a usage error, not a lock named status" "64 not-run" \
+  "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run)" "$(cat "$work/err")"
+rm -f "$work/typo-ran"
+relock -q statsu -- touch "$work/typo-ran"
+expect "with -- the name is taken as written (a lock may be named so)" "0 ran 0" \
+  "$? $([ -e "$work/typo-ran" ] && echo ran || echo not-run) $(redis EXISTS statsu)"
+
 relock -u "http://x" name -- true 2>"$work/err"
 expect "a bad URL is a usage error" 64 $?
 RELOCK_URL="redis://:hunter2@127.0.0.1:1" relock --timeout 200ms name -- true 2>"$work/err"
