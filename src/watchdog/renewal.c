@@ -491,7 +491,7 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
   batch_t *b = arg;
   relock__renewal_t *r = b->r;
   if (reply->type == RELOCK_REPLY_ERROR) {
-    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+    relock__reply_fail(f, reply->str, reply->len);
     return;
   }
   if (reply->type != RELOCK_REPLY_ARRAY || reply->elements != b->n) {
