@@ -125,6 +125,53 @@ static void test_every_pair_of_kinds(void **state) {
   assert_int_equal(wrong, 0);
 }
 
+/* A whole hash as a string, for comparing it before and after (fields
+ * in the order Redis gives them: the same hash, untouched, answers the
+ * same). */
+static void hash_dump(fx_t *fx, const char *key, char *buf, size_t size) {
+  if (relock_test_redis_cmd(fx->redis, buf, size, "HGETALL", key, NULL) != 0)
+    fail_msg("HGETALL %s failed", key);
+}
+
+/* A release through a kind of the other family, by the owner that holds
+ * the name: refused, the hash untouched (the lock's release would take a
+ * reader's field of the same owner for its own; the read release would
+ * take a lock's). Within a family, Redisson's semantics: released. */
+static void test_every_pair_of_kinds_released(void **state) {
+  fx_t *fx = *state;
+  char msg[512], context[160], before[1024], after[1024];
+  int wrong = 0;
+  for (size_t h = 0; h < NKINDS; h++)
+    for (size_t t = 0; t < NKINDS; t++) {
+      if (kinds[h].family == kinds[t].family)
+        continue;
+      snprintf(context, sizeof context, "%s held, released as a %s by the same owner", kinds[h].what, kinds[t].what);
+      relock_test_redis_cmd(fx->redis, NULL, 0, "FLUSHALL", NULL);
+      relock_lock_t *held = make(h, fx->a, "n");
+      relock_lock_t *other = make(t, fx->a, "n");
+      if (fx_value(relock_lock_lock_async(held, 1, 0, 30000)) <= 0)
+        fail_msg("%s: the first hold was not taken", context);
+      hash_dump(fx, "n", before, sizeof before);
+      int r = fx_error(relock_lock_unlock_async(other, 1), msg, sizeof msg);
+      hash_dump(fx, "n", after, sizeof after);
+      if (r != RELOCK_EWRONGKIND || strcmp(before, after) != 0) {
+        print_message("%s: got %s (%s), the hash %s\n", context, relock_err_name(r), msg,
+                      strcmp(before, after) == 0 ? "untouched" : "changed");
+        wrong++;
+      } else {
+        assert_plain_words(msg, context);
+        fx_value(relock_lock_unlock_async(held, 1)); /* the holder's own release still works */
+        if (fx_raw_int(fx->redis, "EXISTS", "n", NULL) != 0) {
+          print_message("%s: a hold stayed after the holder released\n", context);
+          wrong++;
+        }
+      }
+      relock_lock_free(other);
+      relock_lock_free(held);
+    }
+  assert_int_equal(wrong, 0);
+}
+
 /* A Redis value of another type under a lock's name: each kind refuses
  * with RELOCK_EWRONGKIND, naming the name and the type, in plain words. */
 static void test_a_value_of_another_type_is_refused_in_plain_words(void **state) {
@@ -216,6 +263,7 @@ static void test_an_upgrade_is_refused_in_plain_words(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_every_pair_of_kinds),
+      T(test_every_pair_of_kinds_released),
       T(test_a_value_of_another_type_is_refused_in_plain_words),
       T(test_synchronizers_on_a_hash_say_so_in_plain_words),
       T(test_an_upgrade_is_refused_in_plain_words),
