@@ -212,33 +212,63 @@ static void test_a_value_of_another_type_is_refused_in_plain_words(void **state)
     }
 }
 
-/* The synchronizers on a lock's hash: their scripts meet WRONGTYPE; the
- * error says so in plain words. */
-static void test_synchronizers_on_a_hash_say_so_in_plain_words(void **state) {
-  fx_t *fx = *state;
+/* An operation on a key of another type: it may succeed where it reads
+ * nothing of the key's value, but a failure is RELOCK_EWRONGKIND in plain
+ * words; must_fail: it has to read the key. */
+static void another_type(relock_future_t *f, int must_fail, const char *context) {
   char msg[512];
-  relock_test_redis_cmd(fx->redis, NULL, 0, "HSET", "h", "f", "1", NULL);
-  relock_semaphore_t *s = relock_semaphore_new(fx->a, "h", NULL);
-  relock_permit_semaphore_t *p = relock_permit_semaphore_new(fx->a, "h", NULL);
-  relock_latch_t *l = relock_latch_new(fx->a, "h", NULL);
+  int r = fx_error(f, msg, sizeof msg);
+  if (r == 0 && must_fail)
+    fail_msg("%s: succeeded on a key of another type", context);
+  if (r != 0 && r != RELOCK_EWRONGKIND)
+    fail_msg("%s: %s (%s), not RELOCK_EWRONGKIND", context, relock_err_name(r), msg);
+  if (r != 0)
+    assert_plain_words(msg, context);
+}
+
+/* Every operation of the synchronizers and the fenced lock's token on a
+ * key of another type (a list: no synchronizer keeps one): their scripts
+ * and commands meet WRONGTYPE; the error says so in plain words (a
+ * try_set finds a key there and sets nothing: no error needed). */
+static void test_synchronizers_on_another_type_say_so_in_plain_words(void **state) {
+  fx_t *fx = *state;
+  relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "L", "x", NULL);
+  relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "{L}:timeout", "x", NULL);
+  relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "redisson_lock_token:{L}", "x", NULL);
+  relock_semaphore_t *s = relock_semaphore_new(fx->a, "L", NULL);
+  relock_permit_semaphore_t *p = relock_permit_semaphore_new(fx->a, "L", NULL);
+  relock_latch_t *l = relock_latch_new(fx->a, "L", NULL);
+  relock_lock_t *t = relock_fenced_lock_new(fx->a, "L", NULL);
   assert_non_null(s);
   assert_non_null(p);
   assert_non_null(l);
-  assert_int_equal(fx_error(relock_semaphore_acquire_async(s, 1, 0), msg, sizeof msg), RELOCK_EWRONGKIND);
-  assert_plain_words(msg, "semaphore acquire on a hash");
-  assert_int_equal(fx_error(relock_semaphore_release_async(s, 1), msg, sizeof msg), RELOCK_EWRONGKIND);
-  assert_plain_words(msg, "semaphore release on a hash");
-  assert_int_equal(fx_error(relock_permit_semaphore_acquire_async(p, 0, 1000), msg, sizeof msg), RELOCK_EWRONGKIND);
-  assert_plain_words(msg, "permit semaphore acquire on a hash");
-  assert_int_equal(fx_error(relock_latch_count_down_async(l), msg, sizeof msg), RELOCK_EWRONGKIND);
-  assert_plain_words(msg, "latch count down on a hash");
+  assert_non_null(t);
+  another_type(relock_semaphore_acquire_async(s, 1, 0), 1, "semaphore acquire");
+  another_type(relock_semaphore_release_async(s, 1), 1, "semaphore release");
+  another_type(relock_semaphore_try_set_permits_async(s, 5), 0, "semaphore try_set_permits");
+  another_type(relock_semaphore_add_permits_async(s, 1), 1, "semaphore add_permits");
+  another_type(relock_semaphore_drain_permits_async(s), 1, "semaphore drain_permits");
+  another_type(relock_semaphore_available_async(s), 1, "semaphore available");
+  another_type(relock_permit_semaphore_acquire_async(p, 0, 1000), 1, "permit semaphore acquire");
+  another_type(relock_permit_semaphore_release_async(p, "0123456789abcdef0123456789abcdef"), 1,
+               "permit semaphore release");
+  another_type(relock_permit_semaphore_try_set_permits_async(p, 5), 0, "permit semaphore try_set_permits");
+  another_type(relock_permit_semaphore_add_permits_async(p, 1), 1, "permit semaphore add_permits");
+  another_type(relock_permit_semaphore_available_async(p), 1, "permit semaphore available");
+  another_type(relock_latch_try_set_count_async(l, 3), 0, "latch try_set_count");
+  another_type(relock_latch_count_down_async(l), 1, "latch count_down");
+  another_type(relock_latch_count_async(l), 1, "latch count");
+  another_type(relock_latch_await_async(l, 0), 1, "latch await");
+  another_type(relock_fenced_lock_token_async(t), 1, "fenced lock token");
   /* a count that is not a number: Redis's "ERR value is not an integer",
    * from inside the script, without the script's location or the tag */
   relock_test_redis_cmd(fx->redis, NULL, 0, "SET", "c", "not a number", NULL);
   relock_latch_t *c = relock_latch_new(fx->a, "c", NULL);
+  char msg[512];
   assert_int_equal(fx_error(relock_latch_count_down_async(c), msg, sizeof msg), RELOCK_ESERVER);
   assert_plain_words(msg, "latch count down on a non-number");
   relock_latch_free(c);
+  relock_lock_free(t);
   relock_latch_free(l);
   relock_permit_semaphore_free(p);
   relock_semaphore_free(s);
@@ -265,7 +295,7 @@ int main(void) {
       T(test_every_pair_of_kinds),
       T(test_every_pair_of_kinds_released),
       T(test_a_value_of_another_type_is_refused_in_plain_words),
-      T(test_synchronizers_on_a_hash_say_so_in_plain_words),
+      T(test_synchronizers_on_another_type_say_so_in_plain_words),
       T(test_an_upgrade_is_refused_in_plain_words),
   };
   if (!relock_test_redis_available())
