@@ -100,6 +100,33 @@ static void test_free_releases_too(void **state) {
   }
 }
 
+/* A threaded client, freed from the application's thread (not its loop
+ * thread), with blocking holds: the same. */
+static void test_a_threaded_client_releases_on_free(void **state) {
+  fx_t *fx = *state;
+  fx_set_int(fx->cfg, RELOCK_OPT_RELEASE_ON_CLOSE, 1);
+  fx_pair_clients(fx);
+  relock_error_t err;
+  relock_client_t *t = relock_client_new(NULL, fx->cfg, &err);
+  if (t == NULL)
+    fail_msg("relock_client_new: %s", err.message);
+  relock_lock_t *held[NKINDS];
+  for (size_t k = 0; k < NKINDS; k++) {
+    held[k] = kinds[k].make(t, kinds[k].name, NULL);
+    assert_non_null(held[k]);
+    assert_int_equal(relock_lock_lock(held[k], RELOCK_INFINITE), 0);
+  }
+  for (size_t k = 0; k < NKINDS; k++)
+    relock_lock_free(held[k]); /* the holds keep what their release needs */
+  relock_client_free(t);
+  for (size_t k = 0; k < NKINDS; k++) {
+    relock_lock_t *other = kinds[k].make(fx->b, kinds[k].name, NULL);
+    if (fx_value(relock_lock_lock_async(other, 2, 0, 30000)) <= 0)
+      fail_msg("%s: another client could not take it at once after the threaded client's free", kinds[k].name);
+    relock_lock_free(other);
+  }
+}
+
 static void test_without_the_option_holds_stay_until_their_lease(void **state) {
   fx_t *fx = *state;
   fx_pair_clients(fx);
@@ -151,6 +178,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_release_on_close_frees_every_kind_at_once),
       T(test_free_releases_too),
+      T(test_a_threaded_client_releases_on_free),
       T(test_without_the_option_holds_stay_until_their_lease),
       T(test_a_stopped_server_bounds_the_close_and_it_says_what_stayed),
   };
