@@ -75,8 +75,9 @@ RELOCK_EXTERN relock_future_t *relock_client_commandf_async(relock_client_t *cli
  * thread. */
 RELOCK_EXTERN size_t relock_client_unreturned(const relock_client_t *client);
 
-/* With RELOCK_OPT_RELEASE_ON_CLOSE: how many lock holds the close released
- * (*released) and how many it could not (*not_released: no answer within
+/* With RELOCK_OPT_RELEASE_ON_CLOSE: how many lock holds and permits
+ * (relock/config.h) the close released (*released) and how many it could
+ * not (*not_released: no answer within
  * the command timeout, or an error; those stay until their leases end).
  * Either may be NULL. 0, RELOCK_EPENDING before the close has ended (call it
  * from the close callback, or after it), RELOCK_EINVAL for NULL. Both are 0
