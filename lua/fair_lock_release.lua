@@ -32,6 +32,13 @@ local function answer(result)
   end
   return result
 end
+-- One name, one kind (relock_error(3)): a read-write lock's hash (it has
+-- a "mode" field) holds this owner's read holds in the same field
+-- "<client-id>:<owner>"; this release must not take them.
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
+    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may release it")
+end
 
 local now = redis.call('time')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)

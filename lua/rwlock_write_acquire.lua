@@ -11,8 +11,10 @@
 -- ARGV[6]  how long a waiting writer counts as waiting without trying again
 -- Returns {count} when the caller now holds the write lock (its field's
 -- hold count now, as lua/lock_acquire.lua answers); an error
--- "RELOCK_UPGRADE ..." when the owner holds read holds (it would wait for
--- itself); otherwise how long to wait at most (ms) before trying again.
+-- "RELOCK_UPGRADE <message>" when the owner holds read holds (it would wait
+-- for itself), "RELOCK_WRONGKIND <message>" when the name holds another
+-- kind; otherwise how long to wait at most (ms) before trying again. The
+-- tag is the error's code (src/redis/reply.c), the message the user's.
 --
 -- A waiting writer keeps new readers out (they wait: rwlock_read_acquire)
 -- for ARGV[6] ms from each try, and tries again within a third of it.
@@ -30,6 +32,22 @@ local function take()
   return {count}
 end
 
+-- One name, one kind (relock_error(3), RELOCK_EWRONGKIND): Redisson's
+-- script would add a mode field to a plain lock's hash and take it beside
+-- its holder, so a hash without "mode", or a value of another type, is
+-- refused before anything is written.
+-- (TYPE only names what the key holds, where the ACL allows it: docs/ACL.md
+-- does not require it.)
+local shape = redis.pcall('hexists', KEYS[1], 'mode')
+if type(shape) == 'table' then
+  local t = redis.pcall('type', KEYS[1])
+  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' holds a Redis " ..
+    (t.ok or 'value of another type') .. ', not a read-write lock')
+end
+if shape == 0 and redis.call('exists', KEYS[1]) == 1 then
+  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' is held as a lock of another kind (lock, fair, " ..
+    'fenced or spin lock: a hash without a mode field): a read or write lock cannot take it')
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if redis.call('exists', KEYS[2]) == 1 then
@@ -43,8 +61,8 @@ if mode == false then
   return take()
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-  return redis.error_reply('RELOCK_UPGRADE the owner ' .. ARGV[3] .. ' holds read holds of ' .. KEYS[1] ..
-    ': it cannot take the write lock (no upgrade: it would wait for itself); release its read holds first')
+  return redis.error_reply("RELOCK_UPGRADE '" .. KEYS[1] .. "' is held as a read lock by this owner; a read " ..
+    'lock cannot be upgraded to the write lock (it would wait for itself): release its read holds first')
 end
 local ttl = redis.call('pttl', KEYS[1])
 if ARGV[5] ~= '1' then

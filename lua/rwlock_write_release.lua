@@ -34,6 +34,12 @@ local function answer(result)
   end
   return result
 end
+-- One name, one kind (relock_error(3)): a hash without "mode" is a lock
+-- of another kind (lock, fair, fenced or spin lock).
+if redis.call('hexists', KEYS[1], 'mode') == 0 and redis.call('exists', KEYS[1]) == 1 then
+  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' is held as a lock of another kind (lock, fair, " ..
+    'fenced or spin lock: a hash without a mode field): a read or write lock cannot release it')
+end
 
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil

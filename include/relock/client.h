@@ -75,6 +75,15 @@ RELOCK_EXTERN relock_future_t *relock_client_commandf_async(relock_client_t *cli
  * thread. */
 RELOCK_EXTERN size_t relock_client_unreturned(const relock_client_t *client);
 
+/* With RELOCK_OPT_RELEASE_ON_CLOSE: how many lock holds and permits
+ * (relock/config.h) the close released (*released) and how many it could
+ * not (*not_released: no answer within the command timeout, or an error;
+ * a lock's hold then stays until its lease ends, a permit without a lease
+ * for good). Either may be NULL. 0, RELOCK_EPENDING before the close has ended (call it
+ * from the close callback, or after it), RELOCK_EINVAL for NULL. Both are 0
+ * without the option. */
+RELOCK_EXTERN int relock_client_released(const relock_client_t *client, size_t *released, size_t *not_released);
+
 /* -- pub/sub ---------------------------------------------------------------*/
 
 typedef struct relock_subscription relock_subscription_t;

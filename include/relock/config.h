@@ -71,6 +71,15 @@ extern "C" {
 /* ms, 30000: the lease of a lock held without a fixed lease, renewed every
  * third of it. >= 3. */
 #define RELOCK_OPT_WATCHDOG_TIMEOUT "watchdog-timeout"
+/* int, 0: 1 = closing the client (relock_client_close, relock_client_free)
+ * first releases every lock hold it has - each kind through its own
+ * release, every hold of a re-entered lock, waking the waiters - and the
+ * permit-expirable semaphores' permits it took without a lease and has not
+ * released, within the command timeout; relock_client_released tells how
+ * many were released and how many not. A plain semaphore's permits belong
+ * to no client: not released. 0 (Redisson's shutdown): the holds stay in
+ * Redis until their leases run out. */
+#define RELOCK_OPT_RELEASE_ON_CLOSE "release-on-close"
 /* ms, 1000: health check. A connection that has received nothing for this
  * long is sent a PING; no answer within the command timeout and it is
  * presumed dead (a silent peer: dropped route, frozen host), its pending

@@ -36,7 +36,8 @@ extern "C" {
   XX(ETLS, -21, "TLS handshake or certificate verification failed")         \
   XX(ENOTREPLICATED, -22, "not acknowledged by enough replicas")          \
   XX(ENOMASTER, -23, "no master: the sentinels know none by that name")    \
-  XX(EUPGRADE, -24, "a read holder cannot take the write lock (no upgrade)")
+  XX(EUPGRADE, -24, "a read holder cannot take the write lock (no upgrade)")  \
+  XX(EWRONGKIND, -25, "the name holds another kind of object")
 
 typedef enum relock_err {
   RELOCK_OK = 0,

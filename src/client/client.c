@@ -85,6 +85,11 @@ static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   c->closing = 1;
   c->close_cb = cb;
   c->close_arg = arg;
+  if (c->settings.opt.release_on_close) { /* sent before the connections close, which wait for them */
+    relock__renewal_release_all(&c->renewal);
+    if (c->kept_permits_release != NULL)
+      c->kept_permits_release(c);
+  }
   relock__renewal_close(&c->renewal); /* no renewal outlives close */
   relock__call_hurry(&c->redis);       /* give-backs waiting to retry: now, within the close */
   relock__redis_close(&c->redis);
@@ -182,6 +187,7 @@ static int client_init(relock_client_t *c) {
   c->loop = c->exec->loop;
   c->rng = seed();
   relock__list_init(&c->blocked);
+  relock__list_init(&c->kept_permits);
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
@@ -292,6 +298,18 @@ size_t relock_client_unreturned(const relock_client_t *c) {
     return 0;
   return __atomic_load_n(&c->give_backs_owed, __ATOMIC_RELAXED) +
          __atomic_load_n(&c->give_backs_failed, __ATOMIC_RELAXED);
+}
+
+int relock_client_released(const relock_client_t *c, size_t *released, size_t *not_released) {
+  if (c == NULL)
+    return RELOCK_EINVAL;
+  if (!__atomic_load_n(&c->down, __ATOMIC_ACQUIRE))
+    return RELOCK_EPENDING; /* the close's releases may still be unanswered */
+  if (released != NULL)
+    *released = c->renewal.close_released;
+  if (not_released != NULL)
+    *not_released = c->renewal.close_unreleased;
+  return 0;
 }
 
 /* -- commands ---------------------------------------------------------------*/

@@ -31,6 +31,12 @@ struct relock_client {
    * client to let them go when it goes. NULL: none yet. */
   struct relock__waitqs *waitqs;
   void (*waitqs_free)(struct relock__waitqs *waitqs);
+  /* release-on-close: the permits of permit-expirable semaphores this
+   * client took without a lease and has not released
+   * (objects/permit_semaphore.c's, opaque here), and what releases them
+   * all, set with the first. */
+  relock__link_t kept_permits;
+  void (*kept_permits_release)(relock_client_t *c);
   /* Give-backs (lock_acquire.c's undo): those not yet answered, and those
    * over without an answer (relock_client_unreturned). Changed on the loop
    * thread, read from any (atomic). */

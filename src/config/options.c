@@ -257,6 +257,12 @@ static int check_min_replicas_timeout(value_t v, relock_error_t *err) {
   return check_duration("min-replicas-timeout", v.n, 1, "> 0 (WAIT 0 would block forever)", err);
 }
 
+static int check_release_on_close(value_t v, relock_error_t *err) {
+  if (v.n != 0 && v.n != 1)
+    return invalid(err, "release-on-close must be 0 or 1 (got %d)", (int)v.n);
+  return RELOCK_OK;
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -295,6 +301,7 @@ static const option_t options[] = {
      0},
     {RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, OPT_MS, FIELD(fair_lock_wait_timeout_ms), NULL, 300000,
      check_fair_lock_wait_timeout, 0},
+    {RELOCK_OPT_RELEASE_ON_CLOSE, OPT_INT, FIELD(release_on_close), NULL, 0, check_release_on_close, 0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])

@@ -51,6 +51,7 @@ struct relock_options {
   int min_replicas_acked;
   int64_t min_replicas_timeout_ms;
   int64_t fair_lock_wait_timeout_ms;
+  int release_on_close;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */

@@ -11,12 +11,13 @@
 #include "objects/script_args.h"
 
 static relock_future_t *update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
-                               const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
+                               const char *key4, size_t key4_len, const char *arg5, size_t arg5_len, int on_close) {
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
   relock__request_id(&obj->client->rng, id);
   relock__lock_call_t call;
   relock__lock_call_init(&call, obj, 0, field);
   call.spec.on_reply = boolean ? relock__reply_to_bool : relock__reply_to_int; /* retry_safe: the latch */
+  call.spec.flush_on_close = on_close; /* release-on-close: the close waits for its answer */
   relock__args_t a;
   relock__args_init(&a);
   relock__args_lock(&a, obj);
@@ -34,17 +35,18 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
 }
 
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
-                                            const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
+                                            const char *key4, size_t key4_len, const char *arg5, size_t arg5_len,
+                                            int on_close) {
   relock_future_t *f;
   if (relock__future_enter(obj->client->exec, &f) != 0)
     return f;
-  f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len);
+  f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len, on_close);
   relock__exec_leave(obj->client->exec);
   return f;
 }
 
 relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean) {
-  return relock__counter_update_with(obj, script, what, n, boolean, NULL, 0, NULL, 0);
+  return relock__counter_update_with(obj, script, what, n, boolean, NULL, 0, NULL, 0, 0);
 }
 
 relock_future_t *relock__counter_get(relock_lock_t *obj) {

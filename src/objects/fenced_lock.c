@@ -73,7 +73,7 @@ static void reply_to_token(relock_future_t *f, const relock_reply_t *reply, void
   else if (reply->type == RELOCK_REPLY_STRING)
     relock__future_succeed_int(f, strtoll(reply->str, NULL, 10));
   else if (reply->type == RELOCK_REPLY_ERROR)
-    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+    relock__reply_fail(f, reply->str, reply->len);
   else
     relock__future_fail(f, RELOCK_EPROTO, "unexpected reply type %d to GET", (int)reply->type);
 }

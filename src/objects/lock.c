@@ -70,7 +70,11 @@ static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const c
 
 static void holder_drop(relock__holder_t *h) { relock__lock_unref(lock_of(h)); }
 
-static const relock__holder_ops_t holder_ops = {holder_key, holder_field, holder_lost, holder_drop};
+static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, int64_t lease_ms) {
+  return relock__lock_send_release(lock_of(h), owner, lease_ms, 1);
+}
+
+static const relock__holder_ops_t holder_ops = {holder_key, holder_field, holder_lost, holder_drop, holder_release};
 
 /* -- the object -------------------------------------------------------------*/
 
@@ -283,7 +287,7 @@ static void send_release(release_t *op) {
   relock__renewal_t *r = &op->lock->client->renewal;
   relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
   relock__renewal_release_started(r, &id);
-  relock_future_t *f = relock__lock_send_release(op->lock, op->owner, relock__renewal_lease_for(r, &id));
+  relock_future_t *f = relock__lock_send_release(op->lock, op->owner, relock__renewal_lease_for(r, &id), 0);
   if (f == NULL) {
     relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
     relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory releasing %s %s", op->lock->kind->what,
@@ -311,7 +315,7 @@ static void on_release_turn(relock__turn_wait_t *w, int err) {
   release_free(op);
 }
 
-relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms) {
+relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms, int on_close) {
   relock_client_t *c = lock->client;
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
   relock__request_id(&c->rng, id);
@@ -323,6 +327,7 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
   call.latch = latch;
   call.lease_ms = lease_ms;
   call.spec.on_reply = relock__reply_to_int; /* retry_safe: the latch makes a repeat harmless */
+  call.spec.flush_on_close = on_close;        /* release-on-close: the close waits for its answer */
   /* No WAIT, even with min-replicas-acked: a release that a failover loses
    * brings the lock back on the new master held by nobody who uses it, and
    * it only delays others until its lease ends (the watchdog renews it no

@@ -407,7 +407,7 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
   relock__read_answer_fn read = kind->read_answer != NULL ? kind->read_answer : relock__read_lock_answer;
   relock__answer_t answer;
   if (reply->type == RELOCK_REPLY_ERROR) {
-    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+    relock__reply_fail(f, reply->str, reply->len);
   } else if (read(reply, &answer) != 0) {
     relock__future_fail(f, RELOCK_EPROTO, "unexpected answer (reply type %d) to acquiring %s", (int)reply->type,
                         kind->what);
@@ -493,11 +493,11 @@ static void on_try_done(relock_future_t *f, void *arg) {
     tell_waiting(op, answer.ttl_ms);
   op->attempt = NULL;
   /* A server error means the script did not run (an upgrade refused: it
-   * ran and took nothing); any other error leaves
+   * ran and took nothing; so does another kind refused); any other error leaves
    * the outcome unknown. An ACL refusal (RELOCK_ENOPERM) of EVALSHA or of
    * a key comes before the script runs, but one of a command inside it
    * comes after what ran before: unknown too. */
-  int may_hold = err == 0 ? acquired : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE;
+  int may_hold = err == 0 ? acquired : err != RELOCK_ESERVER && err != RELOCK_EUPGRADE && err != RELOCK_EWRONGKIND;
   if (!may_hold)
     relock__turn_leave(&op->turn); /* nothing to give back: the owner's next request may go */
   if (err == 0)
@@ -514,8 +514,9 @@ static void on_try_done(relock_future_t *f, void *arg) {
   } else if (err != 0) {
     if (may_hold)
       undo(op);
-    if (err == RELOCK_ENOTREPLICATED) /* a failure of its own, not one to wait out */
-      end(op, err, NULL, "%s %s %s", op->lock->kind->what, op->lock->name, relock_future_message(f));
+    if (err == RELOCK_ENOTREPLICATED || err == RELOCK_EWRONGKIND) /* which lock: the kind tried, its name */
+      end(op, err, NULL, "%s %s%s %s", op->lock->kind->what, op->lock->name, err == RELOCK_EWRONGKIND ? ":" : "",
+          relock_future_message(f));
     else
       end(op, err, NULL, "%s", relock_future_message(f));
   } else if (acquired) {

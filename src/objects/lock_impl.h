@@ -190,6 +190,6 @@ void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint
 /* Sends the release script for one hold of owner (keeping lease_ms for the
  * holds that remain). The future succeeds with the script's answer: 1 freed,
  * 0 holds remain, -1 not the owner. NULL when out of memory. */
-relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms);
+relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms, int on_close);
 
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

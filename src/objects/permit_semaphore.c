@@ -11,9 +11,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <relock/permit_semaphore.h>
 
+#include "client/client_impl.h"
 #include "future/promise.h"
 #include "objects/counter.h"
 #include "objects/lock_impl.h"
@@ -136,23 +138,123 @@ const char *relock_permit_semaphore_name(const relock_permit_semaphore_t *s) {
   return relock__counter_null("permit-expirable semaphore")
 
 /* An update (lua/permit_semaphore_update.lua); a release's permit (its
- * PERMIT_BYTES bytes), else NULL. */
-static relock_future_t *update(relock_permit_semaphore_t *s, const char *what, int64_t n, int boolean,
-                               const char *permit) {
+ * PERMIT_BYTES bytes), else NULL; on_close: a release the close waits for. */
+static relock_future_t *update_of(relock_lock_t *lock, const char *what, int64_t n, int boolean, const char *permit,
+                                  int on_close) {
   size_t timeout_len;
-  char *timeout = timeout_name(obj(s), &timeout_len);
+  char *timeout = timeout_name(lock, &timeout_len);
   if (timeout == NULL)
     return NULL;
-  relock_future_t *f = relock__counter_update_with(obj(s), RELOCK__SCRIPT_PERMIT_SEMAPHORE_UPDATE, what, n, boolean,
-                                                   timeout, timeout_len, permit, permit != NULL ? PERMIT_BYTES : 0);
+  relock_future_t *f = relock__counter_update_with(lock, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UPDATE, what, n, boolean,
+                                                   timeout, timeout_len, permit, permit != NULL ? PERMIT_BYTES : 0,
+                                                   on_close);
   free(timeout);
   return f;
+}
+
+static relock_future_t *update(relock_permit_semaphore_t *s, const char *what, int64_t n, int boolean,
+                               const char *permit) {
+  return update_of(obj(s), what, n, boolean, permit, 0);
+}
+
+/* -- release-on-close ----------------------------------------------------------
+ * With the option, the permits this client took without a lease are kept
+ * in the client's list (they never come back by themselves; one with a
+ * lease does), each with a reference on its semaphore, until released
+ * here or by the close. A release takes its permit off the list when it
+ * is sent (one that then fails stays taken, as without the option). The
+ * list is searched linearly: it holds the permits a client has out at
+ * once without a lease. */
+
+typedef struct kept_permit {
+  relock__link_t link; /* in client->kept_permits */
+  relock_lock_t *lock; /* a reference */
+  char id[RELOCK_PERMIT_ID_SIZE];
+} kept_permit_t;
+
+static void kept_free(kept_permit_t *k) {
+  relock__lock_unref(k->lock);
+  free(k);
+}
+
+static void on_kept_released(relock_future_t *f, void *arg) {
+  relock_client_t *c = arg;
+  if (relock_future_error(f) != 0)
+    c->renewal.close_unreleased++;
+  else if (relock_future_bool(f))
+    c->renewal.close_released++; /* 0: it was not taken any more (force released, or the key deleted) */
+  relock_future_release(f);
+}
+
+/* The close: every kept permit's release, sent before the connections close. */
+static void release_kept(relock_client_t *c) {
+  while (!relock__list_empty(&c->kept_permits)) {
+    kept_permit_t *k = relock__container_of(c->kept_permits.next, kept_permit_t, link);
+    relock__list_remove(&k->link);
+    char permit[PERMIT_BYTES];
+    permit_bytes(k->id, permit); /* ours: cannot fail */
+    relock_future_t *f = update_of(k->lock, "release", 0, 1, permit, 1);
+    if (f == NULL)
+      c->renewal.close_unreleased++;
+    else
+      relock_future_on_done(f, on_kept_released, c);
+    kept_free(k);
+  }
+}
+
+static void on_acquired_keep(relock_future_t *f, void *arg) {
+  kept_permit_t *k = arg;
+  relock_client_t *c = k->lock->client;
+  size_t len = 0;
+  const char *id = relock_future_error(f) == 0 && relock_future_value_type(f) == RELOCK_VALUE_STRING
+                       ? relock_future_string(f, &len)
+                       : NULL;
+  if (id == NULL || len != RELOCK_PERMIT_ID_SIZE - 1 || c->closing) { /* none taken, or the close has passed */
+    kept_free(k);
+    return;
+  }
+  memcpy(k->id, id, len + 1);
+  relock__list_push_back(&c->kept_permits, &k->link);
+  c->kept_permits_release = release_kept;
+}
+
+/* Keeps the permit f acquires, once it does. */
+static void keep_when_acquired(relock_lock_t *lock, relock_future_t *f) {
+  relock__exec_t *x = lock->client->exec;
+  if (relock__exec_enter(x, NULL) != 0)
+    return; /* refused: so was the acquisition */
+  kept_permit_t *k = malloc(sizeof(*k));
+  if (k != NULL) {
+    k->lock = relock__lock_ref(lock);
+    if (relock_future_on_done(f, on_acquired_keep, k) != 0)
+      kept_free(k);
+  }
+  relock__exec_leave(x);
+}
+
+/* A release of id is sent: it is not kept any more. */
+static void unkeep(relock_lock_t *lock, const char *id) {
+  relock_client_t *c = lock->client;
+  if (relock__exec_enter(c->exec, NULL) != 0)
+    return;
+  for (relock__link_t *l = c->kept_permits.next; l != &c->kept_permits; l = l->next) {
+    kept_permit_t *k = relock__container_of(l, kept_permit_t, link);
+    if (k->lock == lock && strncasecmp(k->id, id, RELOCK_PERMIT_ID_SIZE - 1) == 0) {
+      relock__list_remove(&k->link);
+      kept_free(k);
+      break;
+    }
+  }
+  relock__exec_leave(c->exec);
 }
 
 relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t *s, int64_t wait_ms,
                                                        int64_t lease_ms) {
   CHECK(s);
-  return relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
+  relock_future_t *f = relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
+  if (f != NULL && lease_ms == RELOCK_INFINITE && obj(s)->client->settings.opt.release_on_close)
+    keep_when_acquired(obj(s), f);
+  return f;
 }
 
 relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id) {
@@ -161,6 +263,8 @@ relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t
   if (id == NULL || permit_bytes(id, permit) != 0)
     return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "id must be a permit id, 32 hex digits (got %s%.40s%s)",
                                  id == NULL ? "NULL" : "\"", id == NULL ? "" : id, id == NULL ? "" : "\"");
+  if (obj(s)->client->settings.opt.release_on_close)
+    unkeep(obj(s), id);
   return update(s, "release", 0, 1, permit);
 }
 

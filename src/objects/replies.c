@@ -14,7 +14,7 @@
 static int server_error(relock_future_t *f, const relock_reply_t *reply) {
   if (reply->type != RELOCK_REPLY_ERROR)
     return 0;
-  relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+  relock__reply_fail(f, reply->str, reply->len);
   return 1;
 }
 

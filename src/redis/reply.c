@@ -11,6 +11,7 @@
 
 #include <stdalign.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +284,88 @@ int relock__reply_error_code(const char *str, size_t len) {
   if (len >= 15 && memcmp(str, "RELOCK_UPGRADE ", 15) == 0)
     return RELOCK_EUPGRADE;
   return RELOCK_ESERVER;
+}
+
+/* Our scripts' tags: the code, and the message after the tag. */
+static const struct {
+  const char *tag;
+  int code;
+} tags[] = {
+    {"RELOCK_UPGRADE ", RELOCK_EUPGRADE},
+    {"RELOCK_WRONGKIND ", RELOCK_EWRONGKIND},
+};
+
+static int starts(const char *s, size_t len, const char *prefix) {
+  size_t n = strlen(prefix);
+  return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+/* Where Redis 7 says a command inside a script failed, " script: <sha>,
+ * on @user_script:<line>.", is Redis's and the library's business, not
+ * the user's: the text before it. Redis 6 puts it in front: "ERR Error
+ * running script (call to f_<sha>): @user_script:<line>: <error>". */
+static int script_error(const char **str, size_t *len) {
+  const char *at = NULL;
+  for (const char *p = *str; p + 9 <= *str + *len; p++)
+    if (memcmp(p, " script: ", 9) == 0)
+      at = p;
+  if (at != NULL) {
+    *len = (size_t)(at - *str);
+    return 1;
+  }
+  static const char old[] = "ERR Error running script";
+  if (!starts(*str, *len, old))
+    return 0;
+  const char *end = *str + *len, *p = memchr(*str, '@', *len);
+  for (int colons = 0; p != NULL && p < end && colons < 2; p++)
+    colons += *p == ':';
+  if (p == NULL || p >= end)
+    return 0;
+  while (p < end && *p == ' ')
+    p++;
+  *len = (size_t)(end - p);
+  *str = p;
+  return 1;
+}
+
+int relock__reply_error_words(const char *str, size_t len, char *buf, size_t size) {
+  int in_script = script_error(&str, &len);
+  for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+    if (starts(str, len, tags[i].tag)) {
+      size_t n = strlen(tags[i].tag);
+      snprintf(buf, size, "%.*s", (int)(len - n), str + n);
+      return tags[i].code;
+    }
+  int code = relock__reply_error_code(str, len);
+  if (starts(str, len, "WRONGTYPE ")) {
+    snprintf(buf, size, "a key of it holds a Redis value of another type: the name is used by another kind of "
+                        "object (one name holds one kind at a time)");
+    return RELOCK_EWRONGKIND;
+  }
+  if (!in_script) {
+    snprintf(buf, size, "%.*s", (int)len, str);
+    return code;
+  }
+  /* Redis's error code word ("ERR", "OOM", "READONLY") in front of a
+   * command's failure inside the script: said after the words, the plain
+   * "ERR" not at all */
+  size_t caps = 0;
+  while (caps < len && ((str[caps] >= 'A' && str[caps] <= 'Z') || str[caps] == '_'))
+    caps++;
+  if (caps >= 2 && caps < len && str[caps] == ' ') {
+    int plain = caps == 3 && memcmp(str, "ERR", 3) == 0;
+    snprintf(buf, size, "Redis refused one of relock's commands%s%.*s%s: %.*s", plain ? "" : " (",
+             plain ? 0 : (int)caps, str, plain ? "" : ")", (int)(len - caps - 1), str + caps + 1);
+  } else {
+    snprintf(buf, size, "Redis refused one of relock's commands: %.*s", (int)len, str);
+  }
+  return code;
+}
+
+void relock__reply_fail(relock_future_t *f, const char *str, size_t len) {
+  char words[512];
+  int code = relock__reply_error_words(str, len, words, sizeof words);
+  relock__future_fail(f, code, "%s", words);
 }
 
 int relock__cluster_error(const char *str) {

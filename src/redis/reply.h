@@ -33,6 +33,20 @@ int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
  * fix, not a failure to retry or to poll around: callers tell it apart. */
 int relock__reply_error_code(const char *str, size_t len);
 
+/* The code and the words for an error reply to an object's command or
+ * script, written to buf (size bytes): what happened in the user's words,
+ * never where a script failed (its SHA and line) nor our scripts' tags -
+ * "RELOCK_UPGRADE <message>" is RELOCK_EUPGRADE with <message>,
+ * "RELOCK_WRONGKIND <message>" RELOCK_EWRONGKIND; Redis's WRONGTYPE (a key
+ * of another type) is RELOCK_EWRONGKIND too; a command refused inside a
+ * script says so, its error code word after the words. Other replies keep
+ * their text (a plain command's error is Redis's: relock__reply_error_code). */
+int relock__reply_error_words(const char *str, size_t len, char *buf, size_t size);
+
+/* Fails f with an error reply to an object's command or script: its code
+ * and words (relock__reply_error_words). */
+void relock__reply_fail(relock_future_t *f, const char *str, size_t len);
+
 /* Whether an error reply (NUL-terminated text) is Redis Cluster's "not
  * here" or "not now" for a key: MOVED, ASK, CLUSTERDOWN or TRYAGAIN. */
 int relock__cluster_error(const char *str);

@@ -491,7 +491,7 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
   batch_t *b = arg;
   relock__renewal_t *r = b->r;
   if (reply->type == RELOCK_REPLY_ERROR) {
-    relock__future_fail(f, relock__reply_error_code(reply->str, reply->len), "%.*s", (int)reply->len, reply->str);
+    relock__reply_fail(f, reply->str, reply->len);
     return;
   }
   if (reply->type != RELOCK_REPLY_ARRAY || reply->elements != b->n) {
@@ -816,6 +816,58 @@ int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__w
   relock__timer_init(&r->check, on_check, r);
   relock__timer_init(&r->forget, on_forget, r);
   return 0;
+}
+
+/* One hold's releases on close: it counts as released when every one of
+ * them was answered. pending holds one more while they are being sent. */
+typedef struct close_release {
+  relock__renewal_t *r;
+  int64_t pending;
+  int failed;
+} close_release_t;
+
+static void close_release_settle(close_release_t *x) {
+  if (--x->pending > 0)
+    return;
+  if (x->failed)
+    x->r->close_unreleased++;
+  else
+    x->r->close_released++;
+  free(x);
+}
+
+static void on_close_release(relock_future_t *f, void *arg) {
+  close_release_t *x = arg;
+  if (relock_future_error(f) != 0 || relock_future_int(f) < 0)
+    x->failed = 1;
+  relock_future_release(f);
+  close_release_settle(x);
+}
+
+void relock__renewal_release_all(relock__renewal_t *r) {
+  for (size_t i = 0; i < r->holds.nbuckets; i++)
+    for (relock__hnode_t *n = r->holds.buckets[i]; n != NULL; n = n->next) {
+      relock__hold_t *hold = relock__container_of(n, relock__hold_t, node);
+      if (hold->lost || hold->removed || hold->count <= 0)
+        continue;
+      close_release_t *x = malloc(sizeof(*x));
+      if (x == NULL) {
+        r->close_unreleased++;
+        continue;
+      }
+      *x = (close_release_t){.r = r, .pending = hold->count + 1};
+      int64_t lease = hold->watchdog ? r->watchdog_ms : hold->fixed->lease_ms;
+      for (int64_t k = 0; k < hold->count; k++) {
+        relock_future_t *f = hold->holder->ops->release(hold->holder, hold->owner, lease);
+        if (f == NULL) {
+          x->failed = 1;
+          x->pending--;
+        } else {
+          relock_future_on_done(f, on_close_release, x);
+        }
+      }
+      close_release_settle(x);
+    }
 }
 
 void relock__renewal_close(relock__renewal_t *r) {

@@ -112,6 +112,11 @@ typedef struct relock__holder_ops {
   size_t (*field)(const relock__holder_t *h, uint64_t owner, char field[RELOCK__HOLD_FIELD_MAX]);
   void (*on_lost)(relock__holder_t *h, uint64_t owner, int reason, const char *msg);
   void (*drop)(relock__holder_t *h);
+  /* releases one hold of owner's (release-on-close), the holds that
+   * remain keeping lease_ms; a close waits for its answer within the
+   * command timeout. The future succeeds with an integer (1 freed, 0 holds
+   * remain, < 0 not held); NULL when out of memory. */
+  relock_future_t *(*release)(relock__holder_t *h, uint64_t owner, int64_t lease_ms);
 } relock__holder_ops_t;
 
 /* Embedded in the object that takes holds (a lock); the callbacks find the
@@ -182,6 +187,10 @@ struct relock__renewal {
   int64_t watchdog_ms;
   int64_t lost_kept_ms;       /* RELOCK__LOST_KEPT_MS (tests shorten it) */
   int closing;
+  /* release-on-close: the holds released, and those that could not be
+   * (no answer within the command timeout, an error, or not held) */
+  size_t close_released;
+  size_t close_unreleased;
   /* statistics, for tests and benchmarks */
   uint64_t cycles;
   uint64_t batches;           /* renewals */
@@ -194,6 +203,13 @@ struct relock__renewal {
 /* Renewals go to redis (which need not be set up yet); holds' timers run on
  * wheel; watchdog_ms is the lease of a watchdog hold. */
 int relock__renewal_init(relock__renewal_t *r, relock__redis_t *redis, relock__wheel_t *wheel, int64_t watchdog_ms);
+
+/* release-on-close: releases every hold not known lost, each of its
+ * holds through its holder, counting into close_released and
+ * close_unreleased as the answers come (by the end of the close: a close
+ * waits for them within the command timeout). Call right before
+ * relock__renewal_close. */
+void relock__renewal_release_all(relock__renewal_t *r);
 
 /* Stops renewing and forgets every hold (without releasing anything). */
 void relock__renewal_close(relock__renewal_t *r);

@@ -566,7 +566,7 @@ static void test_invalid_args_futures_and_errors(void **state) {
   relock_future_release(done);
 
   stage("error codes");
-  static const int unknown[] = {1, 42, -25, -1000, INT_MIN, INT_MAX}; /* -25: one past the last code */
+  static const int unknown[] = {1, 42, -26, -1000, INT_MIN, INT_MAX}; /* -26: one past the last code */
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     char input[64];
     snprintf(input, sizeof input, "relock_strerror / relock_err_name(%d)", unknown[i]);
@@ -1661,20 +1661,20 @@ static void test_wrong_types(void **state) {
 #define WT(what, call)                                                               \
   do {                                                                               \
     snprintf(input, sizeof input, "%s, a %s under the name", what, kinds[i].type); \
-    row_fails(input, call, RELOCK_ESERVER, "WRONGTYPE");                             \
+    row_fails(input, call, RELOCK_EWRONGKIND, "holds a Redis");                        \
   } while (0)
     WT("acquire(wait 0)", ACQ(l, 1, 0, RELOCK_INFINITE));
     snprintf(input, sizeof input, "acquire(wait 2000), a %s under the name", kinds[i].type);
-    const int server[] = {RELOCK_ESERVER, 0};
-    row_fails_in(input, ACQ(l, 1, 2000, RELOCK_INFINITE), server, "WRONGTYPE", 500);
+    const int server[] = {RELOCK_EWRONGKIND, 0};
+    row_fails_in(input, ACQ(l, 1, 2000, RELOCK_INFINITE), server, "holds a Redis", 500);
     WT("release(owner 1)", REL(l, 1));
     WT("is_held_by(1)", relock_lock_is_held_by_thread_async(l, 1));
     WT("hold_count(1)", relock_lock_hold_count_async(l, 1));
 #undef WT
     if (i == 0) {
       row_rc("relock_lock_try_lock, a string under the name", relock_lock_try_lock(l, 0, RELOCK_INFINITE, NULL),
-             RELOCK_ESERVER);
-      row_rc("relock_lock_unlock, a string under the name", relock_lock_unlock(l), RELOCK_ESERVER);
+             RELOCK_EWRONGKIND);
+      row_rc("relock_lock_unlock, a string under the name", relock_lock_unlock(l), RELOCK_EWRONGKIND);
       row_value("is_locked, a string under the name (EXISTS)", relock_lock_is_locked_async(l), 1);
       row_value("remaining_ttl, a string without expiry", relock_lock_remaining_ttl_async(l), -1);
       row_value("force_release, a string under the name (deleted, like Redisson)", relock_lock_force_unlock_async(l),

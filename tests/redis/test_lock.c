@@ -139,14 +139,14 @@ static void test_invalid_arguments(void **state) {
   relock_lock_free(l);
 }
 
-static void test_wrong_type_is_a_server_error(void **state) {
+static void test_wrong_type_is_another_kind(void **state) {
   fx_t *fx = *state;
   fx_pair_clients(fx);
   relock_test_redis_cmd(fx->redis, NULL, 0, "RPUSH", "listy", "a", NULL);
   relock_lock_t *l = lock_of(fx->a, "listy");
   char msg[256];
-  assert_int_equal(error_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg), RELOCK_ESERVER);
-  assert_non_null(strstr(msg, "WRONGTYPE"));
+  assert_int_equal(error_of(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), msg, sizeof msg), RELOCK_EWRONGKIND);
+  assert_non_null(strstr(msg, "'listy' holds a Redis list, not a lock"));
   relock_lock_free(l);
 }
 
@@ -1283,7 +1283,7 @@ int main(void) {
       T(test_acquire_release_reentrant),
       T(test_release_by_non_owner),
       T(test_invalid_arguments),
-      T(test_wrong_type_is_a_server_error),
+      T(test_wrong_type_is_another_kind),
       T(test_fixed_lease_expires_unrenewed),
       T(test_watchdog_keeps_lock_ten_times_its_timeout),
       T(test_renewal_stops_at_release),

@@ -889,15 +889,15 @@ static void test_wrong_type(void **state) {
   assert_string_equal(buf, "+OK\r\n");
   relock_lock_t *lock = new_lock(fx, name);
 
-  assert_int_equal(error_of(relock_lock_lock_async(lock, 1, 0, 5000), msg, sizeof msg), RELOCK_ESERVER);
-  assert_non_null(strstr(msg, "WRONGTYPE"));
+  assert_int_equal(error_of(relock_lock_lock_async(lock, 1, 0, 5000), msg, sizeof msg), RELOCK_EWRONGKIND);
+  assert_non_null(strstr(msg, "'compat:string' holds a Redis string, not a lock"));
   assert_int_equal(error_of(relock_lock_lock_async(lock, 1, 1000, RELOCK_INFINITE), msg, sizeof msg),
-                   RELOCK_ESERVER);
-  assert_non_null(strstr(msg, "WRONGTYPE"));
-  assert_int_equal(error_of(relock_lock_unlock_async(lock, 1), msg, sizeof msg), RELOCK_ESERVER);
-  assert_non_null(strstr(msg, "WRONGTYPE"));
-  assert_int_equal(error_of(relock_lock_hold_count_async(lock, 1), msg, sizeof msg), RELOCK_ESERVER);
-  assert_non_null(strstr(msg, "WRONGTYPE"));
+                   RELOCK_EWRONGKIND);
+  assert_non_null(strstr(msg, "'compat:string' holds a Redis string, not a lock"));
+  assert_int_equal(error_of(relock_lock_unlock_async(lock, 1), msg, sizeof msg), RELOCK_EWRONGKIND);
+  assert_non_null(strstr(msg, "another type"));
+  assert_int_equal(error_of(relock_lock_hold_count_async(lock, 1), msg, sizeof msg), RELOCK_EWRONGKIND);
+  assert_non_null(strstr(msg, "another type"));
   RAW(fx, buf, "GET", name); /* untouched */
   assert_string_equal(buf, "$1\r\nx\r\n");
   assert_int_equal(fx->a->renewal.nrenewing, 0);

@@ -121,10 +121,11 @@ static void test_invalid_arguments(void **state) {
   assert_int_equal(err.code, RELOCK_EINVAL);
   assert_int_equal(relock_semaphore_acquire(NULL, 1, 0, NULL), RELOCK_EINVAL);
   relock_semaphore_free(NULL);
-  /* a key of another type: the server's error, nothing crashes */
+  /* a key of another type: another kind of object under the name, said
+   * so (RELOCK_EWRONGKIND), nothing crashes */
   relock_test_redis_cmd(fx->redis, NULL, 0, "HSET", "sem", "f", "1", NULL);
-  assert_int_equal(fx_error(relock_semaphore_acquire_async(s, 1, 0), NULL, 0), RELOCK_ESERVER);
-  assert_int_equal(fx_error(relock_semaphore_release_async(s, 1), NULL, 0), RELOCK_ESERVER);
+  assert_int_equal(fx_error(relock_semaphore_acquire_async(s, 1, 0), NULL, 0), RELOCK_EWRONGKIND);
+  assert_int_equal(fx_error(relock_semaphore_release_async(s, 1), NULL, 0), RELOCK_EWRONGKIND);
   relock_semaphore_free(s);
 }
 

@@ -36,6 +36,7 @@ static void test_codes_keep_their_numbers(void **state) {
   assert_int_equal(RELOCK_ENOTREPLICATED, -22);
   assert_int_equal(RELOCK_ENOMASTER, -23);
   assert_int_equal(RELOCK_EUPGRADE, -24);
+  assert_int_equal(RELOCK_EWRONGKIND, -25);
 }
 
 static void test_every_code_has_a_distinct_name_and_description(void **state) {
