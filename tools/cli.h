@@ -15,7 +15,7 @@ struct ev_loop;
 enum {
   EXIT_FREE = 1,      /* status: the lock is free; list: no lock matched */
   EXIT_USAGE = 64,    /* bad options or arguments */
-  EXIT_NOT_LOCK = 65, /* status: the key is not a lock (EX_DATAERR) */
+  EXIT_NOT_LOCK = 65, /* the key is not a lock, or one of another kind (EX_DATAERR) */
   EXIT_REDIS = 69,    /* cannot reach Redis, or Redis answered with an error */
   EXIT_BUSY = 75,     /* the lock was not acquired in time (held by another) */
   EXIT_LOST = 76,     /* the lock was lost while the command ran */

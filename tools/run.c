@@ -110,6 +110,17 @@ static int status_code(int status) {
   return 1;
 }
 
+/* The library's message for f without its "<kind> <name>: " opening,
+ * which relock's own sentence has already said. */
+static const char *words_of(const run_t *r, relock_future_t *f) {
+  const char *m = relock_future_message(f);
+  size_t what = strlen(r->c->what), name = strlen(r->c->name);
+  if (strncmp(m, r->c->what, what) == 0 && m[what] == ' ' && strncmp(m + what + 1, r->c->name, name) == 0 &&
+      strncmp(m + what + 1 + name, ": ", 2) == 0)
+    return m + what + 1 + name + 2;
+  return m;
+}
+
 static void on_released(relock_future_t *f, void *arg) {
   run_t *r = arg;
   int err = relock_future_error(f);
@@ -119,10 +130,10 @@ static void on_released(relock_future_t *f, void *arg) {
     code = EXIT_LOST;
   } else if (err == RELOCK_ELOST || err == RELOCK_ENOTOWNER) {
     /* Not seen while running, but the command did run without the lock. */
-    say(0, "lock %s was lost while the command ran: %s", r->c->name, relock_future_message(f));
+    say(0, "lock %s was lost while the command ran: %s", r->c->name, words_of(r, f));
     code = EXIT_LOST;
   } else if (err != 0) {
-    say(0, "could not release %s %s: %s (%s)", r->c->what, r->c->name, relock_future_message(f),
+    say(0, "could not release %s %s: %s (%s)", r->c->what, r->c->name, words_of(r, f),
         r->c->semaphore != NULL ? "its permit is not given back: a semaphore's permits never expire"
                                 : "it expires with its lease");
   } else {
@@ -503,7 +514,7 @@ static int retry_refused(run_t *r, relock_future_t *f) {
     return 0;
   if (now >= r->next_progress) {
     say(1, "cannot acquire %s %s: %s; retrying until the wait ends (%.1f s left)", r->c->what, r->c->name,
-        relock_future_message(f), left);
+        words_of(r, f), left);
     r->next_progress = now + 1.0;
   }
   ev_timer_set(&r->retry, left < 0.2 ? left : 0.2, 0.0);
@@ -587,9 +598,10 @@ static void on_acquired(relock_future_t *f, void *arg) {
   }
   ev_timer_stop(r->c->loop, &r->patience); /* the wait is over */
   if (err != 0) {
-    say(0, "cannot acquire %s %s: %s", r->c->what, r->c->name, relock_future_message(f));
+    say(0, "cannot acquire %s %s: %s", r->c->what, r->c->name, words_of(r, f));
     relock_future_release(f);
-    finish(r, EXIT_REDIS);
+    /* a name that holds another kind is the data's fault, as for status */
+    finish(r, err == RELOCK_EWRONGKIND ? EXIT_NOT_LOCK : EXIT_REDIS);
     return;
   }
   /* a boolean, or a fenced lock's token (0: not acquired) */

@@ -915,6 +915,15 @@ expect "status of a hash whose values are not hold counts: exit 65" "65 0" "$cod
 redis HSET s-hash2 "nocolon" 1 >/dev/null
 relock status s-hash2 2>/dev/null
 expect "nor whose fields are not <client-id>:<owner>" 65 $?
+relock --wait 0 s-str -- touch "$work/ran-on-string" 2>"$work/err"
+expect "a command on a name that holds a string: exit 65, not run" "65 not-run" \
+  "$? $([ -e "$work/ran-on-string" ] && echo ran || echo not-run)" "$(cat "$work/err")"
+expect "saying so once, in the user's words" \
+  "relock: cannot acquire lock s-str: 's-str' holds a Redis string, not a lock" "$(cat "$work/err")"
+redis HSET s-cli-rw mode read 00000000-0000-4000-8000-000000000000:1 1 >/dev/null
+relock --wait 0 s-cli-rw -- true 2>"$work/err"
+expect "a plain lock on a read-write lock's hash: exit 65, its kind named" "65 1" \
+  "$? $(grep -c 'read-write\|read lock\|another kind' "$work/err")" "$(cat "$work/err")"
 
 relock -u "redis://127.0.0.1:$(free_port)" --timeout 300ms status s-held 2>/dev/null
 expect "status with Redis down: exit 69" 69 $?
