@@ -195,6 +195,10 @@ static void roamer_init(roamer_t *r, relock__cluster_t *cl, relock__conn_t *c) {
   r->cl = cl;
   r->conn = c;
   c->many = 1;
+  /* The roamers go to the seeds, which the user named: each must prove to
+   * be a cluster node before anything is sent to it. The masters' own
+   * connections go where a cluster node's map or redirection said. */
+  c->auth.check_cluster = 1;
   c->locator = (relock__conn_locator_t){roamer_relocate, r};
 }
 

@@ -5,7 +5,10 @@
  * The slot map is loaded with CLUSTER SHARDS (CLUSTER SLOTS before Redis
  * 7) from any reachable node: the "any" connection (the client's command
  * connection, steered here from node to node, seeds first) carries the
- * loads, the keyless commands, and every command before the first map.
+ * loads, the keyless commands, and every command before the first map;
+ * it, and the classic subscriber, send nothing to a node before it has
+ * shown to be a cluster node (conn_state.h's check_cluster): a seed that is
+ * a standalone server is refused, never used as the cluster.
  * The map is loaded again:
  *   - when a MOVED answer arrives (that slot is remapped at once, the full
  *     map follows: a resharding seldom moves one slot alone);

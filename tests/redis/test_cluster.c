@@ -10,7 +10,8 @@
  * (and the relock tool's) first force release, semaphore release and
  * count-down heard at once by sharded subscribers; a fresh client's first
  * acquisition that too few replicas acknowledged given back at once, even
- * when the client (or the tool) closes right after.
+ * when the client (or the tool) closes right after; seeds that are
+ * standalone servers refused.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -892,6 +893,78 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
   assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
 }
 
+/* -- g. seeds that are no cluster -----------------------------------------------*/
+
+/* The tool with args, its stdout and stderr into out (NUL-terminated, cut
+ * to size): its exit status, -1 if it did not exit. */
+static int run_tool_out(const char *const *args, char *out, size_t size) {
+  char path[] = "/tmp/relock-cluster-out.XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  const char *bin = getenv("RELOCK") != NULL ? getenv("RELOCK") : "tools/relock";
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(bin, (char *const *)args);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  ssize_t n = pread(fd, out, size - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Cluster seeds that are standalone servers (cluster support disabled):
+ * refused with a clear error naming the server, never used as if they
+ * were one node each - two clients seeded in opposite orders would each
+ * take the same lock on "their" server. Nothing is written anywhere; the
+ * tool exits 69 saying so. */
+static void test_standalone_seeds_refused(void **state) {
+  (void)state;
+  relock_test_redis_t *s1 = relock_test_redis_start(NULL), *s2 = relock_test_redis_start(NULL);
+  assert_non_null(s1);
+  assert_non_null(s2);
+  char ab[128], ba[128];
+  snprintf(ab, sizeof ab, "127.0.0.1:%d,127.0.0.1:%d", relock_test_redis_port(s1), relock_test_redis_port(s2));
+  snprintf(ba, sizeof ba, "127.0.0.1:%d,127.0.0.1:%d", relock_test_redis_port(s2), relock_test_redis_port(s1));
+  const char *seeds[] = {ab, ba};
+  for (int i = 0; i < 2; i++) {
+    relock_options_t *opts = cluster_options(seeds[i]);
+    relock_client_t *c = client_of(opts);
+    relock_options_free(opts);
+    relock_lock_t *l = lock_of(c, "standalone");
+    char msg[512];
+    int64_t t0 = now_ms();
+    int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+    printf("# %s (%s) after %lld ms\n", msg, relock_err_name(r), (long long)(now_ms() - t0));
+    assert_int_equal(r, RELOCK_EINVAL);
+    assert_non_null(strstr(msg, "redis+cluster:// names a server that is not in cluster mode: 127.0.0.1:"));
+    assert_true(now_ms() - t0 < fx_slack_ms(1000)); /* at once, not after timeouts */
+  }
+  char url[160];
+  snprintf(url, sizeof url, "redis+cluster://%s", ab);
+  const char *args[] = {"relock", "-u", url, "standalone", "--", "true", NULL};
+  char out[2048];
+  int code = run_tool_out(args, out, sizeof out);
+  printf("# relock: %s", out);
+  assert_int_equal(code, 69);
+  assert_non_null(strstr(out, "not in cluster mode"));
+  const char *list[] = {"relock", "-u", url, "list", "*", NULL};
+  assert_int_equal(run_tool_out(list, out, sizeof out), 69);
+  assert_non_null(strstr(out, "not in cluster mode"));
+  teardown(NULL); /* the clients go before their servers */
+  assert_int_equal(fx_raw_int(s1, "DBSIZE", NULL), 0);
+  assert_int_equal(fx_raw_int(s2, "DBSIZE", NULL), 0);
+  relock_test_redis_free(s1);
+  relock_test_redis_free(s2);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -914,6 +987,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_url, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_standalone_seeds_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_password, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
