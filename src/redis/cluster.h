@@ -90,6 +90,17 @@ int relock__cluster_probed(const relock__cluster_t *cl);
  * allowed. NULL when out of memory. */
 relock_future_t *relock__cluster_await_probe(relock__cluster_t *cl);
 
+/* A future that succeeds with the masters of the slot map (an array reply
+ * of "host:port" strings, in the order of their first slot), once a map
+ * is loaded (at once if one is), or fails with the error of the load that
+ * failed first, or when the client closes. For the commands that answer
+ * for one node (SCAN). Cancelling it is allowed. NULL when out of memory. */
+relock_future_t *relock__cluster_masters(relock__cluster_t *cl);
+
+/* The command connection of the node at address ("host:port", as
+ * relock__cluster_masters gives it), or NULL if no node known has it. */
+relock__conn_t *relock__cluster_node_conn(relock__cluster_t *cl, const char *address);
+
 /* The subscriber for a lock channel of slot: the master's sharded one, or
  * classic. NULL when out of memory. */
 relock__pubsub_t *relock__cluster_subscriber(relock__cluster_t *cl, int slot);

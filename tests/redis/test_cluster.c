@@ -10,8 +10,9 @@
  * (and the relock tool's) first force release, semaphore release and
  * count-down heard at once by sharded subscribers; a fresh client's first
  * acquisition that too few replicas acknowledged given back at once, even
- * when the client (or the tool) closes right after; seeds that are
- * standalone servers refused.
+ * when the client (or the tool) closes right after; the masters listed
+ * and a command sent to each, the tool's list of every master's locks;
+ * seeds that are standalone servers refused.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -893,7 +894,7 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
   assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
 }
 
-/* -- g. seeds that are no cluster -----------------------------------------------*/
+/* -- g. the tool's list, and seeds that are no cluster ----------------------------*/
 
 /* The tool with args, its stdout and stderr into out (NUL-terminated, cut
  * to size): its exit status, -1 if it did not exit. */
@@ -918,6 +919,119 @@ static int run_tool_out(const char *const *args, char *out, size_t size) {
   out[n > 0 ? n : 0] = '\0';
   close(fd);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* How many times what occurs in text. */
+static int lines_with(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+    n++;
+  return n;
+}
+
+/* The masters of the current topology (whatever failovers did), by node
+ * index, into m (at most max): how many. */
+static int current_masters(int *m, int max) {
+  int n = 0;
+  for (int s = 0; s < RELOCK_TEST_CLUSTER_SLOTS; s += 64) {
+    int o = relock_test_cluster_owner(topo, s), known = 0;
+    for (int i = 0; i < n; i++)
+      known |= m[i] == o;
+    if (o >= 0 && !known && n < max)
+      m[n++] = o;
+  }
+  return n;
+}
+
+/* relock list on a cluster: every master's locks, not only those of the
+ * node the "any" connection happens to be on (SCAN answers for one node).
+ * 8 locks, at least one on each master; text and JSON. */
+static void test_tool_list_covers_every_master(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  char names[8][64];
+  int m[16], n = current_masters(m, 16);
+  assert_true(n >= 3 && n < 8);
+  for (int i = 0; i < 8; i++) {
+    if (i < n)
+      name_on_master(m[i], "listed", names[i], sizeof names[i]);
+    else
+      snprintf(names[i], sizeof names[i], "listed-x%d", i);
+    assert_int_equal(ACQUIRE(lock_of(c, names[i]), 1, 0), 1);
+  }
+  char out[8192];
+  const char *text[] = {"relock", "-o", tool_seeds(), "list", "listed-*", NULL};
+  int code = run_tool_out(text, out, sizeof out);
+  printf("# relock list:\n%s", out);
+  assert_int_equal(code, 0);
+  assert_int_equal(lines_with(out, ": held by "), 8);
+  for (int i = 0; i < 8; i++) {
+    char line[128];
+    snprintf(line, sizeof line, "%.63s: held by ", names[i]);
+    if (strstr(out, line) == NULL)
+      fail_msg("%s (on master %d) not listed", names[i], relock_test_cluster_owner(topo, slot_of(names[i])));
+  }
+  const char *json[] = {"relock", "-o", tool_seeds(), "--json", "list", "listed-*", NULL};
+  code = run_tool_out(json, out, sizeof out);
+  assert_int_equal(code, 0);
+  assert_int_equal(lines_with(out, "\"held\":true"), 8);
+  for (int i = 0; i < 8; i++) {
+    char item[128];
+    snprintf(item, sizeof item, "{\"name\":\"%.63s\",", names[i]);
+    if (strstr(out, item) == NULL)
+      fail_msg("%s not in the JSON list:\n%s", names[i], out);
+  }
+}
+
+/* relock_client_masters_async lists every master of the map (each once,
+ * whatever node the client started on), and relock_client_command_at_async
+ * asks each for its own keys: their DBSIZEs add up to every key. An
+ * address the client does not know is refused. */
+static void test_masters_and_command_at(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  for (int i = 0; i < 8; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "counted-%d", i);
+    assert_int_equal(ACQUIRE(lock_of(c, name), 1, 0), 1);
+  }
+  relock_future_t *f = relock_client_masters_async(c);
+  assert_non_null(f);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+  const relock_reply_t *list = relock_future_reply(f);
+  assert_non_null(list);
+  assert_int_equal(list->type, RELOCK_REPLY_ARRAY);
+  int m[16], nm = current_masters(m, 16);
+  assert_int_equal((int)list->elements, nm);
+  long long keys = 0;
+  for (size_t i = 0; i < list->elements; i++) {
+    const char *address = list->element[i]->str;
+    printf("# master %s\n", address);
+    const char *colon = strrchr(address, ':');
+    assert_non_null(colon);
+    int node = relock_test_cluster_node_by_port(topo, atoi(colon + 1));
+    int is_master = 0;
+    for (int k = 0; k < nm; k++)
+      is_master |= m[k] == node;
+    assert_true(is_master);
+    for (size_t k = 0; k < i; k++)
+      assert_string_not_equal(list->element[k]->str, address);
+    const char *argv[] = {"DBSIZE"};
+    relock_future_t *n = relock_client_command_at_async(c, address, 1, argv, NULL);
+    assert_non_null(n);
+    assert_int_equal(relock_future_wait(n, fx_slack_ms(5000)), 0);
+    assert_int_equal(relock_future_reply(n)->integer, fx_raw_int(relock_test_cluster_node(topo, node), "DBSIZE", NULL));
+    keys += relock_future_reply(n)->integer;
+    relock_future_release(n);
+  }
+  relock_future_release(f);
+  assert_int_equal(keys, 8);
+  const char *argv[] = {"DBSIZE"};
+  char msg[512];
+  int r = outcome(relock_client_command_at_async(c, "127.0.0.1:1", 1, argv, NULL), 5000, NULL, msg, sizeof msg);
+  printf("# %s\n", msg);
+  assert_int_equal(r, RELOCK_EINVAL);
+  assert_non_null(strstr(msg, "127.0.0.1:1 is not a node this client knows"));
 }
 
 /* Cluster seeds that are standalone servers (cluster support disabled):
@@ -987,6 +1101,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_url, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_list_covers_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_masters_and_command_at, setup, teardown),
       cmocka_unit_test_setup_teardown(test_standalone_seeds_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_password, NULL, teardown),
   };
