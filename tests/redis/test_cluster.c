@@ -4,7 +4,8 @@
  * on a cluster that hides PUBSUB), a slot resharded under a held and
  * waited-on lock (ASK, then MOVED), a slot moved twice quickly, CLUSTER
  * FAILOVER and kill -9 of a master under held locks, the counter test
- * (8 processes, 16 names) across a failover, CLUSTERDOWN, MOVED back and
+ * (8 processes, 16 names) across a failover, CLUSTERDOWN (and a wait that
+ * ends in it, naming it), MOVED back and
  * forth between two masters, a dead seed, no seed at all, a name whose
  * keys cannot share a slot, the URL, TLS with a password; a fresh client's
  * (and the relock tool's) first force release, semaphore release and
@@ -568,6 +569,37 @@ static void test_clusterdown_then_up(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
 }
 
+static int run_tool_out(const char *const *args, char *out, size_t size);
+static const char *tool_seeds(void);
+
+/* A cluster answering CLUSTERDOWN to every try of a bounded wait: the
+ * acquisition ends at the wait's end with an error that names what the
+ * cluster answered - it answered every time - not "did not answer"; the
+ * tool says the same. */
+static void test_clusterdown_named_at_deadline(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  relock_lock_t *l = lock_of(c, "down-wait");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  assert_int_equal(relock_test_cluster_set_down(topo, -1, 1), 0); /* every node */
+  char msg[512];
+  int r = outcome(relock_lock_lock_async(l, 1, 1000, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  printf("# %s (%s)\n", msg, relock_err_name(r));
+  char out[2048];
+  const char *args[] = {"relock", "-o", tool_seeds(), "-w", "1s", "down-wait", "--", "true", NULL};
+  int code = run_tool_out(args, out, sizeof out);
+  printf("# relock: %s", out);
+  assert_int_equal(relock_test_cluster_set_down(topo, -1, 0), 0);
+  assert_int_equal(r, RELOCK_ETIMEDOUT);
+  assert_null(strstr(msg, "did not answer"));
+  assert_non_null(strstr(msg, "CLUSTERDOWN"));
+  assert_non_null(strstr(msg, "until the 1000 ms wait ran out"));
+  assert_int_equal(code, 69);
+  assert_null(strstr(out, "did not answer"));
+  assert_non_null(strstr(out, "CLUSTERDOWN"));
+}
+
 /* Two masters that each say the other serves a slot (one gave it away
  * with CLUSTER SETSLOT ... NODE, which nobody else claims, so gossip
  * keeps the other's stale view): MOVED back and forth. The acquisition
@@ -1096,6 +1128,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kill_master_under_held_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_counter_across_failover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clusterdown_then_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_clusterdown_named_at_deadline, setup, teardown),
       cmocka_unit_test_setup_teardown(test_redirect_loop_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dead_seed_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
