@@ -75,17 +75,33 @@ static int usage_error(const char *fmt, ...) {
 
 /* -- main -------------------------------------------------------------------*/
 
-static char *read_url_file(const char *path) {
+/* The URL on the first line of path (malloc'ed), or NULL with why in
+ * *why. A file that gives none is an error, never the default server: an
+ * empty file, or a blank first line (the URL goes there, nowhere else). */
+static char *read_url_file(const char *path, const char **why) {
   FILE *f = fopen(path, "r");
-  if (f == NULL)
+  if (f == NULL) {
+    *why = strerror(errno);
     return NULL;
+  }
   char buf[4096];
   char *line = fgets(buf, sizeof buf, f);
+  int failed = line == NULL && ferror(f);
+  int e = errno;
   fclose(f);
-  if (line == NULL)
+  if (line == NULL) {
+    *why = failed ? strerror(e) : "empty";
     return NULL;
+  }
   buf[strcspn(buf, "\r\n")] = '\0';
-  return strdup(buf);
+  if (buf[strspn(buf, " \t\r\v\f")] == '\0') {
+    *why = "first line is blank (the URL goes there)";
+    return NULL;
+  }
+  char *url = strdup(buf);
+  if (url == NULL)
+    *why = "out of memory";
+  return url;
 }
 
 /* The --tls-* options; any of them turns TLS on, even with a redis:// URL. */
@@ -117,8 +133,9 @@ static int connect_client(cli_t *r) {
   const options_t *o = &r->opt;
   char *from_file = NULL;
   const char *url = o->url;
-  if (url == NULL && o->url_file != NULL && (url = from_file = read_url_file(o->url_file)) == NULL) {
-    say(0, "cannot read a URL from %s: %s", o->url_file, strerror(errno));
+  const char *why = NULL;
+  if (url == NULL && o->url_file != NULL && (url = from_file = read_url_file(o->url_file, &why)) == NULL) {
+    say(0, "%s: %s", o->url_file, why);
     return EXIT_USAGE;
   }
   if (url == NULL)

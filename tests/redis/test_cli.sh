@@ -663,6 +663,18 @@ expect "a password never appears in messages" "69 1" "$code $?"
 echo "redis://127.0.0.1:$port" >"$work/url"
 RELOCK_URL= relock --url-file "$work/url" -q t-file -- true
 expect "--url-file reads the URL" 0 $?
+# A file that gives no URL is an error, never the default server
+: >"$work/url-empty"
+relock --url-file "$work/url-empty" t-file -- true 2>"$work/err"
+expect "--url-file of an empty file: exit 64, saying so" "64 relock: $work/url-empty: empty" "$? $(cat "$work/err")"
+printf '\nredis://127.0.0.1:%s\n' "$port" >"$work/url-blank"
+relock --url-file "$work/url-blank" t-file -- true 2>"$work/err"
+expect "--url-file whose first line is blank: exit 64, saying so" \
+  "64 relock: $work/url-blank: first line is blank (the URL goes there)" "$? $(cat "$work/err")"
+printf ' \t\r\n' >"$work/url-blank"
+relock --url-file "$work/url-blank" status t-file 2>"$work/err"
+expect "--url-file whose first line is white space: the same" \
+  "64 relock: $work/url-blank: first line is blank (the URL goes there)" "$? $(cat "$work/err")"
 
 relock --help >"$work/help"
 grep -q "76 lock lost" "$work/help"
