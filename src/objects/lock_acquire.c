@@ -553,8 +553,8 @@ static int acquired_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_ARRAY;
 }
 
-/* Sends op's try (it is its owner's turn). */
-/* The try's call retries after a failure (call.h's on_retry). */
+/* The try's call retries after a failure (call.h's on_retry): a "not now"
+ * is kept for the deadline's message, any other failure clears it. */
 static void on_try_retry(int err, const char *msg, void *arg) {
   acquire_t *op = arg;
   if (err == RELOCK_ESERVER)
@@ -563,6 +563,7 @@ static void on_try_retry(int err, const char *msg, void *arg) {
     op->not_now[0] = '\0';
 }
 
+/* Sends op's try (it is its owner's turn). */
 static void send_try(acquire_t *op) {
   relock_lock_t *lock = op->lock;
   relock_client_t *c = lock->client;
