@@ -1064,6 +1064,15 @@ static void test_masters_and_command_at(void **state) {
   printf("# %s\n", msg);
   assert_int_equal(r, RELOCK_EINVAL);
   assert_non_null(strstr(msg, "127.0.0.1:1 is not a node this client knows"));
+  /* bad arguments: an error, at once */
+  assert_int_equal(outcome(relock_client_masters_async(NULL), 0, NULL, NULL, 0), RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(NULL, "127.0.0.1:1", 1, argv, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, NULL, 1, argv, NULL), 0, NULL, NULL, 0), RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, "127.0.0.1:1", 0, argv, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, "127.0.0.1:1", 1, NULL, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
 }
 
 /* Cluster seeds that are standalone servers (cluster support disabled):
