@@ -1,5 +1,6 @@
 /* relock status NAME, relock list PATTERN and relock release --force NAME:
- * what Redis says of locks, and deleting one whoever holds it.
+ * what Redis says of locks, and deleting one whoever holds it. A list
+ * SCANs every master (a Redis Cluster's keys are spread over them).
  *
  * A lock is Redisson's reentrant lock: a hash whose fields
  * "<client-id>:<owner>" hold hold counts, its PTTL the lease. relock writes
@@ -255,13 +256,13 @@ static void sort_unique(names_t *v) {
   v->n = kept;
 }
 
-/* One SCAN call from cursor (which it advances; *done when it is back to 0):
- * the keys into v. Redis before 6.0 has no TYPE filter; *typed is then
- * cleared, and the keys that are not hashes fall out later (HGETALL fails on
- * them with WRONGTYPE). */
-static int scan_step(cli_t *c, char *cursor, size_t size, int *typed, int *done, names_t *v) {
+/* One SCAN call on the master at node from cursor (which it advances;
+ * *done when it is back to 0): the keys into v. Redis before 6.0 has no
+ * TYPE filter; *typed is then cleared, and the keys that are not hashes
+ * fall out later (HGETALL fails on them with WRONGTYPE). */
+static int scan_step(cli_t *c, const char *node, char *cursor, size_t size, int *typed, int *done, names_t *v) {
   const char *argv[] = {"SCAN", cursor, "MATCH", c->name, "COUNT", SCAN_COUNT, "TYPE", "hash"};
-  relock_future_t *f = relock_client_command_async(c->client, *typed ? 8 : 6, argv, NULL);
+  relock_future_t *f = relock_client_command_at_async(c->client, node, *typed ? 8 : 6, argv, NULL);
   const relock_reply_t *r = wait_reply(f);
   int code = 0;
   if (r == NULL && *typed && strcmp(cursor, "0") == 0 && relock_future_error(f) == RELOCK_ESERVER) {
@@ -313,12 +314,27 @@ static int print_batch(cli_t *c, const name_t *names, size_t n, size_t *printed)
   return code;
 }
 
+/* The keys matching on every master: SCAN answers for one node, and a
+ * Cluster's keys are spread over its masters. */
+static int scan_masters(cli_t *c, names_t *v) {
+  relock_future_t *f = relock_client_masters_async(c->client);
+  const relock_reply_t *masters = wait_reply(f);
+  int typed = 1, code = 0;
+  if (masters == NULL)
+    code = failed(f);
+  for (size_t m = 0; code == 0 && m < masters->elements; m++) {
+    char cursor[32] = "0";
+    int done = 0;
+    while (code == 0 && !done)
+      code = scan_step(c, masters->element[m]->str, cursor, sizeof cursor, &typed, &done, v);
+  }
+  relock_future_release(f);
+  return code;
+}
+
 int list_locks(cli_t *c) {
   names_t v = {NULL, 0, 0};
-  char cursor[32] = "0";
-  int typed = 1, done = 0, code = 0;
-  while (code == 0 && !done)
-    code = scan_step(c, cursor, sizeof cursor, &typed, &done, &v);
+  int code = scan_masters(c, &v);
   sort_unique(&v); /* SCAN's order is no order: sorted, the output can be compared */
   size_t printed = 0;
   for (size_t i = 0; i < v.n && code == 0; i += BATCH)

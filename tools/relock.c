@@ -31,7 +31,7 @@ static const char usage_text[] =
     "  -l, --lease DURATION   fixed lease, >= 10ms (default: the watchdog's, renewed while running)\n"
     "  -k, --kill-grace DURATION  SIGTERM to SIGKILL when the lock is lost (default 10s)\n"
     "      --orphan-signal SIG  the command's signal if relock dies (default TERM)\n"
-    "      --timeout DURATION  Redis command timeout (default 3s)\n"
+    "      --timeout DURATION  each Redis command and connection attempt (default 3s)\n"
     "      --watchdog DURATION watchdog lease (default 30s, renewed every third)\n"
     "      --tls-ca FILE | --tls-ca-dir DIR  TLS: trust these CAs (default: the system's);\n"
     "                         any --tls-* option turns TLS on, as rediss:// does\n"
@@ -51,6 +51,9 @@ static const char usage_text[] =
     "down print the count, await 75 if not open in time, set 1 if set already.\n";
 
 int verbosity = 1;
+
+/* --timeout's default. */
+#define DEFAULT_TIMEOUT_MS 3000
 
 void say(int level, const char *fmt, ...) {
   if (verbosity < level)
@@ -76,17 +79,33 @@ static int usage_error(const char *fmt, ...) {
 
 /* -- main -------------------------------------------------------------------*/
 
-static char *read_url_file(const char *path) {
+/* The URL on the first line of path (malloc'ed), or NULL with why in
+ * *why. A file that gives none is an error, never the default server: an
+ * empty file, or a blank first line (the URL goes there, nowhere else). */
+static char *read_url_file(const char *path, const char **why) {
   FILE *f = fopen(path, "r");
-  if (f == NULL)
+  if (f == NULL) {
+    *why = strerror(errno);
     return NULL;
+  }
   char buf[4096];
   char *line = fgets(buf, sizeof buf, f);
+  int failed = line == NULL && ferror(f);
+  int e = errno;
   fclose(f);
-  if (line == NULL)
+  if (line == NULL) {
+    *why = failed ? strerror(e) : "empty";
     return NULL;
+  }
   buf[strcspn(buf, "\r\n")] = '\0';
-  return strdup(buf);
+  if (buf[strspn(buf, " \t\r\v\f")] == '\0') {
+    *why = "first line is blank (the URL goes there)";
+    return NULL;
+  }
+  char *url = strdup(buf);
+  if (url == NULL)
+    *why = "out of memory";
+  return url;
 }
 
 /* The --tls-* options; any of them turns TLS on, even with a redis:// URL. */
@@ -114,12 +133,36 @@ static int set_tls(relock_options_t *opts, const options_t *o, relock_error_t *e
   return rc;
 }
 
+/* Whether Redis answers, within --timeout: a PING, sent once. A command
+ * that follows may be re-sent once (the library's retry, for a connection
+ * lost under it), each attempt with the whole timeout: without this, a
+ * server that never answers would be reported after twice --timeout. Any
+ * answer will do, an error too (a user the ACL refuses PING). A refused
+ * connection is left to run's --wait, which tries again until it ends. */
+static int reach_redis(cli_t *r) {
+  static const char *const ping[] = {"PING"};
+  relock_future_t *f = relock_client_command_async(r->client, 1, ping, NULL);
+  int err = f == NULL ? RELOCK_ENOMEM : relock_future_wait(f, RELOCK_INFINITE);
+  int code = 0;
+  if (err == 0 || err == RELOCK_ESERVER || err == RELOCK_ENOPERM)
+    code = 0;
+  else if (err == RELOCK_ECONNREFUSED && r->argv != NULL && r->opt.wait_ms > 0 && r->opt.wait_ms != RELOCK_INFINITE)
+    code = 0;
+  else {
+    say(0, "cannot reach Redis: %s", f != NULL ? relock_future_message(f) : "out of memory");
+    code = EXIT_REDIS;
+  }
+  relock_future_release(f);
+  return code;
+}
+
 static int connect_client(cli_t *r) {
   const options_t *o = &r->opt;
   char *from_file = NULL;
   const char *url = o->url;
-  if (url == NULL && o->url_file != NULL && (url = from_file = read_url_file(o->url_file)) == NULL) {
-    say(0, "cannot read a URL from %s: %s", o->url_file, strerror(errno));
+  const char *why = NULL;
+  if (url == NULL && o->url_file != NULL && (url = from_file = read_url_file(o->url_file, &why)) == NULL) {
+    say(0, "%s: %s", o->url_file, why);
     return EXIT_USAGE;
   }
   if (url == NULL)
@@ -140,10 +183,13 @@ static int connect_client(cli_t *r) {
     rc = set_tls(opts, o, &err);
   if (rc == 0)
     rc = relock_options_set_string(opts, RELOCK_OPT_CLIENT_NAME, "relock-cli", &err);
-  if (rc == 0 && o->timeout_ms > 0)
-    rc = relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, o->timeout_ms, &err);
-  if (rc == 0 && o->timeout_ms > 0)
-    rc = relock_options_set_ms(opts, RELOCK_OPT_CONNECT_TIMEOUT, o->timeout_ms, &err);
+  /* --timeout bounds each command and each connection attempt alike: the
+   * library's connect timeout (5 s) is not the CLI's */
+  int64_t timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+  if (rc == 0)
+    rc = relock_options_set_ms(opts, RELOCK_OPT_COMMAND_TIMEOUT, timeout_ms, &err);
+  if (rc == 0)
+    rc = relock_options_set_ms(opts, RELOCK_OPT_CONNECT_TIMEOUT, timeout_ms, &err);
   /* a CLI answers soon: one re-send, then it says why */
   if (rc == 0)
     rc = relock_options_set_int(opts, RELOCK_OPT_RETRY_ATTEMPTS, 1, &err);
@@ -175,6 +221,8 @@ static int connect_client(cli_t *r) {
       [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
       [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
       [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
+  if ((rc = reach_redis(r)) != 0)
+    return rc;
   if (r->latch_op != NULL)
     return 0; /* latch.c makes its object */
   if (o->semaphore > 0) {

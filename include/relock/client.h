@@ -70,6 +70,23 @@ RELOCK_EXTERN relock_future_t *relock_client_command_async(relock_client_t *clie
 /* The same with hiredis's format: "SET %s %b", key, val, vallen. */
 RELOCK_EXTERN relock_future_t *relock_client_commandf_async(relock_client_t *client, const char *format, ...);
 
+/* The masters that a command answering for one node alone (SCAN, DBSIZE,
+ * KEYS) must be sent to, one by one with relock_client_command_at_async,
+ * to cover every key: with Redis Cluster, every master of the slot map (in
+ * the order of their first slot; a map is loaded first when none is yet),
+ * else the one node. The future succeeds with an array reply of their
+ * addresses ("host:port"; a Unix socket's path), or fails: the slot map's
+ * load failed (its error), RELOCK_ECLOSED, RELOCK_EINVAL. */
+RELOCK_EXTERN relock_future_t *relock_client_masters_async(relock_client_t *client);
+
+/* Sends a command to the node at address, one that
+ * relock_client_masters_async listed, as relock_client_command_async does,
+ * but there, whatever its keys: no redirection (MOVED, ASK) is followed,
+ * it is the node's own answer. RELOCK_EINVAL for an address of no node the
+ * client knows. */
+RELOCK_EXTERN relock_future_t *relock_client_command_at_async(relock_client_t *client, const char *address, int argc,
+                                                              const char *const *argv, const size_t *argvlen);
+
 /* How many give-backs of abandoned acquisitions Redis has not answered
  * yet; after the close, what could not be given back. 0 for NULL. Any
  * thread. */

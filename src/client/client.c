@@ -378,6 +378,73 @@ relock_future_t *relock_client_command_async(relock_client_t *c, int argc, const
   return f;
 }
 
+relock_future_t *relock_client_masters_async(relock_client_t *c) {
+  if (c == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(c->exec, &f) != 0)
+    return f;
+  f = c->closing ? relock__future_failed(c->exec, RELOCK_ECLOSED, "client closed") : relock__route_masters(&c->redis);
+  relock__exec_leave(c->exec);
+  return f;
+}
+
+/* To one node, as it is: no call, so no redirection followed (the command
+ * is for that node) and never sent twice. */
+static relock_future_t *command_at(relock_client_t *c, const char *address, int argc, const char *const *argv,
+                                   const size_t *argvlen) {
+  if (address == NULL)
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "address is NULL");
+  if (argc <= 0)
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
+  if (argv == NULL)
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "argv is NULL");
+  for (int i = 0; i < argc; i++)
+    if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
+      return relock__future_failed(c->exec, RELOCK_EINVAL, "argv[%d] is NULL", i);
+  if (c->closing)
+    return relock__future_failed(c->exec, RELOCK_ECLOSED, "client closed");
+  relock__conn_t *conn = relock__route_node(&c->redis, address);
+  if (conn == NULL)
+    return relock__future_failed(c->exec, RELOCK_EINVAL, "%.300s is not a node this client knows "
+                                 "(relock_client_masters_async lists them)", address);
+  size_t small[16];
+  size_t *lens = small;
+  if (argvlen == NULL) {
+    if (argc > 16 && (lens = malloc((size_t)argc * sizeof(*lens))) == NULL)
+      return NULL;
+    for (int i = 0; i < argc; i++)
+      lens[i] = strlen(argv[i]);
+  }
+  relock_future_t *f = relock__future_new(c->exec);
+  relock__request_t *req = NULL;
+  if (f != NULL)
+    req = relock__request_argv(relock_future_retain(f), argc, argv, argvlen != NULL ? argvlen : lens);
+  if (lens != small)
+    free(lens);
+  if (f == NULL)
+    return NULL;
+  if (req == NULL) {
+    relock_future_release(f); /* the request's reference */
+    relock_future_release(f);
+    return NULL;
+  }
+  relock__conn_send(conn, req, c->settings.opt.command_timeout_ms);
+  return f;
+}
+
+relock_future_t *relock_client_command_at_async(relock_client_t *c, const char *address, int argc,
+                                                const char *const *argv, const size_t *argvlen) {
+  if (c == NULL)
+    return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
+  relock_future_t *f;
+  if (relock__future_enter(c->exec, &f) != 0)
+    return f;
+  f = command_at(c, address, argc, argv, argvlen);
+  relock__exec_leave(c->exec);
+  return f;
+}
+
 static relock_future_t *commandf_async(relock_client_t *c, const char *format, va_list ap) {
   if (format == NULL)
     return relock__future_failed(c->exec, RELOCK_EINVAL, "format is NULL");

@@ -78,6 +78,10 @@ typedef struct acquire {
   unsigned waker_sent : 1;  /* the try in flight carries the waker id: it registers if the lock is held */
   unsigned keep_sent : 1;   /* ... and keeps the registration if it acquires (other waiters here) */
   int64_t wait_ms;
+  /* What Redis last answered a try that is retried (CLUSTERDOWN, TRYAGAIN,
+   * LOADING...; empty when the last retried failure was no answer at all):
+   * a wait that ends meanwhile says it, as Redis did answer. */
+  char not_now[160];
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
   relock__turn_wait_t turn; /* its owner's turn (lock_turn.h): held from a try's send until it is answered, or
@@ -552,6 +556,16 @@ static int acquired_reply(const relock_reply_t *reply) {
   return reply->type == RELOCK_REPLY_NIL || reply->type == RELOCK_REPLY_ARRAY;
 }
 
+/* The try's call retries after a failure (call.h's on_retry): a "not now"
+ * is kept for the deadline's message, any other failure clears it. */
+static void on_try_retry(int err, const char *msg, void *arg) {
+  acquire_t *op = arg;
+  if (err == RELOCK_ESERVER)
+    snprintf(op->not_now, sizeof op->not_now, "%s", msg);
+  else
+    op->not_now[0] = '\0';
+}
+
 /* Sends op's try (it is its owner's turn). */
 static void send_try(acquire_t *op) {
   relock_lock_t *lock = op->lock;
@@ -565,6 +579,8 @@ static void send_try(acquire_t *op) {
     call.spec.arg = (void *)lock->kind;
     /* a bounded wait bounds the retries too */
     call.spec.deadline_ns = op->deadline_ns == UINT64_MAX ? 0 : op->deadline_ns;
+    call.spec.on_retry = on_try_retry;
+    call.spec.retry_arg = op;
     /* synced replicas: "acquired" once enough have it */
     call.spec.wait_replicas = c->settings.opt.min_replicas_acked;
     call.spec.wait_timeout_ms = c->settings.opt.min_replicas_timeout_ms;
@@ -630,6 +646,9 @@ static void on_deadline(relock__timer_t *t, int status, void *arg) {
   acquire_t *op = arg;
   if (status != 0)
     end(op, RELOCK_ECLOSED, NULL, "client closed");
+  else if (!op->answered && op->not_now[0] != '\0') /* Redis said why it did not run the tries */
+    end(op, RELOCK_ETIMEDOUT, NULL, "%s %s: Redis kept answering \"%s\" until the %lld ms wait ran out",
+        op->lock->kind->what, op->lock->name, op->not_now, (long long)op->wait_ms);
   else if (!op->answered) /* Redis is out of reach (or too slow): say so */
     end(op, RELOCK_ETIMEDOUT, NULL, "%s %s: Redis did not answer within the %lld ms wait", op->lock->kind->what,
         op->lock->name,

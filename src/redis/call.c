@@ -37,6 +37,8 @@ typedef struct call {
   int wait_replicas;        /* > 0: each attempt is followed by WAIT */
   int64_t wait_timeout_ms;
   int (*wrote)(const relock_reply_t *reply);
+  void (*on_retry)(int err, const char *msg, void *arg);
+  void *retry_arg;
   relock_future_t *wait;    /* the attempt's WAIT in flight, if any */
   relock_reply_t *held;     /* the command's reply, kept until WAIT answers */
   relock_reply_t held_scalar; /* held points here for a reply without strings */
@@ -184,6 +186,8 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
      * an attempt that fails at once must not make a busy loop. */
     int64_t delay = down && (call->attempts_left > 0 || !call->until_answered) ? 0 : relock__jitter_ms(call->redis->rng, interval);
     relock__timer_start(call->redis->wheel, &call->backoff, delay);
+    if (call->on_retry != NULL)
+      call->on_retry(err, msg, call->retry_arg);
   } else if (of_wait && err == RELOCK_ESERVER) {
     /* Not RELOCK_ESERVER, which tells callers the command did not run: it
      * did, and only WAIT was refused. */
@@ -492,6 +496,8 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->retry_safe = spec->retry_safe;
   call->flush_on_close = spec->flush_on_close;
   call->deadline_ns = spec->deadline_ns;
+  call->on_retry = spec->on_retry;
+  call->retry_arg = spec->retry_arg;
   call->wait_replicas = spec->wait_replicas > 0 ? spec->wait_replicas : 0;
   call->wait_timeout_ms = spec->wait_timeout_ms;
   call->wrote = spec->wrote;

@@ -67,6 +67,12 @@ typedef struct relock__call_spec {
   /* With wait_replicas: whether a (non-error) reply reports a write that
    * the replicas must have; NULL: every one does. */
   int (*wrote)(const relock_reply_t *reply);
+  /* Told of each failed attempt that another one follows (a transient
+   * failure, a server's "not now"), with what it failed with, so that a
+   * caller whose own deadline comes first can say what Redis answered.
+   * NULL: not told. */
+  void (*on_retry)(int err, const char *msg, void *arg);
+  void *retry_arg;
 } relock__call_spec_t;
 
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a

@@ -62,6 +62,8 @@ struct relock__cluster {
   int probing;                   /* PUBSUB SHARDNUMSUB in flight */
   relock_future_t **probe_waiters; /* what waits for its answer (relock__cluster_await_probe) */
   int nprobe_waiters, probe_waiters_cap;
+  relock_future_t **map_waiters;  /* what waits for a first map (relock__cluster_masters) */
+  int nmap_waiters, map_waiters_cap;
   int requests;                  /* loads and probes in flight: the object stays until they are over */
   int use_slots;                 /* CLUSTER SHARDS is unknown here: CLUSTER SLOTS */
 
@@ -195,6 +197,10 @@ static void roamer_init(roamer_t *r, relock__cluster_t *cl, relock__conn_t *c) {
   r->cl = cl;
   r->conn = c;
   c->many = 1;
+  /* The roamers go to the seeds, which the user named: each must prove to
+   * be a cluster node before anything is sent to it. The masters' own
+   * connections go where a cluster node's map or redirection said. */
+  c->auth.check_cluster = 1;
   c->locator = (relock__conn_locator_t){roamer_relocate, r};
 }
 
@@ -343,6 +349,7 @@ static int master_unreachable(const relock__cluster_t *cl) {
 }
 
 static void send_load(relock__cluster_t *cl);
+static void wake_map_waiters(relock__cluster_t *cl, int err, const char *msg);
 
 static void on_map_done(relock_future_t *f, void *arg) {
   relock__cluster_t *cl = arg;
@@ -361,6 +368,17 @@ static void on_map_done(relock_future_t *f, void *arg) {
     return;
   }
   cl->loading = 0;
+  if (cl->nmap_waiters > 0) {
+    /* Their callbacks may close the client: the object stays until they
+     * are over. */
+    cl->busy++;
+    wake_map_waiters(cl, err, msg);
+    cl->busy--;
+    if (cl->closing) {
+      part_closed(cl, 0);
+      return;
+    }
+  }
   /* Failed loads (no node answers, a server that is no cluster node) back
    * off to 6.4 s apart; a master that stays unreachable is polled for at
    * 100 ms for 5 s (a failover takes about two node timeouts), then each
@@ -708,6 +726,88 @@ relock_future_t *relock__cluster_await_probe(relock__cluster_t *cl) {
   return f;
 }
 
+/* The masters of the current map, in the order of their first slot: an
+ * array reply of their addresses. */
+static void answer_masters(relock__cluster_t *cl, relock_future_t *f) {
+  relock_reply_t *items = calloc((size_t)cl->nnodes + 1, sizeof(*items));
+  relock_reply_t **ptrs = calloc((size_t)cl->nnodes + 1, sizeof(*ptrs));
+  char *listed = calloc((size_t)cl->nnodes + 1, 1);
+  relock_reply_t *copy = NULL;
+  if (items != NULL && ptrs != NULL && listed != NULL) {
+    size_t n = 0;
+    for (int s = 0; s < RELOCK__SLOTS; s++) {
+      int i = cl->owner[s] - 1;
+      if (i < 0 || listed[i])
+        continue;
+      listed[i] = 1;
+      items[n] = (relock_reply_t){.type = RELOCK_REPLY_STRING, .str = cl->nodes[i]->address,
+                                  .len = strlen(cl->nodes[i]->address)};
+      ptrs[n] = &items[n];
+      n++;
+    }
+    relock_reply_t array = {.type = RELOCK_REPLY_ARRAY, .element = n > 0 ? ptrs : NULL, .elements = n};
+    copy = relock__reply_dup(&array);
+  }
+  free(items);
+  free(ptrs);
+  free(listed);
+  if (copy == NULL)
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory listing the masters");
+  else if (!relock__future_succeed_ptr(f, copy, relock__reply_free))
+    relock__reply_free(copy);
+}
+
+/* A load is over: what waits for a map gets the masters, or the load's
+ * error (err, msg). */
+static void wake_map_waiters(relock__cluster_t *cl, int err, const char *msg) {
+  relock_future_t **w = cl->map_waiters;
+  int n = cl->nmap_waiters;
+  cl->map_waiters = NULL;
+  cl->nmap_waiters = cl->map_waiters_cap = 0;
+  for (int i = 0; i < n; i++) {
+    if (err == 0 && cl->loaded)
+      answer_masters(cl, w[i]);
+    else
+      relock__future_fail(w[i], err != 0 ? err : RELOCK_EPROTO, "the cluster's slot map could not be loaded: %s",
+                          msg);
+    relock_future_release(w[i]);
+  }
+  free(w);
+}
+
+relock_future_t *relock__cluster_masters(relock__cluster_t *cl) {
+  if (cl->closing)
+    return relock__future_failed(cl->exec, RELOCK_ECLOSED, "client closed");
+  relock_future_t *f = relock__future_new(cl->exec);
+  if (f == NULL)
+    return NULL;
+  if (cl->loaded) {
+    answer_masters(cl, f);
+    return f;
+  }
+  if (cl->nmap_waiters == cl->map_waiters_cap) {
+    int cap = cl->map_waiters_cap ? 2 * cl->map_waiters_cap : 8;
+    relock_future_t **w = realloc(cl->map_waiters, (size_t)cap * sizeof(*w));
+    if (w == NULL) {
+      relock_future_release(f);
+      return NULL;
+    }
+    cl->map_waiters = w;
+    cl->map_waiters_cap = cap;
+  }
+  /* A cancelled waiter stays listed: completing it then changes nothing. */
+  cl->map_waiters[cl->nmap_waiters++] = relock_future_retain(f);
+  schedule_load(cl); /* one is in flight or due already, unless none was wanted */
+  return f;
+}
+
+relock__conn_t *relock__cluster_node_conn(relock__cluster_t *cl, const char *address) {
+  for (int i = 0; i < cl->nnodes && !cl->closing; i++)
+    if (strcmp(cl->nodes[i]->address, address) == 0)
+      return &cl->nodes[i]->cmd;
+  return NULL;
+}
+
 relock__pubsub_t *relock__cluster_subscriber(relock__cluster_t *cl, int slot) {
   node_t *n = cl->sharded == 1 ? owner_of(cl, slot) : NULL;
   return n != NULL ? node_subscriber(n) : cl->classic;
@@ -749,6 +849,7 @@ void relock__cluster_close(relock__cluster_t *cl) {
   relock__timer_stop(&cl->load_timer);
   relock__timer_stop(&cl->rehome_timer);
   wake_probe_waiters(cl, RELOCK_ECLOSED, "client closed");
+  wake_map_waiters(cl, RELOCK_ECLOSED, "client closed");
   cl->open = 1; /* held until every close below has started */
   int n = cl->nnodes;
   for (int i = 0; i < n; i++)

@@ -5,7 +5,10 @@
  * The slot map is loaded with CLUSTER SHARDS (CLUSTER SLOTS before Redis
  * 7) from any reachable node: the "any" connection (the client's command
  * connection, steered here from node to node, seeds first) carries the
- * loads, the keyless commands, and every command before the first map.
+ * loads, the keyless commands, and every command before the first map;
+ * it, and the classic subscriber, send nothing to a node before it has
+ * shown to be a cluster node (conn_state.h's check_cluster): a seed that is
+ * a standalone server is refused, never used as the cluster.
  * The map is loaded again:
  *   - when a MOVED answer arrives (that slot is remapped at once, the full
  *     map follows: a resharding seldom moves one slot alone);
@@ -86,6 +89,17 @@ int relock__cluster_probed(const relock__cluster_t *cl);
  * client closes; a probe is sent if none is in flight. Cancelling it is
  * allowed. NULL when out of memory. */
 relock_future_t *relock__cluster_await_probe(relock__cluster_t *cl);
+
+/* A future that succeeds with the masters of the slot map (an array reply
+ * of "host:port" strings, in the order of their first slot), once a map
+ * is loaded (at once if one is), or fails with the error of the load that
+ * failed first, or when the client closes. For the commands that answer
+ * for one node (SCAN). Cancelling it is allowed. NULL when out of memory. */
+relock_future_t *relock__cluster_masters(relock__cluster_t *cl);
+
+/* The command connection of the node at address ("host:port", as
+ * relock__cluster_masters gives it), or NULL if no node known has it. */
+relock__conn_t *relock__cluster_node_conn(relock__cluster_t *cl, const char *address);
 
 /* The subscriber for a lock channel of slot: the master's sharded one, or
  * classic. NULL when out of memory. */

@@ -22,7 +22,7 @@
 #include "redis/reply_guard.h"
 #include "redis/tls.h"
 
-enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE };
+enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE, HS_CLUSTER };
 
 static void connect_now(relock__conn_t *c);
 static void relocate(relock__conn_t *c, relock__relocate_why why);
@@ -166,6 +166,14 @@ static const char *not_master(const redisReply *reply) {
   return strcmp(reply->element[0]->str, "master") == 0 ? NULL : reply->element[0]->str;
 }
 
+/* Whether CLUSTER SLOTS's answer says that the server is no cluster node.
+ * Any other answer passes, errors included (a user the ACL refuses the
+ * command cannot check; the map's load says the rest). */
+static int not_cluster(const redisReply *reply) {
+  static const char disabled[] = "ERR This instance has cluster support disabled";
+  return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, disabled, sizeof disabled - 1) == 0;
+}
+
 static void relocate(relock__conn_t *c, relock__relocate_why why) {
   if (c->locator.relocate != NULL && !c->closing)
     c->locator.relocate(c, why, c->locator.arg);
@@ -188,8 +196,18 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
     relocate(c, RELOCK__RELOCATE_NOT_MASTER);
     return;
   }
+  if (step == HS_CLUSTER && not_cluster(reply)) {
+    /* Definitive: the server will not turn into a cluster node. What
+     * waits fails now; the locator tries the other seeds. */
+    record_error(c, RELOCK_EINVAL, "redis+cluster:// names a server that is not in cluster mode: %s", c->address);
+    c->definitive = 1;
+    relock__conn_fail_waiting(c, c->last_err, c->last_msg);
+    c->state = RELOCK__CONN_CONNECTING; /* no more handshake replies are wanted */
+    drop_context(c); /* on_disconnect tells the locator */
+    return;
+  }
   /* The PING only proves that TLS works both ways; NOAUTH is an answer too. */
-  if (reply->type == REDIS_REPLY_ERROR && step != HS_PING && step != HS_ROLE) {
+  if (reply->type == REDIS_REPLY_ERROR && step != HS_PING && step != HS_ROLE && step != HS_CLUSTER) {
     const char *what = step == HS_AUTH ? "AUTH" : step == HS_SELECT ? "SELECT" : "CLIENT SETNAME";
     int err = step == HS_AUTH && auth_error(reply) ? RELOCK_EAUTH : relock__reply_error_code(reply->str, reply->len);
     record_error(c, err, "%s failed: %.*s", what, (int)reply->len, reply->str);
@@ -228,6 +246,10 @@ static void start_handshake(relock__conn_t *c) {
   if (a->check_master) {
     redisAsyncCommand(c->ac, on_handshake_reply, c, "ROLE");
     c->hs_steps[c->hs_count++] = HS_ROLE;
+  }
+  if (a->check_cluster) {
+    redisAsyncCommand(c->ac, on_handshake_reply, c, "CLUSTER SLOTS");
+    c->hs_steps[c->hs_count++] = HS_CLUSTER;
   }
   /* With TLS, ready means a whole round trip over it: under TLS 1.3 the
    * client's side of the handshake completes before the server has judged

@@ -70,13 +70,19 @@ typedef struct relock__conn_locator {
 /* As whom a connection introduces itself: the settings' AUTH, database and
  * client name by default; a sentinel's AUTH for connections to sentinels.
  * check_master adds ROLE: a node that says it is no master is refused
- * (RELOCK_ENOMASTER) and the locator told. */
+ * (RELOCK_ENOMASTER) and the locator told. check_cluster adds CLUSTER
+ * SLOTS (a command a cluster client may send anyway, docs/ACL.md): a
+ * server with cluster support disabled is refused for good
+ * (RELOCK_EINVAL), before any command reaches it - a standalone server
+ * taken for a cluster's node would hold locks that the other "nodes" know
+ * nothing of. */
 typedef struct relock__conn_auth {
   const char *username;
   const char *password;
   int db;
   const char *client_name;
   int check_master;
+  int check_cluster;
 } relock__conn_auth_t;
 
 typedef enum relock__conn_state {

@@ -1,8 +1,13 @@
 /* Key -> connection, lock channel -> subscriber (router.h). */
 #include <config.h>
 
+#include <string.h>
+
+#include <relock/error.h>
+
 #include "future/promise.h"
 #include "redis/cluster.h"
+#include "redis/reply.h"
 #include "redis/router.h"
 #include "redis/slot.h"
 
@@ -54,4 +59,27 @@ relock_future_t *relock__route_await_publish_command(relock__redis_t *redis) {
   if (f != NULL)
     relock__future_succeed(f);
   return f;
+}
+
+relock_future_t *relock__route_masters(relock__redis_t *redis) {
+  if (redis->cluster != NULL)
+    return relock__cluster_masters(redis->cluster);
+  relock_future_t *f = relock__future_new(redis->exec);
+  if (f == NULL)
+    return NULL;
+  relock_reply_t node = {.type = RELOCK_REPLY_STRING, .str = redis->cmd.address, .len = strlen(redis->cmd.address)};
+  relock_reply_t *one = &node;
+  relock_reply_t array = {.type = RELOCK_REPLY_ARRAY, .element = &one, .elements = 1};
+  relock_reply_t *copy = relock__reply_dup(&array);
+  if (copy == NULL)
+    relock__future_fail(f, RELOCK_ENOMEM, "out of memory listing the masters");
+  else if (!relock__future_succeed_ptr(f, copy, relock__reply_free))
+    relock__reply_free(copy);
+  return f;
+}
+
+relock__conn_t *relock__route_node(relock__redis_t *redis, const char *address) {
+  if (redis->cluster != NULL)
+    return relock__cluster_node_conn(redis->cluster, address);
+  return strcmp(address, redis->cmd.address) == 0 ? &redis->cmd : NULL;
 }

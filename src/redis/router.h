@@ -61,6 +61,16 @@ const char *relock__route_publish_command(const relock__redis_t *redis);
  * client closes. Cancelling it is allowed. NULL when out of memory. */
 relock_future_t *relock__route_await_publish_command(relock__redis_t *redis);
 
+/* The masters a keyless command that answers for one node (SCAN) must be
+ * sent to, one by one, to cover every key: a future that succeeds with an
+ * array reply of their addresses - a Cluster's masters once its slot map
+ * is loaded (cluster.h), else the one node's. NULL when out of memory. */
+relock_future_t *relock__route_masters(relock__redis_t *redis);
+
+/* The connection to the node at address (as relock__route_masters gives
+ * it), or NULL if the client knows no node there. */
+relock__conn_t *relock__route_node(relock__redis_t *redis, const char *address);
+
 extern const char relock__publish_undecided[];
 
 #endif /* RELOCK__REDIS_ROUTER_H */

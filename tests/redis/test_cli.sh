@@ -755,6 +755,38 @@ wait "$late_redis"
 expect "a server that starts listening during the wait: the command runs" "0 ran" \
   "$code $(cat "$work/late" 2>/dev/null)" "$(cat "$work/late-err")"
 
+# A server that takes connections and never answers (stopped): --timeout
+# (default 3 s) bounds the wait for it, and the error comes within it - not
+# after the library's own connect timeout (5 s), nor after a re-send.
+hung=$(free_port)
+redis-server --bind 127.0.0.1 --port "$hung" --save '' --appendonly no --dir "$work" --daemonize no \
+  </dev/null >/dev/null 2>&1 &
+hung_redis=$!
+for _ in $(seq 100); do redis-cli -p "$hung" PING >/dev/null 2>&1 && break; sleep 0.05; done
+kill -STOP "$hung_redis"
+for timeout in 1s 3s; do
+  ms=${timeout%s}000
+  opt="--timeout $timeout"
+  [ "$timeout" = 3s ] && opt= # the default
+  for mode in run list; do
+    case $mode in
+      run) set -- hung -- true ;;
+      list) set -- list 'hung*' ;;
+    esac
+    t0=$(now_ms)
+    # shellcheck disable=SC2086
+    relock -u "redis://127.0.0.1:$hung" $opt "$@" 2>"$work/err"
+    code=$?
+    took=$(took_ms "$t0")
+    expect "$mode on a server that never answers, ${opt:-no --timeout}: exit 69 after $ms ms (+ 500)" "69 in-time" \
+      "$code $([ "$took" -ge "$ms" ] && [ "$took" -lt $((ms + 500 * slack)) ] && echo in-time || echo ${took}ms)" \
+      "$(cat "$work/err")"
+  done
+done
+kill -CONT "$hung_redis"
+kill "$hung_redis"
+wait "$hung_redis"
+
 relock --wait xyz name -- true 2>"$work/err"
 expect "a bad duration is a usage error" "64" "$?"
 grep -q 'invalid --wait "xyz"' "$work/err"
@@ -827,6 +859,18 @@ expect "a password never appears in messages" "69 1" "$code $?"
 echo "redis://127.0.0.1:$port" >"$work/url"
 RELOCK_URL= relock --url-file "$work/url" -q t-file -- true
 expect "--url-file reads the URL" 0 $?
+# A file that gives no URL is an error, never the default server
+: >"$work/url-empty"
+relock --url-file "$work/url-empty" t-file -- true 2>"$work/err"
+expect "--url-file of an empty file: exit 64, saying so" "64 relock: $work/url-empty: empty" "$? $(cat "$work/err")"
+printf '\nredis://127.0.0.1:%s\n' "$port" >"$work/url-blank"
+relock --url-file "$work/url-blank" t-file -- true 2>"$work/err"
+expect "--url-file whose first line is blank: exit 64, saying so" \
+  "64 relock: $work/url-blank: first line is blank (the URL goes there)" "$? $(cat "$work/err")"
+printf ' \t\r\n' >"$work/url-blank"
+relock --url-file "$work/url-blank" status t-file 2>"$work/err"
+expect "--url-file whose first line is white space: the same" \
+  "64 relock: $work/url-blank: first line is blank (the URL goes there)" "$? $(cat "$work/err")"
 
 relock --help >"$work/help"
 grep -q "76 lock lost" "$work/help"

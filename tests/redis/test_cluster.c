@@ -4,13 +4,16 @@
  * on a cluster that hides PUBSUB), a slot resharded under a held and
  * waited-on lock (ASK, then MOVED), a slot moved twice quickly, CLUSTER
  * FAILOVER and kill -9 of a master under held locks, the counter test
- * (8 processes, 16 names) across a failover, CLUSTERDOWN, MOVED back and
+ * (8 processes, 16 names) across a failover, CLUSTERDOWN (and a wait that
+ * ends in it, naming it), MOVED back and
  * forth between two masters, a dead seed, no seed at all, a name whose
  * keys cannot share a slot, the URL, TLS with a password; a fresh client's
  * (and the relock tool's) first force release, semaphore release and
  * count-down heard at once by sharded subscribers; a fresh client's first
  * acquisition that too few replicas acknowledged given back at once, even
- * when the client (or the tool) closes right after.
+ * when the client (or the tool) closes right after; the masters listed
+ * and a command sent to each, the tool's list of every master's locks;
+ * seeds that are standalone servers refused.
  *
  * Clients are threaded; the test looks at the nodes directly
  * (relock_test_redis_cmd), never through the library. */
@@ -566,6 +569,37 @@ static void test_clusterdown_then_up(void **state) {
   assert_int_equal(RELEASE(l, 1), 1);
 }
 
+static int run_tool_out(const char *const *args, char *out, size_t size);
+static const char *tool_seeds(void);
+
+/* A cluster answering CLUSTERDOWN to every try of a bounded wait: the
+ * acquisition ends at the wait's end with an error that names what the
+ * cluster answered - it answered every time - not "did not answer"; the
+ * tool says the same. */
+static void test_clusterdown_named_at_deadline(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  relock_lock_t *l = lock_of(c, "down-wait");
+  assert_int_equal(ACQUIRE(l, 1, 0), 1);
+  assert_int_equal(RELEASE(l, 1), 1);
+  assert_int_equal(relock_test_cluster_set_down(topo, -1, 1), 0); /* every node */
+  char msg[512];
+  int r = outcome(relock_lock_lock_async(l, 1, 1000, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+  printf("# %s (%s)\n", msg, relock_err_name(r));
+  char out[2048];
+  const char *args[] = {"relock", "-o", tool_seeds(), "-w", "1s", "down-wait", "--", "true", NULL};
+  int code = run_tool_out(args, out, sizeof out);
+  printf("# relock: %s", out);
+  assert_int_equal(relock_test_cluster_set_down(topo, -1, 0), 0);
+  assert_int_equal(r, RELOCK_ETIMEDOUT);
+  assert_null(strstr(msg, "did not answer"));
+  assert_non_null(strstr(msg, "CLUSTERDOWN"));
+  assert_non_null(strstr(msg, "until the 1000 ms wait ran out"));
+  assert_int_equal(code, 69);
+  assert_null(strstr(out, "did not answer"));
+  assert_non_null(strstr(out, "CLUSTERDOWN"));
+}
+
 /* Two masters that each say the other serves a slot (one gave it away
  * with CLUSTER SETSLOT ... NODE, which nobody else claims, so gossip
  * keeps the other's stale view): MOVED back and forth. The acquisition
@@ -892,6 +926,200 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
   assert_int_equal(fx_raw_int(owner_node(name), "EXISTS", name, NULL), 0);
 }
 
+/* -- g. the tool's list, and seeds that are no cluster ----------------------------*/
+
+/* The tool with args, its stdout and stderr into out (NUL-terminated, cut
+ * to size): its exit status, -1 if it did not exit. */
+static int run_tool_out(const char *const *args, char *out, size_t size) {
+  char path[] = "/tmp/relock-cluster-out.XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  unlink(path);
+  const char *bin = getenv("RELOCK") != NULL ? getenv("RELOCK") : "tools/relock";
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(bin, (char *const *)args);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  ssize_t n = pread(fd, out, size - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  close(fd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* How many times what occurs in text. */
+static int lines_with(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what))
+    n++;
+  return n;
+}
+
+/* The masters of the current topology (whatever failovers did), by node
+ * index, into m (at most max): how many. */
+static int current_masters(int *m, int max) {
+  int n = 0;
+  for (int s = 0; s < RELOCK_TEST_CLUSTER_SLOTS; s += 64) {
+    int o = relock_test_cluster_owner(topo, s), known = 0;
+    for (int i = 0; i < n; i++)
+      known |= m[i] == o;
+    if (o >= 0 && !known && n < max)
+      m[n++] = o;
+  }
+  return n;
+}
+
+/* relock list on a cluster: every master's locks, not only those of the
+ * node the "any" connection happens to be on (SCAN answers for one node).
+ * 8 locks, at least one on each master; text and JSON. */
+static void test_tool_list_covers_every_master(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  char names[8][64];
+  int m[16], n = current_masters(m, 16);
+  assert_true(n >= 3 && n < 8);
+  for (int i = 0; i < 8; i++) {
+    if (i < n)
+      name_on_master(m[i], "listed", names[i], sizeof names[i]);
+    else
+      snprintf(names[i], sizeof names[i], "listed-x%d", i);
+    assert_int_equal(ACQUIRE(lock_of(c, names[i]), 1, 0), 1);
+  }
+  char out[8192];
+  const char *text[] = {"relock", "-o", tool_seeds(), "list", "listed-*", NULL};
+  int code = run_tool_out(text, out, sizeof out);
+  printf("# relock list:\n%s", out);
+  assert_int_equal(code, 0);
+  assert_int_equal(lines_with(out, ": held by "), 8);
+  for (int i = 0; i < 8; i++) {
+    char line[128];
+    snprintf(line, sizeof line, "%.63s: held by ", names[i]);
+    if (strstr(out, line) == NULL)
+      fail_msg("%s (on master %d) not listed", names[i], relock_test_cluster_owner(topo, slot_of(names[i])));
+  }
+  const char *json[] = {"relock", "-o", tool_seeds(), "--json", "list", "listed-*", NULL};
+  code = run_tool_out(json, out, sizeof out);
+  assert_int_equal(code, 0);
+  assert_int_equal(lines_with(out, "\"held\":true"), 8);
+  for (int i = 0; i < 8; i++) {
+    char item[128];
+    snprintf(item, sizeof item, "{\"name\":\"%.63s\",", names[i]);
+    if (strstr(out, item) == NULL)
+      fail_msg("%s not in the JSON list:\n%s", names[i], out);
+  }
+}
+
+/* relock_client_masters_async lists every master of the map (each once,
+ * whatever node the client started on), and relock_client_command_at_async
+ * asks each for its own keys: their DBSIZEs add up to every key. An
+ * address the client does not know is refused. */
+static void test_masters_and_command_at(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  for (int i = 0; i < 8; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "counted-%d", i);
+    assert_int_equal(ACQUIRE(lock_of(c, name), 1, 0), 1);
+  }
+  relock_future_t *f = relock_client_masters_async(c);
+  assert_non_null(f);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+  const relock_reply_t *list = relock_future_reply(f);
+  assert_non_null(list);
+  assert_int_equal(list->type, RELOCK_REPLY_ARRAY);
+  int m[16], nm = current_masters(m, 16);
+  assert_int_equal((int)list->elements, nm);
+  long long keys = 0;
+  for (size_t i = 0; i < list->elements; i++) {
+    const char *address = list->element[i]->str;
+    printf("# master %s\n", address);
+    const char *colon = strrchr(address, ':');
+    assert_non_null(colon);
+    int node = relock_test_cluster_node_by_port(topo, atoi(colon + 1));
+    int is_master = 0;
+    for (int k = 0; k < nm; k++)
+      is_master |= m[k] == node;
+    assert_true(is_master);
+    for (size_t k = 0; k < i; k++)
+      assert_string_not_equal(list->element[k]->str, address);
+    const char *argv[] = {"DBSIZE"};
+    relock_future_t *n = relock_client_command_at_async(c, address, 1, argv, NULL);
+    assert_non_null(n);
+    assert_int_equal(relock_future_wait(n, fx_slack_ms(5000)), 0);
+    assert_int_equal(relock_future_reply(n)->integer, fx_raw_int(relock_test_cluster_node(topo, node), "DBSIZE", NULL));
+    keys += relock_future_reply(n)->integer;
+    relock_future_release(n);
+  }
+  relock_future_release(f);
+  assert_int_equal(keys, 8);
+  const char *argv[] = {"DBSIZE"};
+  char msg[512];
+  int r = outcome(relock_client_command_at_async(c, "127.0.0.1:1", 1, argv, NULL), 5000, NULL, msg, sizeof msg);
+  printf("# %s\n", msg);
+  assert_int_equal(r, RELOCK_EINVAL);
+  assert_non_null(strstr(msg, "127.0.0.1:1 is not a node this client knows"));
+  /* bad arguments: an error, at once */
+  assert_int_equal(outcome(relock_client_masters_async(NULL), 0, NULL, NULL, 0), RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(NULL, "127.0.0.1:1", 1, argv, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, NULL, 1, argv, NULL), 0, NULL, NULL, 0), RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, "127.0.0.1:1", 0, argv, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
+  assert_int_equal(outcome(relock_client_command_at_async(c, "127.0.0.1:1", 1, NULL, NULL), 0, NULL, NULL, 0),
+                   RELOCK_EINVAL);
+}
+
+/* Cluster seeds that are standalone servers (cluster support disabled):
+ * refused with a clear error naming the server, never used as if they
+ * were one node each - two clients seeded in opposite orders would each
+ * take the same lock on "their" server. Nothing is written anywhere; the
+ * tool exits 69 saying so. */
+static void test_standalone_seeds_refused(void **state) {
+  (void)state;
+  relock_test_redis_t *s1 = relock_test_redis_start(NULL), *s2 = relock_test_redis_start(NULL);
+  assert_non_null(s1);
+  assert_non_null(s2);
+  char ab[128], ba[128];
+  snprintf(ab, sizeof ab, "127.0.0.1:%d,127.0.0.1:%d", relock_test_redis_port(s1), relock_test_redis_port(s2));
+  snprintf(ba, sizeof ba, "127.0.0.1:%d,127.0.0.1:%d", relock_test_redis_port(s2), relock_test_redis_port(s1));
+  const char *seeds[] = {ab, ba};
+  for (int i = 0; i < 2; i++) {
+    relock_options_t *opts = cluster_options(seeds[i]);
+    relock_client_t *c = client_of(opts);
+    relock_options_free(opts);
+    relock_lock_t *l = lock_of(c, "standalone");
+    char msg[512];
+    int64_t t0 = now_ms();
+    int r = outcome(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), 5000, NULL, msg, sizeof msg);
+    printf("# %s (%s) after %lld ms\n", msg, relock_err_name(r), (long long)(now_ms() - t0));
+    assert_int_equal(r, RELOCK_EINVAL);
+    assert_non_null(strstr(msg, "redis+cluster:// names a server that is not in cluster mode: 127.0.0.1:"));
+    assert_true(now_ms() - t0 < fx_slack_ms(1000)); /* at once, not after timeouts */
+  }
+  char url[160];
+  snprintf(url, sizeof url, "redis+cluster://%s", ab);
+  const char *args[] = {"relock", "-u", url, "standalone", "--", "true", NULL};
+  char out[2048];
+  int code = run_tool_out(args, out, sizeof out);
+  printf("# relock: %s", out);
+  assert_int_equal(code, 69);
+  assert_non_null(strstr(out, "not in cluster mode"));
+  const char *list[] = {"relock", "-u", url, "list", "*", NULL};
+  assert_int_equal(run_tool_out(list, out, sizeof out), 69);
+  assert_non_null(strstr(out, "not in cluster mode"));
+  teardown(NULL); /* the clients go before their servers */
+  assert_int_equal(fx_raw_int(s1, "DBSIZE", NULL), 0);
+  assert_int_equal(fx_raw_int(s2, "DBSIZE", NULL), 0);
+  relock_test_redis_free(s1);
+  relock_test_redis_free(s2);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -909,11 +1137,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kill_master_under_held_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_counter_across_failover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clusterdown_then_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_clusterdown_named_at_deadline, setup, teardown),
       cmocka_unit_test_setup_teardown(test_redirect_loop_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dead_seed_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_seed_reachable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_url, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_list_covers_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_masters_and_command_at, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_standalone_seeds_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_password, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
