@@ -30,28 +30,16 @@
 -- never disagree among themselves; Java's deadlines use Java's clock.
 -- A head found stale is removed, and the new head told at once if the lock
 -- is free.
+--#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
 local field = ARGV[2]
 local wait = tonumber(ARGV[3])
 local now = redis.call('time')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 
--- One name, one kind (relock_error(3), RELOCK_EWRONGKIND): Redisson's
--- script would re-enter a read-write lock's reader field of the same owner
--- (the same "<client-id>:<owner>") and leave a stale read hold, so a hash
--- with a "mode" field, or a value of another type, is refused before
--- anything is written.
--- (TYPE only names what the key holds, where the ACL allows it: docs/ACL.md
--- does not require it.)
-local shape = redis.pcall('hexists', KEYS[1], 'mode')
-if type(shape) == 'table' then
-  local t = redis.pcall('type', KEYS[1])
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' holds a Redis " ..
-    (t.ok or 'value of another type') .. ', not a lock')
-end
-if shape == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
-    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may take it")
+local refused = wrong_kind(KEYS[1], 'lock', 'take')
+if refused then
+  return refused
 end
 local pruned = false
 while true do

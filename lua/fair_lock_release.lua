@@ -15,6 +15,7 @@
 -- Returns nil when the field does not hold the lock, 0 when holds remain,
 -- 1 when the lock was freed: then "0" goes to the head of the queue only,
 -- on its own channel (stale heads are removed first, as Redisson does).
+--#include lua/shared/kind.lua
 local undo = ARGV[3] == 'undo'
 if undo then
   if redis.call('del', KEYS[5]) == 0 then
@@ -32,12 +33,9 @@ local function answer(result)
   end
   return result
 end
--- One name, one kind (relock_error(3)): a read-write lock's hash (it has
--- a "mode" field) holds this owner's read holds in the same field
--- "<client-id>:<owner>"; this release must not take them.
-if redis.call('hexists', KEYS[1], 'mode') == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
-    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may release it")
+local refused = wrong_kind(KEYS[1], 'lock', 'release')
+if refused then
+  return refused
 end
 
 local now = redis.call('time')

@@ -16,6 +16,7 @@
 -- The latch remembers the token: a retried acquisition (after a lost
 -- reply) counts its hold once and answers the same token, while the field
 -- still exists (as lua/lock_acquire.lua). Re-entry never shortens the lease.
+--#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
 local function extend()
   if redis.call('pttl', KEYS[1]) < lease then
@@ -23,22 +24,9 @@ local function extend()
   end
 end
 
--- One name, one kind (relock_error(3), RELOCK_EWRONGKIND): Redisson's
--- script would re-enter a read-write lock's reader field of the same owner
--- (the same "<client-id>:<owner>") and leave a stale read hold, so a hash
--- with a "mode" field, or a value of another type, is refused before
--- anything is written.
--- (TYPE only names what the key holds, where the ACL allows it: docs/ACL.md
--- does not require it.)
-local shape = redis.pcall('hexists', KEYS[1], 'mode')
-if type(shape) == 'table' then
-  local t = redis.pcall('type', KEYS[1])
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' holds a Redis " ..
-    (t.ok or 'value of another type') .. ', not a lock')
-end
-if shape == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
-    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may take it")
+local refused = wrong_kind(KEYS[1], 'lock', 'take')
+if refused then
+  return refused
 end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine then

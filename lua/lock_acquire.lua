@@ -26,6 +26,7 @@
 --
 -- Re-entry never shortens the lease: a hold renewed by the watchdog, or
 -- taken with a longer lease, keeps the longer of the two.
+--#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
 local function extend()
   -- a key just made has no expiry yet: pttl -1
@@ -65,22 +66,9 @@ local function registered(acquired)
   return ttl
 end
 
--- One name, one kind (relock_error(3), RELOCK_EWRONGKIND): Redisson's
--- script would re-enter a read-write lock's reader field of the same owner
--- (the same "<client-id>:<owner>") and leave a stale read hold, so a hash
--- with a "mode" field, or a value of another type, is refused before
--- anything is written.
--- (TYPE only names what the key holds, where the ACL allows it: docs/ACL.md
--- does not require it.)
-local shape = redis.pcall('hexists', KEYS[1], 'mode')
-if type(shape) == 'table' then
-  local t = redis.pcall('type', KEYS[1])
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' holds a Redis " ..
-    (t.ok or 'value of another type') .. ', not a lock')
-end
-if shape == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
-    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may take it")
+local refused = wrong_kind(KEYS[1], 'lock', 'take')
+if refused then
+  return refused
 end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then

@@ -25,16 +25,14 @@
 -- waiter) and the others let this unlock message pass. Best effort: where
 -- the waiting processes cannot be read (an ACL without these commands),
 -- the unlock message goes alone and wakes every process, as before.
+--#include lua/shared/kind.lua
 local answered = redis.call('get', KEYS[3])
 if answered then
   return tonumber(answered)
 end
--- One name, one kind (relock_error(3)): a read-write lock's hash (it has
--- a "mode" field) holds this owner's read holds in the same field
--- "<client-id>:<owner>"; this release must not take them.
-if redis.call('hexists', KEYS[1], 'mode') == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] ..
-    "' is held as a read-write lock (its hash has a mode field): only its read and write locks may release it")
+local refused = wrong_kind(KEYS[1], 'lock', 'release')
+if refused then
+  return refused
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil

@@ -21,6 +21,7 @@
 -- the lock is read or free (the last reader's unlock woke that writer), so
 -- that arriving readers cannot starve it; re-entrant holds and a writer's
 -- own read holds go ahead.
+--#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
 local base = KEYS[1]
 if not string.find(base, '{', 1, true) then
@@ -55,21 +56,9 @@ local function writer_waits()
   return wait
 end
 
--- One name, one kind (relock_error(3), RELOCK_EWRONGKIND): Redisson's
--- script would add a mode field to a plain lock's hash and take it beside
--- its holder, so a hash without "mode", or a value of another type, is
--- refused before anything is written.
--- (TYPE only names what the key holds, where the ACL allows it: docs/ACL.md
--- does not require it.)
-local shape = redis.pcall('hexists', KEYS[1], 'mode')
-if type(shape) == 'table' then
-  local t = redis.pcall('type', KEYS[1])
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' holds a Redis " ..
-    (t.ok or 'value of another type') .. ', not a read-write lock')
-end
-if shape == 0 and redis.call('exists', KEYS[1]) == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' is held as a lock of another kind (lock, fair, " ..
-    'fenced or spin lock: a hash without a mode field): a read or write lock cannot take it')
+local refused = wrong_kind(KEYS[1], 'read-write lock', 'take')
+if refused then
+  return refused
 end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then

@@ -22,6 +22,7 @@
 -- timeout key (Redisson's layout numbers them 1..count), whichever hold
 -- that was, so the next one down keeps the longer of the two expiries (and
 -- is made again if it had expired).
+--#include lua/shared/kind.lua
 local undo = ARGV[2] == 'undo'
 if undo then
   if redis.call('del', KEYS[3]) == 0 then
@@ -39,11 +40,9 @@ local function answer(result)
   end
   return result
 end
--- One name, one kind (relock_error(3)): a hash without "mode" is a lock
--- of another kind (lock, fair, fenced or spin lock).
-if redis.call('hexists', KEYS[1], 'mode') == 0 and redis.call('exists', KEYS[1]) == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' is held as a lock of another kind (lock, fair, " ..
-    'fenced or spin lock: a hash without a mode field): a read or write lock cannot release it')
+local refused = wrong_kind(KEYS[1], 'read-write lock', 'release')
+if refused then
+  return refused
 end
 local base = KEYS[1]
 if not string.find(base, '{', 1, true) then

@@ -16,6 +16,7 @@
 -- remain, 1 when the last went: the lock is then free, or (the writer had
 -- taken read holds) held for reading only. Either way "1" is published on
 -- the channel: every waiter tries again, readers may all get in.
+--#include lua/shared/kind.lua
 local undo = ARGV[3] == 'undo'
 if undo then
   redis.call('zrem', KEYS[4], ARGV[2])
@@ -34,11 +35,9 @@ local function answer(result)
   end
   return result
 end
--- One name, one kind (relock_error(3)): a hash without "mode" is a lock
--- of another kind (lock, fair, fenced or spin lock).
-if redis.call('hexists', KEYS[1], 'mode') == 0 and redis.call('exists', KEYS[1]) == 1 then
-  return redis.error_reply("RELOCK_WRONGKIND '" .. KEYS[1] .. "' is held as a lock of another kind (lock, fair, " ..
-    'fenced or spin lock: a hash without a mode field): a read or write lock cannot release it')
+local refused = wrong_kind(KEYS[1], 'read-write lock', 'release')
+if refused then
+  return refused
 end
 
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
