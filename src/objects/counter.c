@@ -36,7 +36,7 @@ static relock_future_t *update(relock_lock_t *obj, int script, const char *what,
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
                                             const char *key4, size_t key4_len, const char *arg5, size_t arg5_len) {
   relock_future_t *f;
-  if (relock__future_enter(obj->client->exec, &f) != 0)
+  if (relock__client_enter(obj->client, &f) != 0)
     return f;
   f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len);
   relock__exec_leave(obj->client->exec);

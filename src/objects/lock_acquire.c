@@ -660,7 +660,7 @@ relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner,
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   f = acquire_async(lock, owner, permits, wait_ms, lease_ms);
   relock__exec_leave(lock->client->exec);
