@@ -95,8 +95,10 @@ static void on_close_notify(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   relock_client_t *c = w->data;
   c->in_close_cb = 1; /* a relock_client_free in there is only noted */
-  if (c->close_cb != NULL)
-    c->close_cb(c, c->close_arg);
+  relock_close_cb cb = c->close_cb;
+  c->close_cb = NULL; /* once: a free from a callback may run this again (free_later) */
+  if (cb != NULL)
+    cb(c, c->close_arg);
   c->in_close_cb = 0;
   relock__exec_broadcast(c->exec); /* a relock_client_free waiting in another thread */
   if (c->free_when_down) {
@@ -170,6 +172,21 @@ static void free_threaded(relock_client_t *c) {
   relock__exec_unref(x);
 }
 
+/* Threaded, inside a future's callback on a thread that is not the loop's
+ * (a callback added to a completed future runs at once on the adding
+ * thread, a cancelled future's in the cancelling thread): that thread
+ * holds the client's lock, maybe more than once, so it can neither wait
+ * for the loop thread nor join it. The loop thread frees the client once
+ * it is down (on_close_notify), as after a free from its own callbacks;
+ * if it is down already, close_notify is armed again to get there. */
+static void free_later(relock_client_t *c) {
+  if (!c->closing)
+    client_close(c, NULL, NULL);
+  c->free_when_down = 1;
+  if (finished(c))
+    ev_timer_start(c->loop, &c->close_notify); /* the close callback ran: it is not called again */
+}
+
 void relock_client_free(relock_client_t *c) {
   if (c == NULL)
     return;
@@ -177,6 +194,11 @@ void relock_client_free(relock_client_t *c) {
    * nothing can be done safely: the client is left alone. */
   if (relock__exec_enter(c->exec, NULL) != 0)
     return;
+  if (c->exec->threaded && !relock__exec_on_loop_thread(c->exec) && relock__in_future_callback()) {
+    free_later(c);
+    relock__exec_leave(c->exec); /* wakes the loop thread to do it */
+    return;
+  }
   if (c->exec->threaded && !relock__exec_on_loop_thread(c->exec)) {
     relock__exec_unlock(c->exec); /* free_threaded takes it again, once */
     free_threaded(c);
