@@ -1,7 +1,8 @@
 /* Freeing or closing a client from inside a future's callback works, in
  * every place a callback runs: the callback added to a completed future
  * (run at once, on the adding thread, with a threaded client's lock held),
- * and one run on the loop (the loop thread, threaded; the caller's loop,
+ * one run by a cancel (in the cancelling thread, the lock held too), and
+ * one run on the loop (the loop thread, threaded; the caller's loop,
  * embedded). The free is done once it is safe (relock_future(3),
  * relock_client(3)); nothing hangs. Each scenario runs in a thread of its
  * own joined with a deadline, so that a deadlock fails the test instead
@@ -46,6 +47,7 @@ typedef struct scene {
   int threaded;
   int close;           /* the callback closes (the scenario frees later); else it frees */
   int at_once;         /* the callback is added to a completed future */
+  int cancel;          /* the callback runs in the thread that cancels its future */
   relock_client_t *client;
   pthread_t caller;    /* the thread that adds the callback */
   int ran;             /* atomic */
@@ -122,6 +124,8 @@ static void *run_scene(void *arg) {
     return NULL;
   }
   int r = relock_future_on_done(f, in_callback, s);
+  if (r == 0 && s->cancel && !relock_future_cancel(f))
+    snprintf(s->error, sizeof s->error, "the BLPOP was not pending: nothing to cancel");
   relock_future_release(f);
   if (r != 0) {
     snprintf(s->error, sizeof s->error, "relock_future_on_done: %s", relock_err_name(r));
@@ -161,12 +165,14 @@ static void play(scene_t *s) {
   if (pthread_timedjoin_np(t, NULL, &ts) != 0)
     fail_msg("hung: relock_client_%s from a callback (%s client, %s) has not returned after %d s (deadlock)",
              s->close ? "close" : "free", s->threaded ? "threaded" : "embedded",
-             s->at_once ? "the at-once callback of a completed future" : "a callback on the loop",
+             s->at_once  ? "the at-once callback of a completed future"
+             : s->cancel ? "a callback run by relock_future_cancel"
+                         : "a callback on the loop",
              10 * relock_test_slowdown());
   if (s->error[0] != '\0')
     fail_msg("%s", s->error);
   assert_true(s->ran);
-  if (s->at_once)
+  if (s->at_once || s->cancel)
     assert_true(s->on_caller);
   else if (s->threaded)
     assert_false(s->on_caller); /* on the loop thread */
@@ -189,6 +195,12 @@ static void test_threaded_free_on_loop_thread(void **state) {
 
 static void test_threaded_close_on_loop_thread(void **state) {
   scene_t s = {.fx = *state, .threaded = 1, .close = 1};
+  play(&s);
+}
+
+/* A cancel runs the callbacks in the cancelling thread, the lock held. */
+static void test_threaded_free_in_cancel(void **state) {
+  scene_t s = {.fx = *state, .threaded = 1, .cancel = 1};
   play(&s);
 }
 
@@ -215,6 +227,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_threaded_close_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threaded_free_on_loop_thread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threaded_close_on_loop_thread, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_threaded_free_in_cancel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_embedded_free_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(test_embedded_free_on_loop, setup, teardown),
       cmocka_unit_test_setup_teardown(test_embedded_close_at_once, setup, teardown),
