@@ -48,8 +48,11 @@ typedef void (*relock_close_cb)(relock_client_t *client, void *arg);
  * 0, or RELOCK_ECLOSED if closing had already started. */
 RELOCK_EXTERN int relock_client_close(relock_client_t *client, relock_close_cb cb, void *arg);
 
-/* Frees the client (closing it first if needed, waiting for that: not
- * from inside a callback of its loop). */
+/* Frees the client, closing it first if needed and waiting for that;
+ * from inside any callback, where it cannot wait, it starts the close and
+ * returns, and the client is freed once down. Objects on it may be freed
+ * before or after; afterwards their calls answer RELOCK_ECLOSED
+ * (relock_client(3), Lifetimes). */
 RELOCK_EXTERN void relock_client_free(relock_client_t *client);
 
 /* The loop the client runs on. A threaded client's: never run it or add

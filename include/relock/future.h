@@ -86,7 +86,11 @@ RELOCK_EXTERN struct ev_loop *relock_future_loop(const relock_future_t *future);
 
 /* Calls cb(future, arg) once the future completes, after every callback
  * added before it. On an already completed future it runs at once (or, while
- * the future is delivering its callbacks, right after those already queued).
+ * the future is delivering its callbacks, right after those already queued):
+ * in the calling thread, inside this call, a threaded client's lock held.
+ * Closing or freeing the client from any callback, this one included,
+ * works: relock_client_free returns at once, and the client is freed once
+ * it is down (relock_client(3), Lifetimes).
  * A callback may release the future, add callbacks and complete or cancel
  * other futures. Returns 0, or RELOCK_EINVAL / RELOCK_ENOMEM /
  * RELOCK_EWRONGTHREAD (an embedded client's future, from another thread) /

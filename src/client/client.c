@@ -29,18 +29,56 @@ static void detach_blocked(relock_client_t *c) {
     relock__list_remove(c->blocked.next);
 }
 
-/* Threaded, the caller holds the mutex (or the loop thread is joined and no
- * thread is listed in c->blocked any more). */
+relock_client_t *relock__client_ref(relock_client_t *c) {
+  __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+  return c;
+}
+
+/* What relock_client_free left for the objects still reading it: the
+ * settings (a lock's field names the client id) and the exec (their
+ * calls enter it, to be refused). */
+void relock__client_unref(relock_client_t *c) {
+  if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) > 0)
+    return;
+  relock__settings_cleanup(&c->settings);
+  relock__exec_unref(c->exec); /* threaded: the loop goes with the last future */
+  free(c);
+}
+
+int relock__client_enter(relock_client_t *c, relock_future_t **refused) {
+  if (relock__future_enter(c->exec, refused) != 0)
+    return -1;
+  if (!c->closing)
+    return 0;
+  *refused = relock__future_failed(c->exec, RELOCK_ECLOSED, RELOCK__CLOSED_MSG);
+  relock__exec_leave(c->exec);
+  return -1;
+}
+
+int relock__client_enter_code(relock_client_t *c) {
+  relock_error_t err;
+  int r = relock__exec_enter(c->exec, &err);
+  if (r != 0)
+    return relock__last_error_set(r, err.message);
+  if (!c->closing)
+    return 0;
+  relock__exec_leave(c->exec);
+  return relock__last_error_set(RELOCK_ECLOSED, RELOCK__CLOSED_MSG);
+}
+
+/* Everything but what the objects still read (relock__client_unref), and
+ * the handle's reference. Threaded, the caller holds the mutex (or the
+ * loop thread is joined and no thread is listed in c->blocked any more). */
 static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
   if (c->waitqs != NULL)
     c->waitqs_free(c->waitqs); /* no queue left: every wait completed on close */
+  c->waitqs = NULL;
   relock__htab_cleanup(&c->turns);  /* empty: every request completed on close */
-  relock__settings_cleanup(&c->settings);
   relock__tls_free(c->tls); /* the connections are down */
-  relock__exec_unref(c->exec); /* threaded: the loop goes with the last future */
-  free(c);
+  c->tls = NULL;
+  relock__client_unref(c);
 }
 
 /* A threaded client freed from its own loop thread (from a callback): the
@@ -57,8 +95,10 @@ static void on_close_notify(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   relock_client_t *c = w->data;
   c->in_close_cb = 1; /* a relock_client_free in there is only noted */
-  if (c->close_cb != NULL)
-    c->close_cb(c, c->close_arg);
+  relock_close_cb cb = c->close_cb;
+  c->close_cb = NULL; /* once: a free from a callback may run this again (free_later) */
+  if (cb != NULL)
+    cb(c, c->close_arg);
   c->in_close_cb = 0;
   relock__exec_broadcast(c->exec); /* a relock_client_free waiting in another thread */
   if (c->free_when_down) {
@@ -137,6 +177,21 @@ static void free_threaded(relock_client_t *c) {
   relock__exec_unref(x);
 }
 
+/* Threaded, inside a future's callback on a thread that is not the loop's
+ * (a callback added to a completed future runs at once on the adding
+ * thread, a cancelled future's in the cancelling thread): that thread
+ * holds the client's lock, maybe more than once, so it can neither wait
+ * for the loop thread nor join it. The loop thread frees the client once
+ * it is down (on_close_notify), as after a free from its own callbacks;
+ * if it is down already, close_notify is armed again to get there. */
+static void free_later(relock_client_t *c) {
+  if (!c->closing)
+    client_close(c, NULL, NULL);
+  c->free_when_down = 1;
+  if (finished(c))
+    ev_timer_start(c->loop, &c->close_notify); /* the close callback ran: it is not called again */
+}
+
 void relock_client_free(relock_client_t *c) {
   if (c == NULL)
     return;
@@ -144,6 +199,11 @@ void relock_client_free(relock_client_t *c) {
    * nothing can be done safely: the client is left alone. */
   if (relock__exec_enter(c->exec, NULL) != 0)
     return;
+  if (c->exec->threaded && !relock__exec_on_loop_thread(c->exec) && relock__in_future_callback()) {
+    free_later(c);
+    relock__exec_leave(c->exec); /* wakes the loop thread to do it */
+    return;
+  }
   if (c->exec->threaded && !relock__exec_on_loop_thread(c->exec)) {
     relock__exec_unlock(c->exec); /* free_threaded takes it again, once */
     free_threaded(c);
@@ -222,6 +282,7 @@ static relock_client_t *client_new(struct ev_loop *loop, relock__exec_t *share, 
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating a client");
     return NULL;
   }
+  c->refs = 1; /* the handle's */
   if (relock__settings_init(&c->settings, opts, err) != 0) {
     free(c);
     return NULL;

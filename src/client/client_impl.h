@@ -16,6 +16,11 @@
 #include "watchdog/renewal.h"
 
 struct relock_client {
+  /* The handle's reference, and one per object made on it (atomic): the
+   * objects outlive the client's close and free, and answer
+   * RELOCK_ECLOSED. relock_client_free tears everything down but this
+   * struct, the settings and the exec, which the last reference frees. */
+  int refs;
   relock__exec_t *exec;     /* the loop, and which threads may call (a reference) */
   struct ev_loop *loop;     /* exec->loop */
   relock__settings_t settings;
@@ -51,5 +56,25 @@ struct relock_client {
   void *close_arg;
   ev_timer close_notify;    /* calls close_cb from the loop, never from close */
 };
+
+/* An object made on c keeps it (relock__client_ref) and lets it go when
+ * the object goes (relock__client_unref); the last reference frees what
+ * relock_client_free left. Any thread. */
+relock_client_t *relock__client_ref(relock_client_t *c);
+void relock__client_unref(relock_client_t *c);
+
+/* Starts a public call on an object of c: relock__future_enter, then a
+ * client that is closed (closing, or freed while the object lives) refuses
+ * with a future failed with RELOCK_ECLOSED. 0: go on (relock__exec_leave
+ * must follow); else *refused is the future to return. */
+int relock__client_enter(relock_client_t *c, relock_future_t **refused);
+
+/* The same for a call answering a code: 0 (relock__exec_leave must
+ * follow), or RELOCK_ECLOSED / RELOCK_EWRONGTHREAD / RELOCK_EFORKED, also
+ * the thread's last error (relock_last_error_message). */
+int relock__client_enter_code(relock_client_t *c);
+
+/* The message of a call on an object of a closed client. */
+#define RELOCK__CLOSED_MSG "the client is closed (relock_client_close or relock_client_free was called)"
 
 #endif /* RELOCK__CLIENT_CLIENT_IMPL_H */

@@ -38,7 +38,7 @@ relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, con
                                             const char *key4, size_t key4_len, const char *arg5, size_t arg5_len,
                                             int on_close) {
   relock_future_t *f;
-  if (relock__future_enter(obj->client->exec, &f) != 0)
+  if (relock__client_enter(obj->client, &f) != 0)
     return f;
   f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len, on_close);
   relock__exec_leave(obj->client->exec);

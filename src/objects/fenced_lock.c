@@ -85,7 +85,7 @@ relock_future_t *relock_fenced_lock_token_async(relock_lock_t *lock) {
     return relock__future_failed(lock->client->exec, RELOCK_EINVAL, "%s %s is not a fenced lock: it has no token",
                                  lock->kind->what, lock->name);
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   size_t len;
   char *token = relock__derived_name(lock->name, lock->len, TOKEN_PREFIX, NULL, &len);

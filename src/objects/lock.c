@@ -92,6 +92,15 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
                       RELOCK__LOCK_NAME_MAX);
     return NULL;
   }
+  /* Under the client's lock (threaded): a close in another thread is seen
+   * either before (refused) or after (the object answers RELOCK_ECLOSED). */
+  relock__exec_lock(client->exec);
+  int closed = client->closing;
+  relock__exec_unlock(client->exec);
+  if (closed) {
+    relock__error_set(err, RELOCK_ECLOSED, "cannot make %s %s: " RELOCK__CLOSED_MSG, kind->what, name);
+    return NULL;
+  }
   relock_lock_t *lock = calloc(1, sizeof(*lock) + len + 1);
   if (lock == NULL) {
     relock__error_set(err, RELOCK_ENOMEM, "out of memory creating %s %s", kind->what, name);
@@ -99,7 +108,7 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
   }
   lock->holder.ops = &holder_ops;
   lock->kind = kind;
-  lock->client = client;
+  lock->client = relock__client_ref(client); /* kept, closed or freed, until the lock goes */
   lock->exec = relock__exec_ref(client->exec);
   lock->refs = 1;
   lock->len = (uint32_t)len;
@@ -152,6 +161,7 @@ void relock__lock_unref(relock_lock_t *lock) {
   if (--lock->refs > 0)
     return;
   watch_stop(lock);
+  relock__client_unref(lock->client);
   relock__exec_unref(lock->exec);
   extra_free(lock->extra);
   free(lock);
@@ -203,7 +213,7 @@ int relock__lock_set_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
 int relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(lock->exec, NULL);
+  int r = relock__client_enter_code(lock->client);
   if (r != 0)
     return r;
   r = relock__lock_set_lost(lock, cb, arg);
@@ -214,7 +224,7 @@ int relock_lock_on_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg) {
 int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(lock->exec, NULL);
+  int r = relock__client_enter_code(lock->client);
   if (r != 0)
     return r;
   relock__lock_extra_t *extra = cb != NULL ? relock__lock_extra(lock) : lock->extra;
@@ -377,7 +387,7 @@ relock_future_t *relock_lock_unlock_async(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   f = release_async(lock, owner);
   relock__exec_leave(lock->client->exec);
@@ -391,7 +401,7 @@ relock_future_t *relock_lock_force_unlock_async(relock_lock_t *lock) {
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   char field[RELOCK__FIELD_MAX];
   relock__lock_call_t call;
@@ -446,7 +456,7 @@ relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lock) {
 int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(lock->client->exec, NULL);
+  int r = relock__client_enter_code(lock->client);
   if (r != 0)
     return r;
   relock__hold_id_t id = relock__lock_hold(lock, owner);
@@ -459,7 +469,7 @@ relock_future_t *relock_lock_validate_async(relock_lock_t *lock, uint64_t owner)
   if (lock == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "lock is NULL");
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   relock__hold_id_t id = relock__lock_hold(lock, owner);
   f = relock__renewal_validate(&lock->client->renewal, &id);

@@ -290,8 +290,11 @@ static void unregister(relock__waiter_t *w) {
 }
 
 /* The answer came back in time: the latch is not needed any more (it would
- * otherwise stay in Redis for its whole life: a semaphore's has no expiry,
- * so the DEL is retried until answered, and a close waits for it). */
+ * otherwise stay in Redis for its whole life). A semaphore's (a kind
+ * without holds: no lease) has no expiry, so its DEL is retried until
+ * answered, and a close waits for it. A lock's expires with its latch TTL:
+ * its DEL is only tidying, and a close does not wait for it - a free must
+ * not wait a command timeout for a stopped server when nothing is owed. */
 static void drop_latch(acquire_t *op) {
   if (op->lock->kind->undo == NULL)
     return; /* no latch kept: nothing to give back */
@@ -301,8 +304,9 @@ static void drop_latch(acquire_t *op) {
     return; /* it expires by itself */
   const char *argv[] = {"DEL", latch};
   const size_t lens[] = {3, len};
+  int forever = op->lock->kind->no_hold;
   relock__call_spec_t spec = {
-      .argc = 2, .argv = argv, .lens = lens, .retry_safe = 1, .flush_on_close = 1, .until_answered = 1};
+      .argc = 2, .argv = argv, .lens = lens, .retry_safe = 1, .flush_on_close = forever, .until_answered = forever};
   relock_future_t *f = relock__call(&op->lock->client->redis, &spec);
   free(latch);
   if (f != NULL)
@@ -682,7 +686,7 @@ relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner,
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
     wait_ms = RELOCK_INFINITE;
   relock_future_t *f;
-  if (relock__future_enter(lock->client->exec, &f) != 0)
+  if (relock__client_enter(lock->client, &f) != 0)
     return f;
   f = acquire_async(lock, owner, permits, wait_ms, lease_ms);
   relock__exec_leave(lock->client->exec);

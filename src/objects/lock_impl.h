@@ -77,7 +77,7 @@ typedef struct relock__lock_extra {
 struct relock_lock {
   relock__holder_t holder;  /* what the watchdog knows the lock by */
   const relock__lock_kind_t *kind;
-  relock_client_t *client;
+  relock_client_t *client;  /* a reference (relock__client_ref): calls after its close or free answer RELOCK_ECLOSED */
   relock__exec_t *exec;     /* the client's (a reference: a lock may be freed after its client) */
   relock__lock_extra_t *extra; /* NULL: none */
   /* 32-bit: a lock object is kept per held lock, so its size is memory per

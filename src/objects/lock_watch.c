@@ -145,7 +145,7 @@ int relock_lock_watch_loss(relock_lock_t *lock, int on) {
     return RELOCK_EINVAL;
   if (lock->kind->no_hold)
     return RELOCK_EINVAL; /* a semaphore's, a latch's acquisitions hold nothing */
-  int r = relock__exec_enter(lock->exec, NULL);
+  int r = relock__client_enter_code(lock->client);
   if (r != 0)
     return r;
   relock__lock_watch_t *w = on ? watch_make(lock) : watch_of(lock);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "future/promise.h"
@@ -111,10 +112,41 @@ static void member_lost(relock_lock_t *lock, uint64_t owner, int reason, const c
   relock__multi_unref(m);
 }
 
+/* The first member whose client is closed (the members share m's loop:
+ * their clients are read under m's exec), or -1. */
+static ssize_t closed_member(const relock_multi_lock_t *m) {
+  for (size_t i = 0; i < m->n; i++)
+    if (m->locks[i]->client->closing)
+      return (ssize_t)i;
+  return -1;
+}
+
+int relock__multi_enter(relock_multi_lock_t *m, relock_future_t **refused) {
+  if (relock__future_enter(m->exec, refused) != 0)
+    return -1;
+  ssize_t i = closed_member(m);
+  if (i < 0)
+    return 0;
+  *refused = relock__future_failed(m->exec, RELOCK_ECLOSED, "%s of %zu locks: lock %zd (%s): " RELOCK__CLOSED_MSG,
+                                   m->what, m->n, i, m->locks[i]->name);
+  relock__exec_leave(m->exec);
+  return -1;
+}
+
+int relock__multi_enter_code(relock_multi_lock_t *m) {
+  relock_future_t *refused;
+  if (relock__multi_enter(m, &refused) == 0)
+    return 0;
+  int r = refused != NULL ? relock_future_error(refused) : RELOCK_ENOMEM;
+  relock__last_error_set(r, refused != NULL ? relock_future_message(refused) : "out of memory");
+  relock_future_release(refused);
+  return r;
+}
+
 int relock_multi_lock_on_lost(relock_multi_lock_t *m, relock_multi_lost_cb cb, void *arg) {
   if (m == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(m->exec, NULL);
+  int r = relock__multi_enter_code(m);
   if (r != 0)
     return r;
   m->lost_cb = cb;
@@ -179,6 +211,11 @@ static relock_multi_lock_t *group_new(relock_lock_t *const *locks, size_t n, int
   relock_multi_lock_t *m = NULL;
   if (check_locks(locks, n, err) != 0)
     goto out;
+  for (size_t i = 0; i < n; i++)
+    if (locks[i]->client->closing) {
+      relock__error_set(err, RELOCK_ECLOSED, "lock %zu (%s): " RELOCK__CLOSED_MSG, i, locks[i]->name);
+      goto out;
+    }
   m = members_extra(locks, n) == 0 ? calloc(1, sizeof(*m) + n * sizeof(m->locks[0])) : NULL;
   if (m == NULL || (m->results = calloc(n, sizeof(*m->results))) == NULL ||
       (m->order = malloc(n * sizeof(*m->order))) == NULL) {
@@ -231,7 +268,7 @@ size_t relock_multi_lock_quorum(const relock_multi_lock_t *m) { return m != NULL
 int relock_multi_lock_results(relock_multi_lock_t *m, int *results, size_t size) {
   if (m == NULL || (results == NULL && size > 0))
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(m->exec, NULL);
+  int r = relock__multi_enter_code(m);
   if (r != 0)
     return r;
   for (size_t i = 0; i < size && i < m->n; i++)
@@ -253,7 +290,7 @@ static relock__multi_hold_t *latest_hold(relock_multi_lock_t *m, uint64_t owner)
 int64_t relock_multi_lock_validity_ms(relock_multi_lock_t *m, uint64_t owner) {
   if (m == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(m->exec, NULL);
+  int r = relock__multi_enter_code(m);
   if (r != 0)
     return r;
   relock__multi_hold_t *hold = latest_hold(m, owner);
@@ -308,7 +345,7 @@ relock_future_t *relock_multi_lock_unlock_async(relock_multi_lock_t *m, uint64_t
   if (m == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "the group is NULL");
   relock_future_t *out;
-  if (relock__future_enter(m->exec, &out) != 0)
+  if (relock__multi_enter(m, &out) != 0)
     return out;
   relock__multi_hold_t *hold = latest_hold(m, owner);
   release_t *op = hold != NULL ? calloc(1, sizeof(*op)) : NULL;

@@ -391,7 +391,7 @@ relock_future_t *relock_multi_lock_lock_async(relock_multi_lock_t *m, uint64_t o
   if (!relock__lease_valid(lease_ms))
     return relock__future_failed(m->exec, RELOCK_EINVAL, RELOCK__LEASE_RANGE_FMT, RELOCK__LEASE_RANGE_ARGS(lease_ms));
   relock_future_t *out;
-  if (relock__future_enter(m->exec, &out) != 0)
+  if (relock__multi_enter(m, &out) != 0)
     return out;
   acquire_t *op = calloc(1, sizeof(*op) + m->n * sizeof(op->results[0]));
   out = op != NULL ? relock__future_new(m->exec) : NULL;

@@ -70,6 +70,13 @@ static inline int relock__multi_acquired(const relock_future_t *f) {
   return relock_future_value_type(f) == RELOCK_VALUE_BOOL ? relock_future_bool(f) : relock_future_int(f) > 0;
 }
 
+/* Starts a public call on m, as relock__client_enter (client_impl.h):
+ * refused with RELOCK_ECLOSED once a member's client is closed. 0: go on
+ * (relock__exec_leave(m->exec) must follow). _code: for calls answering a
+ * code, that code. */
+int relock__multi_enter(relock_multi_lock_t *m, relock_future_t **refused);
+int relock__multi_enter_code(relock_multi_lock_t *m);
+
 /* The blocking calls' check (sync.c's, of the first lock): 0, or an error
  * code with the thread's last error set. */
 int relock__multi_would_block(relock_multi_lock_t *m);

@@ -58,7 +58,7 @@ relock_future_t *relock__object_query(relock_client_t *client, int argc, const c
                                       void (*on_reply)(relock_future_t *f, const relock_reply_t *reply, void *arg)) {
   relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = lens, .on_reply = on_reply, .retry_safe = 1};
   relock_future_t *f;
-  if (relock__future_enter(client->exec, &f) != 0)
+  if (relock__client_enter(client, &f) != 0)
     return f;
   f = relock__call(&client->redis, &spec);
   relock__exec_leave(client->exec);

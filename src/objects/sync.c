@@ -116,7 +116,7 @@ int relock__sync_acquire(relock_lock_t *lock, int64_t wait_ms, int64_t lease_ms,
 int relock_lock_interrupt(relock_lock_t *lock, uint64_t owner) {
   if (lock == NULL)
     return RELOCK_EINVAL;
-  int r = relock__exec_enter(lock->exec, NULL);
+  int r = relock__client_enter_code(lock->client);
   if (r != 0)
     return r;
   int n = 0;
