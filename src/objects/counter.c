@@ -38,7 +38,10 @@ relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, con
                                             const char *key4, size_t key4_len, const char *arg5, size_t arg5_len,
                                             int on_close) {
   relock_future_t *f;
-  if (relock__client_enter(obj->client, &f) != 0)
+  /* the close's own releases (release-on-close) are sent while it closes,
+   * when every call of the user's is refused */
+  int refused = on_close ? relock__future_enter(obj->client->exec, &f) : relock__client_enter(obj->client, &f);
+  if (refused != 0)
     return f;
   f = update(obj, script, what, n, boolean, key4, key4_len, arg5, arg5_len, on_close);
   relock__exec_leave(obj->client->exec);
