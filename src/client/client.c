@@ -443,9 +443,9 @@ relock_future_t *relock_client_masters_async(relock_client_t *c) {
   if (c == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
   relock_future_t *f;
-  if (relock__future_enter(c->exec, &f) != 0)
+  if (relock__client_enter(c, &f) != 0)
     return f;
-  f = c->closing ? relock__future_failed(c->exec, RELOCK_ECLOSED, "client closed") : relock__route_masters(&c->redis);
+  f = relock__route_masters(&c->redis);
   relock__exec_leave(c->exec);
   return f;
 }
@@ -463,8 +463,6 @@ static relock_future_t *command_at(relock_client_t *c, const char *address, int 
   for (int i = 0; i < argc; i++)
     if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
       return relock__future_failed(c->exec, RELOCK_EINVAL, "argv[%d] is NULL", i);
-  if (c->closing)
-    return relock__future_failed(c->exec, RELOCK_ECLOSED, "client closed");
   relock__conn_t *conn = relock__route_node(&c->redis, address);
   if (conn == NULL)
     return relock__future_failed(c->exec, RELOCK_EINVAL, "%.300s is not a node this client knows "
@@ -499,7 +497,7 @@ relock_future_t *relock_client_command_at_async(relock_client_t *c, const char *
   if (c == NULL)
     return relock__future_failed(NULL, RELOCK_EINVAL, "client is NULL");
   relock_future_t *f;
-  if (relock__future_enter(c->exec, &f) != 0)
+  if (relock__client_enter(c, &f) != 0)
     return f;
   f = command_at(c, address, argc, argv, argvlen);
   relock__exec_leave(c->exec);

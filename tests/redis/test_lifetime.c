@@ -87,6 +87,9 @@ static int async_error(relock_future_t *f) {
 static void noop_lost(relock_lock_t *l, uint64_t o, int r, const char *m, void *a) {
   (void)l, (void)o, (void)r, (void)m, (void)a;
 }
+static void noop_message(relock_subscription_t *s, const char *p, size_t n, void *a) {
+  (void)s, (void)p, (void)n, (void)a;
+}
 static void noop_wait(relock_lock_t *l, uint64_t o, int64_t t, void *a) { (void)l, (void)o, (void)t, (void)a; }
 
 /* One public call on an object, its error code. */
@@ -272,6 +275,28 @@ static void check_after(const fx_t *fx, int threaded, int how) {
         relock_lock_free(o);
       }
     }
+    /* nor a command of the client's own */
+    const char *ping[] = {"PING"};
+    relock_subscription_t *sub = NULL;
+    struct {
+      const char *name;
+      relock_future_t *f;
+    } own[] = {
+        {"relock_client_command_async", relock_client_command_async(c, 1, ping, NULL)},
+        {"relock_client_commandf_async", relock_client_commandf_async(c, "PING")},
+        {"relock_client_subscribe_async", relock_client_subscribe_async(c, "ch", 2, noop_message, NULL, &sub)},
+        {"relock_client_masters_async", relock_client_masters_async(c)},
+        {"relock_client_command_at_async", relock_client_command_at_async(c, "127.0.0.1:1", 1, ping, NULL)},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+      int r = async_error(own[i].f);
+      if (r != RELOCK_ECLOSED) {
+        printf("# %s on a closed client: %s (%s), not RELOCK_ECLOSED\n", own[i].name, relock_err_name(r),
+               relock_last_error_message());
+        wrong++;
+      }
+    }
+    relock_subscription_free(sub);
   }
   /* freed after the client (or, closed, before it): both are fine */
   for (size_t k = 0; k < NKINDS; k++)
