@@ -17,33 +17,11 @@
 
 #include "support/client_fixture.h"
 
-typedef struct fx {
-  relock_test_redis_t *redis;
-  relock_options_t *opts;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    fail_msg("cannot start redis-server");
-  fx->opts = fx_options(fx->redis, 0);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->opts);
-  free(fx);
-  return 0;
-}
 
 /* One scenario: what its callback does, where the callback ran, and
  * whether it returned. */
 typedef struct scene {
-  const fx_t *fx;
+  const fx_server_t *fx;
   int threaded;
   int close;           /* the callback closes (the scenario frees later); else it frees */
   int at_once;         /* the callback is added to a completed future */
@@ -221,16 +199,18 @@ static void test_embedded_close_at_once(void **state) {
   play(&s);
 }
 
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_server_setup, fx_server_teardown)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_threaded_free_at_once, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_close_at_once, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_free_on_loop_thread, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_close_on_loop_thread, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_free_in_cancel, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_embedded_free_at_once, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_embedded_free_on_loop, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_embedded_close_at_once, setup, teardown),
+      T(test_threaded_free_at_once),
+      T(test_threaded_close_at_once),
+      T(test_threaded_free_on_loop_thread),
+      T(test_threaded_close_on_loop_thread),
+      T(test_threaded_free_in_cancel),
+      T(test_embedded_free_at_once),
+      T(test_embedded_free_on_loop),
+      T(test_embedded_close_at_once),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("no redis-server");

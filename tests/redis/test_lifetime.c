@@ -14,28 +14,6 @@
 
 #include "support/client_fixture.h"
 
-typedef struct fx {
-  relock_test_redis_t *redis;
-  relock_options_t *opts;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    fail_msg("cannot start redis-server");
-  fx->opts = fx_options(fx->redis, 0);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->opts);
-  free(fx);
-  return 0;
-}
 
 /* -- the objects --------------------------------------------------------------*/
 
@@ -202,7 +180,7 @@ static const multi_call_t multi_calls[] = {MULTI_CALLS(ROW_M)};
 
 enum { CLOSED, FREED };
 
-static relock_client_t *client_for(const fx_t *fx, int threaded) {
+static relock_client_t *client_for(const fx_server_t *fx, int threaded) {
   relock_error_t err;
   relock_client_t *c = relock_client_new(threaded ? NULL : fx_loop(), fx->opts, &err);
   if (c == NULL)
@@ -213,7 +191,7 @@ static relock_client_t *client_for(const fx_t *fx, int threaded) {
 /* Every object made on a live client, the client closed (or freed), then
  * every call on every object: each must answer RELOCK_ECLOSED. Lists every
  * call that did not, then fails with their number. */
-static void check_after(const fx_t *fx, int threaded, int how) {
+static void check_after(const fx_server_t *fx, int threaded, int how) {
   relock_client_t *c = client_for(fx, threaded);
   relock_lock_t *objs[NKINDS];
   for (size_t k = 0; k < NKINDS; k++) {
@@ -318,7 +296,7 @@ static void test_threaded_after_free(void **state) { check_after(*state, 1, FREE
 /* An operation in flight when the client is freed ends with it; its future
  * and its object are the caller's to let go of afterwards, in any order. */
 static void test_operation_in_flight_outlives_the_client(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   for (int threaded = 0; threaded < 2; threaded++) {
     relock_client_t *a = client_for(fx, threaded), *b = client_for(fx, threaded);
     relock_lock_t *la = relock_lock_new(a, "busy", NULL), *lb = relock_lock_new(b, "busy", NULL);
@@ -335,13 +313,15 @@ static void test_operation_in_flight_outlives_the_client(void **state) {
   }
 }
 
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_server_setup, fx_server_teardown)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_embedded_after_close, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_embedded_after_free, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_after_close, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_threaded_after_free, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_operation_in_flight_outlives_the_client, setup, teardown),
+      T(test_embedded_after_close),
+      T(test_embedded_after_free),
+      T(test_threaded_after_close),
+      T(test_threaded_after_free),
+      T(test_operation_in_flight_outlives_the_client),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("no redis-server");

@@ -15,28 +15,6 @@
 
 #include "support/client_fixture.h"
 
-typedef struct fx {
-  relock_test_redis_t *redis;
-  relock_options_t *opts;
-} fx_t;
-
-static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
-    fail_msg("cannot start redis-server");
-  fx->opts = fx_options(fx->redis, 0);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->opts);
-  free(fx);
-  return 0;
-}
 
 /* A threaded client (NULL loop), as a simple program makes one. */
 static relock_client_t *threaded(const relock_options_t *opts) {
@@ -105,7 +83,7 @@ static void contender(const relock_options_t *opts, const char *name, int64_t ms
 }
 
 static void test_readme_program_keeps_its_lease(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_options_t *opts = fx_copy(fx->opts);
   fx_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, 1000);
   /* The README's program, with a 1 s watchdog: lock, work 3 s, unlock. */
@@ -166,7 +144,7 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static void run_threads(fx_t *fx, int nthreads, int names, int sections) {
+static void run_threads(fx_server_t *fx, int nthreads, int names, int sections) {
   relock_client_t *c = threaded(fx->opts);
   long counters[64] = {0};
   pthread_t t[16];
@@ -214,7 +192,7 @@ static void *release_it(void *arg) {
 }
 
 static void test_acquire_in_one_thread_release_in_another(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = lock_of(c, "threads:handover");
   relock_future_t *f = relock_lock_lock_async(l, 4242, RELOCK_INFINITE, RELOCK_INFINITE);
@@ -258,7 +236,7 @@ static void *call_from_elsewhere(void *arg) {
 }
 
 static void test_embedded_client_refuses_other_threads(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = fx_client(fx->opts); /* on the fixture's loop, this thread's */
   relock_lock_t *l = lock_of(c, "threads:embedded");
   foreign_t x = {.client = c, .lock = l};
@@ -326,7 +304,7 @@ static relock_lock_t *held_by_another(relock_client_t *c, const char *name) {
 }
 
 static void test_interrupt_a_blocked_lock(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = held_by_another(c, "threads:interrupt");
 
@@ -359,7 +337,7 @@ static void test_interrupt_a_blocked_lock(void **state) {
  * the client's mutex, which the woken thread needs to return: it cannot
  * wake in between. */
 static void test_interrupt_twice_still_reports_the_interruption(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = held_by_another(c, "threads:interrupt-twice");
 
@@ -408,7 +386,7 @@ static void join_within(pthread_t t, int64_t ms, const char *what) {
  * must wake all the same - a cancellation wakes the threads waiting on the
  * future, as a completion does. */
 static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = held_by_another(c, "threads:interrupt-quiet");
   blocked_t b[2] = {{.lock = l}, {.lock = l}};
@@ -431,7 +409,7 @@ static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
 /* -- freeing the client releases blocked threads ----------------------------*/
 
 static void test_free_releases_blocked_threads(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = held_by_another(c, "threads:free");
   blocked_t b[3] = {{.lock = l}, {.lock = l}, {.lock = l}};
@@ -452,7 +430,7 @@ static void test_free_releases_blocked_threads(void **state) {
 /* -- fork ----------------------------------------------------------------------*/
 
 static void test_forked_child_is_refused(void **state) {
-  fx_t *fx = *state;
+  fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
   relock_lock_t *l = lock_of(c, "threads:fork");
   pid_t pid = fork();
@@ -476,18 +454,20 @@ static void test_forked_child_is_refused(void **state) {
   relock_client_free(c);
 }
 
+#define T(name) cmocka_unit_test_setup_teardown(name, fx_server_setup, fx_server_teardown)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_readme_program_keeps_its_lease, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_eight_threads_one_name, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_eight_threads_sixty_four_names, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_acquire_in_one_thread_release_in_another, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_embedded_client_refuses_other_threads, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_interrupt_a_blocked_lock, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_interrupt_twice_still_reports_the_interruption, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_interrupt_wakes_with_nothing_else_happening, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_free_releases_blocked_threads, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_forked_child_is_refused, setup, teardown),
+      T(test_readme_program_keeps_its_lease),
+      T(test_eight_threads_one_name),
+      T(test_eight_threads_sixty_four_names),
+      T(test_acquire_in_one_thread_release_in_another),
+      T(test_embedded_client_refuses_other_threads),
+      T(test_interrupt_a_blocked_lock),
+      T(test_interrupt_twice_still_reports_the_interruption),
+      T(test_interrupt_wakes_with_nothing_else_happening),
+      T(test_free_releases_blocked_threads),
+      T(test_forked_child_is_refused),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP); /* the harness counts the cases */
   return cmocka_run_group_tests_name("threads", tests, NULL, NULL);

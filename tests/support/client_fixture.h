@@ -269,6 +269,32 @@ static inline int fx_pair_teardown(void **state) {
   return 0;
 }
 
+/* The fixture of tests that make their own clients, threaded or embedded:
+ * a private redis-server and options for it over TCP (fx_options). */
+typedef struct fx_server {
+  relock_test_redis_t *redis;
+  relock_options_t *opts;
+} fx_server_t;
+
+static inline int fx_server_setup(void **state) {
+  fx_server_t *fx = calloc(1, sizeof(*fx));
+  if (fx == NULL || (fx->redis = relock_test_redis_start(NULL)) == NULL) {
+    free(fx);
+    return -1; /* cmocka reports the test as failed in its setup */
+  }
+  fx->opts = fx_options(fx->redis, 0);
+  *state = fx;
+  return 0;
+}
+
+static inline int fx_server_teardown(void **state) {
+  fx_server_t *fx = *state;
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->opts);
+  free(fx);
+  return 0;
+}
+
 /* A number stored as a string (GET's bulk reply); -1 for nil. */
 static inline long long fx_raw_get(relock_test_redis_t *r, const char *key) {
   char buf[128];
