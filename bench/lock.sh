@@ -6,13 +6,13 @@ set -eu
 here=$(dirname "$0")
 . "$here/lib.sh"
 bin=${BENCH_LOCK:-./bench/lock}
-lua=${LUA_DIR:-$here/../lua}
+src=${RELOCK_SRCDIR:-$here/..}
 need redis-benchmark
 start_redis
 
 # The floor: one EVALSHA round trip of the acquire script on a fresh key
 # (redis-benchmark -c 1), so a lock+unlock pair cannot beat two of them.
-sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$lua/lock_acquire.lua")")
+sha=$(redis-cli -p "$port" SCRIPT LOAD "$(sh "$src/src/redis/embed-scripts.sh" --print "$src" lua/lock_acquire.lua)")
 csv=$(redis-benchmark -p "$port" -c 1 -n 20000 -r 100000000 --csv \
   EVALSHA "$sha" 2 "ref:__rand_int__" "latch:__rand_int__" 30000 "field:1" 30000 2>/dev/null | tail -n 1)
 floor_p50=$(printf '%s\n' "$csv" | awk -F'","' '{print $5 * 1000}')

@@ -28,8 +28,14 @@ calls_per() {
 }
 
 sha=
+# The acquire script as Redis runs it: its "--#include" lines replaced by
+# their files, as src/redis/embed-scripts.sh embeds it into the library.
+acquire_script() {
+  sh "$src/src/redis/embed-scripts.sh" --print "$src" lua/lock_acquire.lua
+}
+
 acquire_sha() {
-  [ -n "$sha" ] || sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$src/lua/lock_acquire.lua")")
+  [ -n "$sha" ] || sha=$(redis-cli -p "$port" SCRIPT LOAD "$(acquire_script)")
 }
 
 # A round trip between two processes costs about 3x more when they sit on

@@ -33,7 +33,7 @@ part_replicas() {
     say "$cannot"
     row replicas "9. min-replicas-acked=1: uncontended lock+unlock pair, p50" "CANNOT RUN: the replica did not sync" "" "n/a" "" no
   else
-    sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$src/lua/lock_acquire.lua")")
+    sha=$(redis-cli -p "$port" SCRIPT LOAD "$(acquire_script)")
     sl= pl= ff=
     for _round in 1 2 3 4 5; do
       j=$(BENCH_MIN_REPLICAS_ACKED=1 on_cpu0 $tmo "$lock" 127.0.0.1 "$port" latency 4000)

@@ -34,7 +34,7 @@ part_tls() {
     return 0
   fi
   # the script on this server too (the same SHA as on the main one)
-  sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$src/lua/lock_acquire.lua")")
+  sha=$(redis-cli -p "$port" SCRIPT LOAD "$(acquire_script)")
   tf= tl= pf= pl=
   for _round in 1 2 3 4 5; do
     tf="$tf $(evalsha_once 4000 --tls -p "$tport" --cacert "$tmp/tls/ca.crt")"
