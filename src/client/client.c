@@ -387,8 +387,8 @@ static relock_future_t *send_request(relock_client_t *c, relock_future_t *f, rel
   return f;
 }
 
-static relock_future_t *command_async(relock_client_t *c, int argc, const char *const *argv,
-                                     const size_t *argvlen) {
+/* The failed future of a command's argv that is not one, else NULL. */
+static relock_future_t *argv_refused(relock_client_t *c, int argc, const char *const *argv, const size_t *argvlen) {
   if (argc <= 0)
     return relock__future_failed(c->exec, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
   if (argv == NULL)
@@ -396,32 +396,47 @@ static relock_future_t *command_async(relock_client_t *c, int argc, const char *
   for (int i = 0; i < argc; i++)
     if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
       return relock__future_failed(c->exec, RELOCK_EINVAL, "argv[%d] is NULL", i);
-  size_t small[16];
-  size_t *lens = small;
-  if (argvlen == NULL) {
-    if (argc > 16 && (lens = malloc((size_t)argc * sizeof(*lens))) == NULL)
-      return NULL;
-    for (int i = 0; i < argc; i++)
-      lens[i] = strlen(argv[i]);
-  }
-  const size_t *use = argvlen != NULL ? argvlen : lens;
+  return NULL;
+}
+
+/* argv's lengths: argvlen, or strlen of each (NUL-terminated strings) in
+ * small when argc fits, else in an array *owned the caller frees (NULL:
+ * nothing to free); NULL out of memory. */
+static const size_t *argv_lens(int argc, const char *const *argv, const size_t *argvlen, size_t small[16],
+                               size_t **owned) {
+  *owned = NULL;
+  if (argvlen != NULL)
+    return argvlen;
+  size_t *lens = argc > 16 ? (*owned = malloc((size_t)argc * sizeof(*lens))) : small;
+  for (int i = 0; lens != NULL && i < argc; i++)
+    lens[i] = strlen(argv[i]);
+  return lens;
+}
+
+static relock_future_t *command_async(relock_client_t *c, int argc, const char *const *argv,
+                                     const size_t *argvlen) {
+  relock_future_t *f = argv_refused(c, argc, argv, argvlen);
+  if (f != NULL)
+    return f;
+  size_t small[16], *owned;
+  const size_t *use = argv_lens(argc, argv, argvlen, small, &owned);
+  if (use == NULL)
+    return NULL;
   if (relock__route_redirects(&c->redis)) {
     /* Through a call, which follows MOVED and ASK (not retried otherwise:
      * the command may not be safe to repeat). */
     relock__call_spec_t spec = {.argc = argc, .argv = argv, .lens = use};
-    relock_future_t *f = relock__call(&c->redis, &spec);
-    if (lens != small)
-      free(lens);
+    f = relock__call(&c->redis, &spec);
+    free(owned);
     return f;
   }
-  relock_future_t *f = relock__future_new(c->exec);
+  f = relock__future_new(c->exec);
   relock__request_t *req = NULL;
   if (f != NULL)
     req = relock__request_argv(relock_future_retain(f), argc, argv, use);
   const char *key = argc > 1 ? argv[1] : NULL;
   size_t keylen = argc > 1 ? use[1] : 0;
-  if (lens != small)
-    free(lens);
+  free(owned);
   if (f == NULL)
     return NULL;
   return send_request(c, f, req, key, keylen);
@@ -456,31 +471,22 @@ static relock_future_t *command_at(relock_client_t *c, const char *address, int 
                                    const size_t *argvlen) {
   if (address == NULL)
     return relock__future_failed(c->exec, RELOCK_EINVAL, "address is NULL");
-  if (argc <= 0)
-    return relock__future_failed(c->exec, RELOCK_EINVAL, "argc must be > 0 (got %d)", argc);
-  if (argv == NULL)
-    return relock__future_failed(c->exec, RELOCK_EINVAL, "argv is NULL");
-  for (int i = 0; i < argc; i++)
-    if (argv[i] == NULL && (argvlen == NULL || argvlen[i] > 0))
-      return relock__future_failed(c->exec, RELOCK_EINVAL, "argv[%d] is NULL", i);
+  relock_future_t *f = argv_refused(c, argc, argv, argvlen);
+  if (f != NULL)
+    return f;
   relock__conn_t *conn = relock__route_node(&c->redis, address);
   if (conn == NULL)
     return relock__future_failed(c->exec, RELOCK_EINVAL, "%.300s is not a node this client knows "
                                  "(relock_client_masters_async lists them)", address);
-  size_t small[16];
-  size_t *lens = small;
-  if (argvlen == NULL) {
-    if (argc > 16 && (lens = malloc((size_t)argc * sizeof(*lens))) == NULL)
-      return NULL;
-    for (int i = 0; i < argc; i++)
-      lens[i] = strlen(argv[i]);
-  }
-  relock_future_t *f = relock__future_new(c->exec);
+  size_t small[16], *owned;
+  const size_t *use = argv_lens(argc, argv, argvlen, small, &owned);
+  if (use == NULL)
+    return NULL;
+  f = relock__future_new(c->exec);
   relock__request_t *req = NULL;
   if (f != NULL)
-    req = relock__request_argv(relock_future_retain(f), argc, argv, argvlen != NULL ? argvlen : lens);
-  if (lens != small)
-    free(lens);
+    req = relock__request_argv(relock_future_retain(f), argc, argv, use);
+  free(owned);
   if (f == NULL)
     return NULL;
   if (req == NULL) {

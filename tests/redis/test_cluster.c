@@ -931,10 +931,9 @@ static void test_unreplicated_first_acquisition_given_back(void **state) {
 /* The tool with args, its stdout and stderr into out (NUL-terminated, cut
  * to size): its exit status, -1 if it did not exit. */
 static int run_tool_out(const char *const *args, char *out, size_t size) {
-  char path[] = "/tmp/relock-cluster-out.XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  unlink(path);
+  FILE *tmp = tmpfile(); /* anonymous, in $TMPDIR: gone when closed */
+  assert_non_null(tmp);
+  int fd = fileno(tmp);
   const char *bin = getenv("RELOCK") != NULL ? getenv("RELOCK") : "tools/relock";
   fflush(stdout);
   pid_t pid = fork();
@@ -949,7 +948,7 @@ static int run_tool_out(const char *const *args, char *out, size_t size) {
   assert_int_equal(waitpid(pid, &st, 0), pid);
   ssize_t n = pread(fd, out, size - 1, 0);
   out[n > 0 ? n : 0] = '\0';
-  close(fd);
+  fclose(tmp);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

@@ -571,7 +571,8 @@ static void clear_env(void) {
 /* A file of the given content in a fresh temporary directory; path gets
  * its name (the caller removes it with remove_file). */
 static void write_file(char path[64], const char *content, size_t len) {
-  snprintf(path, 64, "%s", "/tmp/relock-env-XXXXXX");
+  const char *dir = getenv("TMPDIR") != NULL && strlen(getenv("TMPDIR")) < 40 ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, 64, "%s/relock-env-XXXXXX", dir);
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   assert_int_equal(write(fd, content, len), (ssize_t)len);
