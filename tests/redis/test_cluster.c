@@ -433,6 +433,67 @@ static void test_kill_master_under_held_lock(void **state) {
   }
 }
 
+/* Watched permits on every master, some semaphores sharing a slot: their
+ * renewal batches (lua/lock_renew.lua) reach the "{name}:timeout" zset in
+ * the name's slot, so a whole lease later none is lost and Redis still
+ * has each; a permit taken away there is told lost. */
+static int permits_lost;
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *msg, void *arg) {
+  (void)s, (void)id, (void)reason, (void)arg;
+  printf("# %s\n", msg);
+  __atomic_add_fetch(&permits_lost, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_watched_permits_on_every_master(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client();
+  __atomic_store_n(&permits_lost, 0, __ATOMIC_SEQ_CST);
+  enum { N = 8 };
+  relock_permit_semaphore_t *s[N];
+  char ids[N][RELOCK_PERMIT_ID_SIZE];
+  for (int i = 0; i < N; i++) {
+    char name[32];
+    if (i < 5)
+      snprintf(name, sizeof name, "permits-%d", i);
+    else
+      snprintf(name, sizeof name, "{permits-tag}%d", i); /* three in one slot */
+    assert_non_null(s[i] = relock_permit_semaphore_new(c, name, NULL));
+    assert_int_equal(relock_permit_semaphore_on_lost(s[i], on_permit_lost, NULL), 0);
+    assert_int_equal(relock_permit_semaphore_try_set_permits(s[i], 1, NULL), 0);
+    assert_int_equal(relock_permit_semaphore_acquire(s[i], 0, RELOCK_INFINITE, ids[i]), 0);
+    assert_true(ids[i][0] != '\0');
+  }
+  pause_ms((int)fx_slack_ms(WATCHDOG_MS + WATCHDOG_MS / 2)); /* past the first lease: renewed, or gone */
+  assert_int_equal(__atomic_load_n(&permits_lost, __ATOMIC_SEQ_CST), 0);
+  for (int i = 0; i < N; i++) {
+    assert_true(relock_permit_semaphore_validity_ms(s[i], ids[i]) > 0);
+    relock_future_t *f = relock_permit_semaphore_validate_async(s[i], ids[i]);
+    assert_int_equal(relock_future_wait(f, fx_slack_ms(10000)), 0);
+    assert_true(relock_future_bool(f)); /* Redis has it */
+    relock_future_release(f);
+  }
+  /* taken away on its master (another client's release of its id) */
+  relock_client_t *other = cluster_client();
+  relock_permit_semaphore_t *theirs = relock_permit_semaphore_new(other, relock_permit_semaphore_name(s[0]), NULL);
+  int released = 0;
+  assert_int_equal(relock_permit_semaphore_release(theirs, ids[0], &released), 0);
+  assert_int_equal(released, 1);
+  for (int64_t t0 = now_ms(); __atomic_load_n(&permits_lost, __ATOMIC_SEQ_CST) == 0;) {
+    if (now_ms() - t0 > fx_slack_ms(WATCHDOG_MS))
+      fail_msg("a permit taken away on its master was not told lost within a lease");
+    pause_ms(20);
+  }
+  assert_int_equal(relock_permit_semaphore_release(s[0], ids[0], NULL), RELOCK_ELOST);
+  for (int i = 1; i < N; i++) {
+    assert_int_equal(relock_permit_semaphore_release(s[i], ids[i], &released), 0);
+    assert_int_equal(released, 1);
+  }
+  assert_int_equal(__atomic_load_n(&permits_lost, __ATOMIC_SEQ_CST), 1);
+  relock_permit_semaphore_free(theirs);
+  for (int i = 0; i < N; i++)
+    relock_permit_semaphore_free(s[i]); /* the clients go with the teardown */
+}
+
 /* The counter test: 8 processes increment counters under locks on 16
  * names spread over the slots (GET, then SET one more: not atomic) while a
  * master fails over. With no lock reported lost, every counter ends exact.
@@ -1208,6 +1269,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_slot_moves_twice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cluster_failover_under_held_lock, setup, teardown),
       cmocka_unit_test_setup_teardown(test_kill_master_under_held_lock, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_watched_permits_on_every_master, setup, teardown),
       cmocka_unit_test_setup_teardown(test_counter_across_failover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clusterdown_then_up, setup, teardown),
       cmocka_unit_test_setup_teardown(test_clusterdown_named_at_deadline, setup, teardown),
