@@ -48,16 +48,6 @@ static void none(relock_future_t *f) {
   relock_future_release(f);
 }
 
-static long long server_ms(relock_test_redis_t *r) {
-  char buf[128];
-  assert_int_equal(relock_test_redis_cmd(r, buf, sizeof buf, "TIME", NULL), 0);
-  /* *2\r\n$10\r\n<seconds>\r\n$6\r\n<micros>\r\n */
-  const char *p = strchr(strchr(buf, '\n') + 1, '\n') + 1;
-  long long sec = atoll(p);
-  p = strchr(strchr(p, '\n') + 1, '\n') + 1;
-  return sec * 1000 + atoll(p) / 1000;
-}
-
 /* The expiry of permit id: Redisson keeps it as the 16 bytes of its hex. */
 static long long score(relock_test_redis_t *r, const char *key, const char *id) {
   char buf[128], member[16];
@@ -82,10 +72,10 @@ static void test_layout_is_redissons(void **state) {
   char forever[RELOCK_PERMIT_ID_SIZE], leased[RELOCK_PERMIT_ID_SIZE];
   take(s, 0, RELOCK_PERMIT_NO_LEASE, forever);
   assert_int_equal(score(fx->redis, "{ps}:timeout", forever), 922337203685477LL);
-  long long before = server_ms(fx->redis);
+  long long before = fx_server_ms(fx->redis);
   take(s, 0, 5000, leased);
   long long expiry = score(fx->redis, "{ps}:timeout", leased);
-  assert_true(expiry >= before + 5000 && expiry <= server_ms(fx->redis) + 5000);
+  assert_true(expiry >= before + 5000 && expiry <= fx_server_ms(fx->redis) + 5000);
   assert_string_not_equal(forever, leased);
   assert_int_equal(fx_raw_get(fx->redis, "ps"), 0);
   none(relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE));

@@ -75,15 +75,6 @@ static long long permit_cmd(relock_test_redis_t *r, const char *cmd, const char 
   return atoll(strchr(buf, '\n') + 1);
 }
 
-static long long server_ms(relock_test_redis_t *r) {
-  char buf[128];
-  assert_int_equal(relock_test_redis_cmd(r, buf, sizeof buf, "TIME", NULL), 0);
-  const char *p = strchr(strchr(buf, '\n') + 1, '\n') + 1;
-  long long sec = atoll(p);
-  p = strchr(strchr(p, '\n') + 1, '\n') + 1;
-  return sec * 1000 + atoll(p) / 1000;
-}
-
 typedef struct told {
   int n;
   int reason;
@@ -111,7 +102,7 @@ static void test_renewed_while_held(void **state) {
   relock_permit_semaphore_t *s = sem_of(fx->a, "jobs", 1), *other = sem_of(fx->b, "jobs", -1);
   char id[RELOCK_PERMIT_ID_SIZE], client_id[65], hex[17];
   take(s, RELOCK_INFINITE, id);
-  long long t0 = server_ms(fx->redis), first = permit_cmd(fx->redis, "ZSCORE", "jobs", id);
+  long long t0 = fx_server_ms(fx->redis), first = permit_cmd(fx->redis, "ZSCORE", "jobs", id);
   assert_true(first >= t0 - 50 && first <= t0 + WATCHDOG_MS);
   snprintf(client_id, sizeof client_id, "%s", relock_client_id(fx->a));
   int n = 0;
@@ -121,7 +112,7 @@ static void test_renewed_while_held(void **state) {
   hex[n] = '\0';
   assert_memory_equal(id, hex, 16);
   fx_run_for(fx_loop(), 4 * WATCHDOG_MS);
-  long long now = server_ms(fx->redis), later = permit_cmd(fx->redis, "ZSCORE", "jobs", id);
+  long long now = fx_server_ms(fx->redis), later = permit_cmd(fx->redis, "ZSCORE", "jobs", id);
   if (later <= now)
     fail_msg("after %d ms (4 leases) the permit expires at %lld, the server's clock is at %lld", 4 * WATCHDOG_MS,
              later, now);

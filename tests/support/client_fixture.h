@@ -295,6 +295,18 @@ static inline int fx_server_teardown(void **state) {
   return 0;
 }
 
+/* The server's clock (TIME), in ms since the epoch: what it measures
+ * expiries on (a permit's score). */
+static inline long long fx_server_ms(relock_test_redis_t *r) {
+  char buf[128];
+  assert_int_equal(relock_test_redis_cmd(r, buf, sizeof buf, "TIME", NULL), 0);
+  /* *2\r\n$10\r\n<seconds>\r\n$6\r\n<micros>\r\n */
+  const char *p = strchr(strchr(buf, '\n') + 1, '\n') + 1;
+  long long sec = atoll(p);
+  p = strchr(strchr(p, '\n') + 1, '\n') + 1;
+  return sec * 1000 + atoll(p) / 1000;
+}
+
 /* A number stored as a string (GET's bulk reply); -1 for nil. */
 static inline long long fx_raw_get(relock_test_redis_t *r, const char *key) {
   char buf[128];
