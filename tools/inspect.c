@@ -578,7 +578,27 @@ int list_locks(cli_t *c) {
 
 /* -- relock release --force -----------------------------------------------------*/
 
+/* Whether NAME holds no lock's key: the force release's DEL would delete
+ * any value, and a semaphore's count deleted is set to N again by the next
+ * run while its permits are still taken. A user whose ACL refuses TYPE
+ * (the base rules of docs/ACL.md) is not checked. */
+static int refuse_non_lock(cli_t *r) {
+  const char *argv[] = {"TYPE", r->name};
+  relock_future_t *f = relock_client_command_async(r->client, 2, argv, NULL);
+  const relock_reply_t *type = wait_reply(f);
+  int code = 0;
+  if (type == NULL && (f == NULL || relock_future_error(f) != RELOCK_ENOPERM))
+    code = failed(f);
+  else if (type != NULL && type->str != NULL && strcmp(type->str, "none") != 0 && strcmp(type->str, "hash") != 0)
+    code = not_a_lock(r->name, type->str, NULL);
+  relock_future_release(f);
+  return code;
+}
+
 int force_release(cli_t *r) {
+  int refused = refuse_non_lock(r);
+  if (refused != 0)
+    return refused;
   relock_future_t *f = relock_lock_force_unlock_async(r->lock);
   if (f == NULL)
     return EXIT_REDIS;

@@ -296,6 +296,11 @@ redis INCR s-st >/dev/null
 relock status s-st >"$work/status"
 expect "status of a semaphore with no permit taken: exit 1" "1 s-st: a semaphore, 3 permits free, 0 taken with an id" \
   "$? $(cat "$work/status")"
+# release --force deletes a lock whoever holds it; a semaphore's count
+# deleted would be set to N again by the next run while permits are taken
+relock release --force s-st 2>"$work/err"
+expect "release --force on a semaphore: refused (65), its count kept" "65 3 yes" \
+  "$? $(redis GET s-st) $(grep -q 'not a lock' "$work/err" && echo yes)" "$(cat "$work/err")"
 redis SET s-str hello >/dev/null
 relock status s-str 2>"$work/err"
 expect "status of a string that is no count: not a lock (65)" 65 $? "$(cat "$work/err")"
