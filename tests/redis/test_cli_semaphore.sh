@@ -296,6 +296,20 @@ redis INCR s-st >/dev/null
 relock status s-st >"$work/status"
 expect "status of a semaphore with no permit taken: exit 1" "1 s-st: a semaphore, 3 permits free, 0 taken with an id" \
   "$? $(cat "$work/status")"
+# A name with a hash tag keeps it: its permits are in "NAME:timeout"
+rm -f "$work/tag"
+relock_bg -q --watchdog 5s --semaphore 2 's-{tag}' -- sh -c "$(holder_cmd "$work/tag")"
+tg=$!
+until_file "$work/tag.up"
+relock status 's-{tag}' >"$work/status"
+code=$?
+expect "status of a semaphore named with a hash tag: its permit from NAME:timeout" "0 1 1 yes" \
+  "$code $(redis ZCARD 's-{tag}:timeout') $(redis GET 's-{tag}') $(
+    grep -Eq "^s-\{tag\}: permit $(cat "$work/tag.id") held by [0-9a-f]{16}, expires in [0-9]+ ms$" "$work/status" &&
+    echo yes)" "$(cat "$work/status")"
+: >"$work/tag"
+wait "$tg"
+
 # release --force deletes a lock whoever holds it; a semaphore's count
 # deleted would be set to N again by the next run while permits are taken
 relock release --force s-st 2>"$work/err"
