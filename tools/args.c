@@ -74,6 +74,7 @@ enum {
   OPT_TLS_SERVER_NAME,
   OPT_TLS_INSECURE,
   OPT_SEMAPHORE,
+  OPT_RSEMAPHORE,
   OPT_KIND /* --fair ... --spin: OPT_KIND + the kind */
 };
 
@@ -91,6 +92,16 @@ static int count_opt(args_t *a, const char *what, const char *text, int64_t *out
     return usage(a, "%s needs a whole number from 1 to %d (got '%.40s')", what, INT32_MAX, text);
   *out = n;
   return ARGS_OK;
+}
+
+/* --semaphore N or --rsemaphore N, one layout: the two count the same key
+ * but only one of them gives back the permits of a relock that died. */
+static int semaphore_opt(args_t *a, int rsemaphore, const char *text) {
+  const char *name = rsemaphore ? "--rsemaphore" : "--semaphore";
+  if (a->opt.semaphore > 0 && a->opt.rsemaphore != rsemaphore)
+    return usage(a, "--semaphore and --rsemaphore: NAME is a semaphore of one layout");
+  a->opt.rsemaphore = rsemaphore;
+  return count_opt(a, name, text, &a->opt.semaphore);
 }
 
 /* One kind only: "--read --write" is a mistake, not a choice. */
@@ -123,6 +134,7 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"fenced", no_argument, NULL, OPT_KIND + KIND_FENCED},
       {"spin", no_argument, NULL, OPT_KIND + KIND_SPIN},
       {"semaphore", required_argument, NULL, OPT_SEMAPHORE},
+      {"rsemaphore", required_argument, NULL, OPT_RSEMAPHORE},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
@@ -165,7 +177,8 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
         return r;
       break;
     case OPT_SEMAPHORE:
-      if ((r = count_opt(a, "--semaphore", optarg, &o->semaphore)) != ARGS_OK)
+    case OPT_RSEMAPHORE:
+      if ((r = semaphore_opt(a, c == OPT_RSEMAPHORE, optarg)) != ARGS_OK)
         return r;
       break;
     case 'h': return ARGS_HELP;
@@ -268,12 +281,13 @@ int args_parse(int argc, char **argv, args_t *a) {
     return usage(a, a->mode == ARGS_LIST ? "the PATTERN is empty" : "the lock NAME is empty");
   if (a->opt.json && a->mode != ARGS_STATUS && a->mode != ARGS_LIST)
     return usage(a, "--json is for status and list");
+  const char *sem = a->opt.rsemaphore ? "--rsemaphore" : "--semaphore";
   if (a->opt.semaphore > 0 && a->mode != ARGS_RUN)
-    return usage(a, "--semaphore is for running a command");
+    return usage(a, "%s is for running a command", sem);
   if (a->opt.semaphore > 0 && a->opt.kind != KIND_LOCK)
-    return usage(a, "--semaphore and %s: NAME is a semaphore or a lock", kind_options[a->opt.kind]);
-  if (a->opt.semaphore > 0 && a->opt.lease_ms != RELOCK_INFINITE)
-    return usage(a, "--semaphore and --lease: a semaphore's permits have no lease");
+    return usage(a, "%s and %s: NAME is a semaphore or a lock", sem, kind_options[a->opt.kind]);
+  if (a->opt.rsemaphore && a->opt.lease_ms != RELOCK_INFINITE)
+    return usage(a, "--rsemaphore and --lease: an RSemaphore's permits have no lease (--semaphore's have)");
   if (a->mode == ARGS_LATCH && a->opt.kind != KIND_LOCK)
     return usage(a, "latch and %s: a latch is no lock", kind_options[a->opt.kind]);
   return ARGS_OK;

@@ -31,7 +31,8 @@ typedef struct options {
   const char *set[16];  /* -o NAME=VALUE: library options, in order (point into argv) */
   int nset;
   lock_kind_t kind;
-  int64_t semaphore;    /* --semaphore N: run holding one of N permits; 0 unless given */
+  int64_t semaphore;    /* --semaphore N, --rsemaphore N: run holding one of N permits; 0 unless given */
+  int rsemaphore;       /* --rsemaphore: Redisson's RSemaphore, permits that never expire */
 } options_t;
 
 typedef enum args_mode {

@@ -18,7 +18,7 @@ enum {
   EXIT_NOT_LOCK = 65, /* the key is not a lock, or one of another kind (EX_DATAERR) */
   EXIT_REDIS = 69,    /* cannot reach Redis, or Redis answered with an error */
   EXIT_BUSY = 75,     /* the lock was not acquired in time (held by another) */
-  EXIT_LOST = 76,     /* the lock was lost while the command ran */
+  EXIT_LOST = 76,     /* the lock (or permit) was lost while the command ran */
   EXIT_CANNOT_RUN = 126,
   EXIT_NOT_FOUND = 127
 };
@@ -31,8 +31,9 @@ typedef struct cli {
   char **argv;        /* run: the command and its arguments */
   struct ev_loop *loop;
   relock_client_t *client;
-  relock_lock_t *lock;           /* NULL for --semaphore and latch */
-  relock_semaphore_t *semaphore; /* --semaphore: NAME is one, run holds a permit */
+  relock_lock_t *lock;           /* NULL for --semaphore, --rsemaphore and latch */
+  relock_semaphore_t *semaphore; /* --rsemaphore: NAME is one, run holds a permit */
+  relock_permit_semaphore_t *permits; /* --semaphore: NAME is one, run holds a watched permit */
   const char *latch_op;          /* latch: count, down, await, set */
   int64_t latch_count;           /* latch set N */
   uint64_t owner;     /* the process id: the holder field is "<client-id>:<pid>" */

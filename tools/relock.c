@@ -40,7 +40,7 @@ static const char usage_text[] =
     "      --tls-insecure     TLS without verifying the server at all: for tests only\n"
     "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
     "      --fair | --read | --write | --fenced | --spin  the kind of lock (man relock)\n"
-    "      --semaphore N      NAME is a semaphore of N permits: run holding one\n"
+    "      --semaphore N      hold one of N leased permits (--rsemaphore N: never expiring)\n"
     "  -q, --quiet | -v, --verbose  print nothing but errors | say what happens\n"
     "      --json             status, list: JSON lines;  -h, --help;  -V, --version\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
@@ -225,6 +225,13 @@ static int connect_client(cli_t *r) {
     return rc;
   if (r->latch_op != NULL)
     return 0; /* latch.c makes its object */
+  if (o->semaphore > 0 && !o->rsemaphore) {
+    if ((r->permits = relock_permit_semaphore_new(r->client, r->name, &err)) == NULL) {
+      say(0, "invalid semaphore name: %s", relock_strerror(err.code));
+      return EXIT_USAGE;
+    }
+    return 0;
+  }
   if (o->semaphore > 0) {
     if ((r->semaphore = relock_semaphore_new(r->client, r->name, &err)) == NULL) {
       say(0, "invalid semaphore name: %s", relock_strerror(err.code));
@@ -285,6 +292,7 @@ int main(int argc, char **argv) {
     code = run_command(&r);
   relock_lock_free(r.lock);
   relock_semaphore_free(r.semaphore);
+  relock_permit_semaphore_free(r.permits);
   relock_client_free(r.client);
   return code;
 }

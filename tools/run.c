@@ -1,9 +1,11 @@
 /* relock NAME -- COMMAND: acquire, run the command in a process group of its
  * own, renew while it runs, stop it if the lock is lost, release when it
  * ends. With --semaphore N, what is held is one of N permits of the
- * semaphore NAME instead (no lease: nothing to renew or lose). One libev
- * loop drives all of it: the lock's futures, the renewals,
- * the child watcher and the signal watchers. */
+ * permit-expirable semaphore NAME instead: a permit with a lease, renewed
+ * and lost as a lock's hold is. With --rsemaphore N, a permit of Redisson's
+ * RSemaphore (no lease: nothing to renew or lose, and nothing gives it back
+ * if relock dies). One libev loop drives all of it: the lock's futures, the
+ * renewals, the child watcher and the signal watchers. */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +53,7 @@ typedef struct run {
   ev_signal jobctl[2]; /* SIGTSTP, SIGCONT */
   int tstp_sent;       /* relock got SIGTSTP and passed it on */
   int64_t token;       /* --fenced: the acquisition's token, for $RELOCK_TOKEN */
+  char permit[RELOCK_PERMIT_ID_SIZE]; /* --semaphore: the permit's id, for its release */
 } run_t;
 
 /* The command's processes after its leader exited: checked on every exit of
@@ -66,6 +69,8 @@ typedef struct run {
 /* What the command runs holding: a hold of the lock, or a permit. */
 static relock_future_t *acquire_hold(run_t *r, int64_t wait_ms) {
   cli_t *c = r->c;
+  if (c->permits != NULL) /* RELOCK_INFINITE: a watched permit, renewed as a lock's hold */
+    return relock_permit_semaphore_acquire_async(c->permits, wait_ms, c->opt.lease_ms);
   if (c->semaphore != NULL)
     return relock_semaphore_acquire_async(c->semaphore, 1, wait_ms);
   return relock_lock_lock_async(c->lock, c->owner, wait_ms, c->opt.lease_ms);
@@ -73,9 +78,22 @@ static relock_future_t *acquire_hold(run_t *r, int64_t wait_ms) {
 
 static relock_future_t *release_hold(run_t *r) {
   cli_t *c = r->c;
+  if (c->permits != NULL)
+    return relock_permit_semaphore_release_async(c->permits, r->permit);
   if (c->semaphore != NULL)
     return relock_semaphore_release_async(c->semaphore, 1);
   return relock_lock_unlock_async(c->lock, c->owner);
+}
+
+/* How long the hold is known valid (relock_lock_validity_ms); RELOCK_INFINITE
+ * for an RSemaphore's permit, which never expires. */
+static int64_t hold_validity_ms(run_t *r) {
+  cli_t *c = r->c;
+  if (c->permits != NULL)
+    return relock_permit_semaphore_validity_ms(c->permits, r->permit);
+  if (c->semaphore != NULL)
+    return RELOCK_INFINITE;
+  return relock_lock_validity_ms(c->lock, c->owner);
 }
 
 /* -- ending -----------------------------------------------------------------*/
@@ -130,11 +148,16 @@ static void on_released(relock_future_t *f, void *arg) {
     code = EXIT_LOST;
   } else if (err == RELOCK_ELOST || err == RELOCK_ENOTOWNER) {
     /* Not seen while running, but the command did run without the lock. */
-    say(0, "lock %s was lost while the command ran: %s", r->c->name, words_of(r, f));
+    say(0, "%s %s was lost while the command ran: %s", r->c->what, r->c->name, words_of(r, f));
+    code = EXIT_LOST;
+  } else if (err == 0 && r->c->permits != NULL && !relock_future_bool(f)) {
+    /* the permit was gone before the renewal found out: the same */
+    say(0, "the permit %s of semaphore %s was lost while the command ran: it was no longer taken", r->permit,
+        r->c->name);
     code = EXIT_LOST;
   } else if (err != 0) {
     say(0, "could not release %s %s: %s (%s)", r->c->what, r->c->name, words_of(r, f),
-        r->c->semaphore != NULL ? "its permit is not given back: a semaphore's permits never expire"
+        r->c->semaphore != NULL ? "its permit is not given back: an RSemaphore's permits never expire"
                                 : "it expires with its lease");
   } else {
     say(2, "released %s", r->c->name);
@@ -236,9 +259,9 @@ static void on_cont(struct ev_loop *loop, ev_signal *w, int revents) {
   if (r->child <= 0 || r->child_done)
     return;
   give_terminal(r);
-  if (!r->lost && r->c->lock != NULL && relock_lock_validity_ms(r->c->lock, r->c->owner) <= 0) {
+  if (!r->lost && r->c->semaphore == NULL && hold_validity_ms(r) <= 0) {
     char message[512];
-    snprintf(message, sizeof message, "the lease of lock %s ran out while relock was stopped", r->c->name);
+    snprintf(message, sizeof message, "the lease of %s %s ran out while relock was stopped", r->c->what, r->c->name);
     lose(r, message); /* SIGTERM, SIGCONT */
     return;
   }
@@ -389,6 +412,15 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
   lose(arg, message);
 }
 
+/* A permit's loss is a lock's: the same stop, the same 76. */
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *message, void *arg) {
+  (void)s;
+  (void)reason;
+  run_t *r = arg;
+  if (strcmp(id, r->permit) == 0)
+    lose(r, message);
+}
+
 /* A fixed lease is never renewed, and the library does not call on_lost
  * when it merely runs out: this timer does. */
 static void on_lease(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -396,7 +428,7 @@ static void on_lease(struct ev_loop *loop, ev_timer *w, int revents) {
   (void)revents;
   run_t *r = w->data;
   char message[512];
-  snprintf(message, sizeof message, "the fixed lease of lock %s (%lld ms) ran out", r->c->name,
+  snprintf(message, sizeof message, "the fixed lease of %s %s (%lld ms) ran out", r->c->what, r->c->name,
            (long long)r->c->opt.lease_ms);
   lose(r, message);
 }
@@ -408,13 +440,13 @@ static void on_lease(struct ev_loop *loop, ev_timer *w, int revents) {
 static void start_lease(run_t *r) {
   if (r->c->opt.lease_ms == RELOCK_INFINITE)
     return;
-  int64_t left = relock_lock_validity_ms(r->c->lock, r->c->owner);
+  int64_t left = hold_validity_ms(r);
   ev_timer_set(&r->lease, left > 0 ? (double)left / 1000.0 : 0.0, 0.0);
   ev_timer_start(r->c->loop, &r->lease);
 }
 
 static int spawn(run_t *r) {
-  char field[160];
+  char field[160] = ""; /* a semaphore has no holder field: RELOCK_OWNER is empty */
   relock_lock_field(r->c->lock, r->c->owner, field, sizeof field);
   int pipefd[2]; /* reports exec failure; closed on a successful exec */
   if (pipe2(pipefd, O_CLOEXEC) != 0)
@@ -448,6 +480,8 @@ static int spawn(run_t *r) {
     signal(SIGPIPE, SIG_DFL); /* relock ignores it (relock.c); the command expects the default */
     setenv("RELOCK_NAME", r->c->name, 1);
     setenv("RELOCK_OWNER", field, 1);
+    if (r->c->permits != NULL)
+      setenv("RELOCK_PERMIT", r->permit, 1);
     if (r->c->opt.kind == KIND_FENCED) {
       char token[24];
       snprintf(token, sizeof token, "%lld", (long long)r->token);
@@ -584,6 +618,21 @@ static void on_patience(struct ev_loop *loop, ev_timer *w, int revents) {
 
 /* -- acquired ----------------------------------------------------------------*/
 
+/* Whether the acquisition f took the hold: a boolean, a fenced lock's token
+ * (0: not acquired), or a permit's id (no value: none free in time). */
+static int took_hold(run_t *r, relock_future_t *f) {
+  relock_value_type_t type = relock_future_value_type(f);
+  if (type == RELOCK_VALUE_STRING) {
+    snprintf(r->permit, sizeof r->permit, "%s", relock_future_string(f, NULL));
+    return 1;
+  }
+  if (type == RELOCK_VALUE_NONE)
+    return 0;
+  int64_t value = type == RELOCK_VALUE_INT ? relock_future_int(f) : relock_future_bool(f);
+  r->token = value;
+  return value != 0;
+}
+
 static void on_acquired(relock_future_t *f, void *arg) {
   run_t *r = arg;
   r->acquire = NULL;
@@ -604,10 +653,7 @@ static void on_acquired(relock_future_t *f, void *arg) {
     finish(r, err == RELOCK_EWRONGKIND ? EXIT_NOT_LOCK : EXIT_REDIS);
     return;
   }
-  /* a boolean, or a fenced lock's token (0: not acquired) */
-  int64_t value = relock_future_value_type(f) == RELOCK_VALUE_INT ? relock_future_int(f) : relock_future_bool(f);
-  int acquired = value != 0;
-  r->token = value;
+  int acquired = took_hold(r, f);
   relock_future_release(f);
   if (!acquired) {
     say(1, "%s %s is busy%s", r->c->what, r->c->name, r->c->opt.wait_ms > 0 ? ": not acquired in time" : "");
@@ -653,11 +699,14 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents) {
   }
 }
 
-/* --semaphore N: the semaphore gets N permits unless it has a count
- * already (Redisson's trySetPermits: the first to come sets it). */
+/* --semaphore N, --rsemaphore N: the semaphore gets N permits unless it
+ * has a count already (Redisson's trySetPermits: the first to come sets it;
+ * both layouts keep it in the same key). */
 static int set_permits(cli_t *c) {
   int set = 0;
-  if (relock_semaphore_try_set_permits(c->semaphore, c->opt.semaphore, &set) != 0) {
+  int rc = c->permits != NULL ? relock_permit_semaphore_try_set_permits(c->permits, c->opt.semaphore, &set)
+                              : relock_semaphore_try_set_permits(c->semaphore, c->opt.semaphore, &set);
+  if (rc != 0) {
     say(0, "cannot set up semaphore %s: %s", c->name, relock_last_error_message());
     return -1;
   }
@@ -679,6 +728,13 @@ int run_command(cli_t *c) {
     /* a force release (relock release --force, Redisson's forceUnlock) stops
      * the command within milliseconds, not at the next renewal */
     relock_lock_watch_loss(c->lock, 1);
+  }
+  if (c->permits != NULL) {
+    int rc = relock_permit_semaphore_on_lost(c->permits, on_permit_lost, r);
+    if (rc != 0) {
+      say(0, "cannot watch %s %s for a loss: %s", c->what, c->name, relock_strerror(rc));
+      return EXIT_REDIS;
+    }
   }
   static const int signums[3] = {SIGINT, SIGTERM, SIGHUP};
   for (int i = 0; i < 3; i++) {
@@ -707,7 +763,7 @@ int run_command(cli_t *c) {
     r->jobctl[i].data = r;
     ev_signal_start(c->loop, &r->jobctl[i]);
   }
-  if (c->semaphore != NULL && set_permits(c) != 0)
+  if ((c->semaphore != NULL || c->permits != NULL) && set_permits(c) != 0)
     return EXIT_REDIS;
   r->acquire = acquire_hold(r, c->opt.wait_ms);
   if (r->acquire == NULL) {
@@ -723,5 +779,7 @@ int run_command(cli_t *c) {
     relock_lock_on_lost(c->lock, NULL, NULL);
     relock_lock_on_wait(c->lock, NULL, NULL);
   }
+  if (c->permits != NULL)
+    relock_permit_semaphore_on_lost(c->permits, NULL, NULL);
   return r->exit_code >= 0 ? r->exit_code : EXIT_REDIS;
 }

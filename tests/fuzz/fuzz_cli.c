@@ -164,9 +164,11 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(o->url == NULL || in_argv(argc, argv, o->url));
   FUZZ_CHECK(o->url_file == NULL || in_argv(argc, argv, o->url_file));
   FUZZ_CHECK(o->orphan_signal > 0 && o->orphan_signal < NSIG);
-  /* --semaphore N: 1 to 2^31 - 1, for running a command on the plain kind without a lease */
+  /* --semaphore N, --rsemaphore N: 1 to 2^31 - 1, for running a command on the plain kind; the
+   * RSemaphore's permits without a lease */
   FUZZ_CHECK(o->semaphore >= 0 && o->semaphore <= INT32_MAX);
-  FUZZ_CHECK(o->semaphore == 0 || (a->mode == ARGS_RUN && o->kind == KIND_LOCK && o->lease_ms == RELOCK_INFINITE));
+  FUZZ_CHECK(o->semaphore == 0 || (a->mode == ARGS_RUN && o->kind == KIND_LOCK));
+  FUZZ_CHECK(!o->rsemaphore || (o->semaphore > 0 && o->lease_ms == RELOCK_INFINITE));
 
   FUZZ_CHECK(a->name != NULL && a->name[0] != '\0');
   int name_at = 0;
@@ -217,8 +219,8 @@ static int same_args(const args_t *a, const args_t *b) {
   return x->url == y->url && x->url_file == y->url_file && x->wait_ms == y->wait_ms && x->lease_ms == y->lease_ms &&
          x->grace_ms == y->grace_ms && x->timeout_ms == y->timeout_ms && x->watchdog_ms == y->watchdog_ms &&
          x->verbosity == y->verbosity && x->force == y->force && x->json == y->json && a->mode == b->mode && a->name == b->name &&
-         a->command == b->command && x->semaphore == y->semaphore && a->latch_op == b->latch_op &&
-         a->latch_count == b->latch_count &&
+         a->command == b->command && x->semaphore == y->semaphore && x->rsemaphore == y->rsemaphore &&
+         a->latch_op == b->latch_op && a->latch_count == b->latch_count &&
          (a->message == NULL ? b->message == NULL : b->message != NULL && strcmp(a->message, b->message) == 0);
 }
 

@@ -675,8 +675,9 @@ relock -q --semaphore 0 t-sem -- true 2>"$work/err"
 expect "--semaphore 0: a usage error" "64 yes" "$? $(grep -q 'whole number' "$work/err" && echo yes)"
 relock -q --semaphore 2 --fair t-sem -- true 2>"$work/err"
 expect "--semaphore with a lock kind: a usage error" 64 $?
-relock -q --semaphore 2 --lease 1s t-sem -- true 2>"$work/err"
-expect "--semaphore with --lease: a usage error" "64 yes" "$? $(grep -q 'no lease' "$work/err" && echo yes)"
+relock -q --rsemaphore 2 --lease 1s t-sem -- true 2>"$work/err"
+expect "--rsemaphore with --lease: a usage error (--semaphore's permits have one: test_cli_semaphore.sh)" "64 yes" \
+  "$? $(grep -q 'no lease' "$work/err" && echo yes)"
 
 relock latch t-latch set 2
 r1=$?
