@@ -19,7 +19,7 @@ typedef struct {
   int n;
 } rules_t;
 
-static rules_t base_rules, addon_rules, wakeup_rules; /* from ACL_DOC */
+static rules_t base_rules, addon_rules, wakeup_rules, semaphore_rules; /* from ACL_DOC */
 
 /* Splits the words of an "ACL SETUSER relock ..." line after the user name. */
 static void split(const char *line, rules_t *r) {
@@ -32,19 +32,47 @@ static void split(const char *line, rules_t *r) {
       r->rule[r->n++] = t;
 }
 
+/* The rule set an add-on line belongs to: the one its section ("### ..."
+ * heading above it) is about, NULL for a section this file knows nothing
+ * of. */
+static rules_t *addon_of(const char *heading) {
+  if (strstr(heading, "wake-up") != NULL)
+    return &wakeup_rules;
+  if (strstr(heading, "semaphore") != NULL)
+    return &semaphore_rules;
+  if (strstr(heading, "relock status") != NULL)
+    return &addon_rules;
+  return NULL;
+}
+
+/* Each add-on line goes to its section's set; a line under an unknown
+ * heading, or two in one set, is an error (the page changed: this file
+ * must learn it), not a guess. */
 static int load_rules(void) {
   FILE *f = fopen(ACL_DOC, "r");
   if (f == NULL)
     return -1;
-  char line[2048];
+  char line[2048], heading[256] = "";
+  int bad = 0;
   while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "ACL SETUSER relock reset ", 25) == 0)
+    if (strncmp(line, "### ", 4) == 0) {
+      snprintf(heading, sizeof heading, "%.200s", line);
+    } else if (strncmp(line, "ACL SETUSER relock reset ", 25) == 0) {
+      bad |= base_rules.n > 0;
       split(line, &base_rules);
-    else if (strncmp(line, "ACL SETUSER relock +", 20) == 0)
-      split(line, strstr(line, "+zpopmin") != NULL ? &wakeup_rules : &addon_rules);
+    } else if (strncmp(line, "ACL SETUSER relock +", 20) == 0) {
+      rules_t *r = addon_of(heading);
+      if (r == NULL || r->n > 0) {
+        fprintf(stderr, "%s: an add-on line under \"%.*s\" that test_acl.c does not know\n", ACL_DOC,
+                (int)strcspn(heading, "\n"), heading);
+        bad = 1;
+        continue;
+      }
+      split(line, r);
+    }
   }
   fclose(f);
-  return base_rules.n > 0 && addon_rules.n > 0 && wakeup_rules.n > 0 ? 0 : -1;
+  return !bad && base_rules.n > 0 && addon_rules.n > 0 && wakeup_rules.n > 0 && semaphore_rules.n > 0 ? 0 : -1;
 }
 
 typedef struct {
@@ -95,22 +123,34 @@ static void admin_ok(fx_t *fx, int argc, const char *const *argv) {
     fail_msg("%s %s: %s", argv[0], argc > 1 ? argv[1] : "", reply);
 }
 
+/* The add-ons make_user may add to the base rules. */
+enum { ADD_STATUS = 1, ADD_WAKEUP = 2, ADD_SEMAPHORE = 4 };
+
+static void add_rules(const rules_t *r, const char *omit, const char **argv, int *argc) {
+  for (int i = 0; i < r->n; i++)
+    if (omit == NULL || strcmp(r->rule[i], omit) != 0)
+      argv[(*argc)++] = r->rule[i][0] == '>' ? ">pw" : r->rule[i];
+}
+
 /* (Re)makes the user "relock" from the documented rules, without the rule
- * omit (NULL: all of them), with the status/list add-ons if asked. */
+ * omit (NULL: all of them), with the add-ons asked for (ADD_*; 1: those of
+ * status/list and the wake-up). */
 static void make_user(fx_t *fx, const char *omit, int addons) {
   if (relock_test_redis_version(fx->redis) < 70000) {
     print_message("# redis-server older than 7.0: its ACL errors differ; skipped\n");
     skip();
   }
-  const char *argv[3 + 2 * MAX_RULES] = {"ACL", "SETUSER", "relock"};
+  if (addons == 1)
+    addons = ADD_STATUS | ADD_WAKEUP;
+  const char *argv[3 + 4 * MAX_RULES] = {"ACL", "SETUSER", "relock"};
   int argc = 3;
-  for (int i = 0; i < base_rules.n; i++)
-    if (omit == NULL || strcmp(base_rules.rule[i], omit) != 0)
-      argv[argc++] = base_rules.rule[i][0] == '>' ? ">pw" : base_rules.rule[i];
-  for (int i = 0; addons && i < addon_rules.n; i++)
-    argv[argc++] = addon_rules.rule[i];
-  for (int i = 0; addons && i < wakeup_rules.n; i++)
-    argv[argc++] = wakeup_rules.rule[i];
+  add_rules(&base_rules, omit, argv, &argc);
+  if (addons & ADD_STATUS)
+    add_rules(&addon_rules, NULL, argv, &argc);
+  if (addons & ADD_WAKEUP)
+    add_rules(&wakeup_rules, NULL, argv, &argc);
+  if (addons & ADD_SEMAPHORE)
+    add_rules(&semaphore_rules, omit, argv, &argc);
   admin_ok(fx, argc, argv);
   /* a fresh script cache: EVAL (the NOSCRIPT fallback) is exercised too */
   const char *flush[] = {"SCRIPT", "FLUSH"};
@@ -480,6 +520,229 @@ static void test_every_rule_is_needed(void **state) {
   }
 }
 
+/* -- the semaphore add-on ------------------------------------------------------
+ * The permit-expirable semaphore (a watched permit: renewed by the
+ * watchdog, lua/lock_renew.lua with role 'p') and the plain one, with the
+ * base rules and the semaphore add-on alone. */
+
+#define PS_NAME "app:ps"
+#define PS_CHANNEL "redisson_sc:{" PS_NAME "}"
+#define S_NAME "app:sem"
+#define S_CHANNEL "redisson_sc:{" S_NAME "}"
+
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *message,
+                           void *arg) {
+  (void)s, (void)id, (void)reason;
+  print_message("# %s\n", message);
+  ((fx_t *)arg)->lost++;
+}
+
+static relock_permit_semaphore_t *permit_sem_of(fx_t *fx, relock_client_t *c) {
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(c, PS_NAME, NULL);
+  assert_non_null(s);
+  assert_int_equal(relock_permit_semaphore_on_lost(s, on_permit_lost, fx), 0);
+  return s;
+}
+
+static relock_semaphore_t *sem_of(relock_client_t *c) {
+  relock_semaphore_t *s = relock_semaphore_new(c, S_NAME, NULL);
+  assert_non_null(s);
+  return s;
+}
+
+/* A permit's acquisition: 0 and the permit's id in id ("" when none was
+ * free within the wait), or its error (its message in msg). */
+static int permit_outcome(relock_future_t *f, char id[RELOCK_PERMIT_ID_SIZE], char *msg, size_t size) {
+  assert_non_null(f);
+  int r = relock_future_wait(f, fx_slack_ms(10000));
+  assert_int_not_equal(r, RELOCK_EPENDING);
+  id[0] = '\0';
+  if (r == 0 && relock_future_value_type(f) == RELOCK_VALUE_STRING)
+    snprintf(id, RELOCK_PERMIT_ID_SIZE, "%s", relock_future_string(f, NULL));
+  if (msg != NULL)
+    snprintf(msg, size, "%s", r != 0 ? relock_future_message(f) : "");
+  relock_future_release(f);
+  return r;
+}
+
+static void take_permit(relock_future_t *f, char id[RELOCK_PERMIT_ID_SIZE]) {
+  char msg[512];
+  int r = permit_outcome(f, id, msg, sizeof msg);
+  if (r != 0 || strlen(id) != 32)
+    fail_msg("no permit: %s (%s)", msg, relock_err_name(r));
+}
+
+/* How many subscribers channel has (PUBSUB NUMSUB, as the admin). */
+static long long subscribers(fx_t *fx, const char *channel) {
+  char buf[256];
+  const char *numsub[] = {"PUBSUB", "NUMSUB", channel};
+  assert_int_equal(relock_test_redis_cmdv(fx->redis, buf, sizeof buf, 3, numsub, NULL), 0);
+  const char *count = strrchr(buf, ':'); /* "*2 $n <channel> :<count>": the last colon */
+  assert_non_null(count);
+  return atoll(count + 1);
+}
+
+typedef struct {
+  fx_t *fx;
+  const char *channel;
+  relock_future_t *f;
+} sub_t;
+
+/* The waiter f subscribed to the channel, or is done (refused). */
+static int subscribed_or_done(void *arg) {
+  sub_t *w = arg;
+  return relock_future_is_done(w->f) || subscribers(w->fx, w->channel) > 0;
+}
+
+/* Runs the loop until the waiting acquisition f has subscribed to channel
+ * (or is done); returns whether it is still pending. */
+static int subscribed(fx_t *fx, const char *channel, relock_future_t *f) {
+  sub_t w = {fx, channel, f};
+  fx_run_until(fx_loop(), subscribed_or_done, &w, 2000);
+  return relock_future_state(f) == RELOCK_FUTURE_PENDING;
+}
+
+static void test_semaphore_addon_suffices(void **state) {
+  fx_t *fx = *state;
+  make_user(fx, NULL, ADD_SEMAPHORE);
+  int64_t watchdog_ms = 300 * relock_test_slowdown(); /* as in test_documented_rules_suffice */
+  clients(fx, watchdog_ms);
+  relock_permit_semaphore_t *pa = permit_sem_of(fx, fx->a), *pb = permit_sem_of(fx, fx->b);
+  char id[RELOCK_PERMIT_ID_SIZE], next[RELOCK_PERMIT_ID_SIZE];
+
+  assert_int_equal(value_of(relock_permit_semaphore_try_set_permits_async(pa, 1)), 1);
+  assert_int_equal(value_of(relock_permit_semaphore_available_async(pa)), 1);
+  take_permit(relock_permit_semaphore_acquire_async(pa, 0, RELOCK_INFINITE), id); /* watched */
+  assert_int_equal(value_of(relock_permit_semaphore_available_async(pa)), 0);
+  /* renewed by the watchdog (every third of its lease) through two leases */
+  fx_run_for(fx_loop(), 2 * watchdog_ms);
+  assert_true(relock_permit_semaphore_validity_ms(pa, id) > 0);
+  assert_int_equal(value_of(relock_permit_semaphore_validate_async(pa, id)), 1);
+  assert_int_equal(fx->lost, 0);
+  /* a waiter (its try finds none free: ZRANGE) subscribes; the release
+   * (PUBLISH) wakes it */
+  relock_future_t *wait = relock_permit_semaphore_acquire_async(pb, 20000, RELOCK_INFINITE);
+  assert_true(subscribed(fx, PS_CHANNEL, wait));
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING); /* and stays so while taken */
+  assert_int_equal(value_of(relock_permit_semaphore_release_async(pa, id)), 1);
+  uint64_t t0 = relock__now_ns();
+  take_permit(wait, next);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
+  assert_int_equal(value_of(relock_permit_semaphore_release_async(pb, next)), 1);
+  assert_int_equal(value_of(relock_permit_semaphore_try_set_permits_async(pa, 5)), 0); /* set already */
+  assert_int_equal(value_of(relock_permit_semaphore_add_permits_async(pa, 2)), 3);
+  assert_int_equal(value_of(relock_permit_semaphore_available_async(pa)), 3);
+  assert_int_equal(fx->lost, 0);
+  relock_permit_semaphore_free(pa);
+  relock_permit_semaphore_free(pb);
+
+  relock_semaphore_t *sa = sem_of(fx->a), *sb = sem_of(fx->b);
+  assert_int_equal(value_of(relock_semaphore_try_set_permits_async(sa, 1)), 1);
+  assert_int_equal(value_of(relock_semaphore_acquire_async(sa, 1, 0)), 1);
+  assert_int_equal(value_of(relock_semaphore_available_async(sa)), 0);
+  wait = relock_semaphore_acquire_async(sb, 1, 20000);
+  assert_true(subscribed(fx, S_CHANNEL, wait));
+  assert_int_equal(value_of(relock_semaphore_release_async(sa, 1)), 1); /* free afterwards: 1 */
+  t0 = relock__now_ns();
+  assert_int_equal(value_of(wait), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000));
+  assert_int_equal(value_of(relock_semaphore_release_async(sb, 1)), 1);
+  assert_int_equal(value_of(relock_semaphore_add_permits_async(sa, 2)), 3);
+  assert_int_equal(value_of(relock_semaphore_drain_permits_async(sa)), 3);
+  assert_int_equal(value_of(relock_semaphore_available_async(sa)), 0);
+  relock_semaphore_free(sa);
+  relock_semaphore_free(sb);
+  /* the subscriber connections were never refused anything */
+  assert_int_equal(fx->b->redis.pubsub.conn.connects, 1);
+}
+
+/* -- every rule of the semaphore add-on is needed ---------------------------*/
+
+static int give_backs_done(void *arg) {
+  return __atomic_load_n(&((relock_client_t *)arg)->give_backs_owed, __ATOMIC_RELAXED) == 0;
+}
+
+/* A permit whose acquisition is answered past its lease - the server
+ * paused (CLIENT PAUSE) for longer - is given back
+ * (lua/permit_semaphore_undo.lua, its only caller that a test can make
+ * happen at will). Returns 1 if the acquisition or the give-back was
+ * refused (a give-back's failure is told to nobody: the client counts
+ * it), else 0, the permit back in the pool. */
+static int late_permit(fx_t *fx, relock_client_t *c, relock_permit_semaphore_t *s, int *other) {
+  size_t failed = c->give_backs_failed;
+  char pause[32], reply[64], id[RELOCK_PERMIT_ID_SIZE];
+  snprintf(pause, sizeof pause, "%d", 300 * relock_test_slowdown());
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", pause, "ALL", NULL), 0);
+  int r = permit_outcome(relock_permit_semaphore_acquire_async(s, 0, 100), id, NULL, 0);
+  assert_true(fx_run_until(fx_loop(), give_backs_done, c, 5000));
+  if (r != RELOCK_ETIMEDOUT && r != RELOCK_ENOPERM)
+    ++*other;
+  return r == RELOCK_ENOPERM || c->give_backs_failed > failed;
+}
+
+/* Every semaphore operation once, as every_operation does for the locks;
+ * returns how many were refused (RELOCK_ENOPERM). */
+static int every_semaphore_operation(fx_t *fx, int *other) {
+  relock_client_t *a = fx_client(fx->cfg), *b = fx_client(fx->cfg);
+  int stretch = relock_test_under_valgrind() ? 2 : 1;
+  char id[RELOCK_PERMIT_ID_SIZE], next[RELOCK_PERMIT_ID_SIZE];
+
+  relock_permit_semaphore_t *pa = permit_sem_of(fx, a), *pb = permit_sem_of(fx, b);
+  int n = enoperm(relock_permit_semaphore_try_set_permits_async(pa, 1), other);
+  int r = permit_outcome(relock_permit_semaphore_acquire_async(pa, 0, RELOCK_INFINITE), id, NULL, 0);
+  n += r == RELOCK_ENOPERM;
+  *other += r != 0 && r != RELOCK_ENOPERM;
+  relock_future_t *wait = relock_permit_semaphore_acquire_async(pb, 2000 * stretch, RELOCK_INFINITE);
+  subscribed(fx, PS_CHANNEL, wait);
+  if (id[0] != '\0')
+    n += enoperm(relock_permit_semaphore_release_async(pa, id), other);
+  r = permit_outcome(wait, next, NULL, 0);
+  n += r == RELOCK_ENOPERM;
+  *other += r != 0 && r != RELOCK_ENOPERM;
+  if (next[0] != '\0')
+    n += enoperm(relock_permit_semaphore_release_async(pb, next), other);
+  n += enoperm(relock_permit_semaphore_available_async(pa), other);
+  n += enoperm(relock_permit_semaphore_add_permits_async(pa, 1), other);
+  n += late_permit(fx, a, pa, other);
+  relock_permit_semaphore_free(pa);
+  relock_permit_semaphore_free(pb);
+
+  relock_semaphore_t *sa = sem_of(a), *sb = sem_of(b);
+  n += enoperm(relock_semaphore_try_set_permits_async(sa, 1), other);
+  n += enoperm(relock_semaphore_acquire_async(sa, 1, 0), other);
+  wait = relock_semaphore_acquire_async(sb, 1, 2000 * stretch);
+  subscribed(fx, S_CHANNEL, wait);
+  n += enoperm(relock_semaphore_release_async(sa, 1), other);
+  n += enoperm(wait, other);
+  n += enoperm(relock_semaphore_drain_permits_async(sa), other);
+  n += enoperm(relock_semaphore_available_async(sa), other);
+  relock_semaphore_free(sa);
+  relock_semaphore_free(sb);
+
+  relock_client_free(a);
+  relock_client_free(b);
+  const char *flushall[] = {"FLUSHALL"};
+  admin_ok(fx, 1, flushall);
+  return n;
+}
+
+static void test_every_semaphore_rule_is_needed(void **state) {
+  fx_t *fx = *state;
+  int other = 0;
+  make_user(fx, NULL, ADD_SEMAPHORE);
+  assert_int_equal(every_semaphore_operation(fx, &other), 0);
+  assert_int_equal(other, 0);
+  for (int i = 0; i < semaphore_rules.n; i++) {
+    const char *rule = semaphore_rules.rule[i];
+    make_user(fx, rule, ADD_SEMAPHORE);
+    other = 0;
+    int n = every_semaphore_operation(fx, &other);
+    if (n == 0)
+      fail_msg("without %s every semaphore operation still works: the rule is not needed", rule);
+    print_message("# without %s: %d semaphore operations refused, %d failed otherwise\n", rule, n, other);
+  }
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -493,6 +756,8 @@ int main(void) {
       T(test_without_publish),
       T(test_without_the_channel_key_pattern),
       T(test_every_rule_is_needed),
+      T(test_semaphore_addon_suffices),
+      T(test_every_semaphore_rule_is_needed),
   };
 #undef T
   if (!relock_test_redis_available())
