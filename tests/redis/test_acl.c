@@ -602,6 +602,30 @@ static int subscribed(fx_t *fx, const char *channel, relock_future_t *f) {
   return relock_future_state(f) == RELOCK_FUTURE_PENDING;
 }
 
+static int give_backs_done(void *arg) {
+  return __atomic_load_n(&((relock_client_t *)arg)->give_backs_owed, __ATOMIC_RELAXED) == 0;
+}
+
+/* A permit whose acquisition is answered past its lease - the server
+ * paused (CLIENT PAUSE) for longer - is given back
+ * (lua/permit_semaphore_undo.lua, its only caller that a test can make
+ * happen at will). Returns the acquisition's outcome (RELOCK_ETIMEDOUT:
+ * answered late, given back; 0: none was free) and in *give_back_failed
+ * whether the give-back was refused (which is told to nobody: the client
+ * counts it). */
+static int late_permit(fx_t *fx, relock_client_t *c, relock_permit_semaphore_t *s, int *give_back_failed) {
+  size_t failed = c->give_backs_failed;
+  char pause[32], reply[64], id[RELOCK_PERMIT_ID_SIZE];
+  snprintf(pause, sizeof pause, "%d", 300 * relock_test_slowdown());
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", pause, "ALL", NULL), 0);
+  int r = permit_outcome(relock_permit_semaphore_acquire_async(s, 0, 100), id, NULL, 0);
+  if (r == 0 && id[0] != '\0')
+    fail_msg("a permit with a 100 ms lease answered in time through a %s ms pause", pause);
+  assert_true(fx_run_until(fx_loop(), give_backs_done, c, 5000));
+  *give_back_failed = c->give_backs_failed > failed;
+  return r;
+}
+
 static void test_semaphore_addon_suffices(void **state) {
   fx_t *fx = *state;
   make_user(fx, NULL, ADD_SEMAPHORE);
@@ -633,6 +657,11 @@ static void test_semaphore_addon_suffices(void **state) {
   assert_int_equal(value_of(relock_permit_semaphore_add_permits_async(pa, 2)), 3);
   assert_int_equal(value_of(relock_permit_semaphore_available_async(pa)), 3);
   assert_int_equal(fx->lost, 0);
+  /* a permit answered past its lease is given back (INCR) */
+  int give_back_failed;
+  assert_int_equal(late_permit(fx, fx->a, pa, &give_back_failed), RELOCK_ETIMEDOUT);
+  assert_int_equal(give_back_failed, 0);
+  assert_int_equal(value_of(relock_permit_semaphore_available_async(pa)), 3);
   relock_permit_semaphore_free(pa);
   relock_permit_semaphore_free(pb);
 
@@ -658,28 +687,6 @@ static void test_semaphore_addon_suffices(void **state) {
 
 /* -- every rule of the semaphore add-on is needed ---------------------------*/
 
-static int give_backs_done(void *arg) {
-  return __atomic_load_n(&((relock_client_t *)arg)->give_backs_owed, __ATOMIC_RELAXED) == 0;
-}
-
-/* A permit whose acquisition is answered past its lease - the server
- * paused (CLIENT PAUSE) for longer - is given back
- * (lua/permit_semaphore_undo.lua, its only caller that a test can make
- * happen at will). Returns 1 if the acquisition or the give-back was
- * refused (a give-back's failure is told to nobody: the client counts
- * it), else 0, the permit back in the pool. */
-static int late_permit(fx_t *fx, relock_client_t *c, relock_permit_semaphore_t *s, int *other) {
-  size_t failed = c->give_backs_failed;
-  char pause[32], reply[64], id[RELOCK_PERMIT_ID_SIZE];
-  snprintf(pause, sizeof pause, "%d", 300 * relock_test_slowdown());
-  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", pause, "ALL", NULL), 0);
-  int r = permit_outcome(relock_permit_semaphore_acquire_async(s, 0, 100), id, NULL, 0);
-  assert_true(fx_run_until(fx_loop(), give_backs_done, c, 5000));
-  if (r != RELOCK_ETIMEDOUT && r != RELOCK_ENOPERM)
-    ++*other;
-  return r == RELOCK_ENOPERM || c->give_backs_failed > failed;
-}
-
 /* Every semaphore operation once, as every_operation does for the locks;
  * returns how many were refused (RELOCK_ENOPERM). */
 static int every_semaphore_operation(fx_t *fx, int *other) {
@@ -703,7 +710,10 @@ static int every_semaphore_operation(fx_t *fx, int *other) {
     n += enoperm(relock_permit_semaphore_release_async(pb, next), other);
   n += enoperm(relock_permit_semaphore_available_async(pa), other);
   n += enoperm(relock_permit_semaphore_add_permits_async(pa, 1), other);
-  n += late_permit(fx, a, pa, other);
+  int give_back_failed;
+  r = late_permit(fx, a, pa, &give_back_failed);
+  n += (r == RELOCK_ENOPERM) + give_back_failed;
+  *other += r != 0 && r != RELOCK_ETIMEDOUT && r != RELOCK_ENOPERM;
   relock_permit_semaphore_free(pa);
   relock_permit_semaphore_free(pb);
 
