@@ -4,7 +4,9 @@
 # a dead relock's permit comes back, a lost permit stops the command, no
 # more than N commands run at once (counted by the commands themselves),
 # also across a restart of a persistent Redis; status and list show the
-# permits. Speaks TAP. Run from the build directory (make check does).
+# permits; and as docs/ACL.md's user with its semaphore add-on (the line
+# read from that page), both run, wait and renew. Speaks TAP. Run from the
+# build directory (make check does).
 set -u
 here=$(dirname "$0")
 . "$here/../support/redis.sh"
@@ -318,5 +320,49 @@ expect "release --force on a semaphore: refused (65), its count kept" "65 3 yes"
 redis SET s-str hello >/dev/null
 relock status s-str 2>"$work/err"
 expect "status of a string that is no count: not a lock (65)" 65 $? "$(cat "$work/err")"
+
+
+# -- least privilege: the ACL user of docs/ACL.md with its semaphore add-on ----
+
+acl_doc="$here/../../docs/ACL.md"
+acl_base=$(grep '^ACL SETUSER relock reset ' "$acl_doc" | sed 's/>CHANGE-ME/>pw/')
+# the add-on line of the section "Add-on for semaphores", and no other
+acl_sem=$(sed -n '/^### Add-on for semaphores/,/^### /p' "$acl_doc" | grep '^ACL SETUSER relock +')
+acl_url="redis://relock:pw@127.0.0.1:$port"
+set -f # the rules hold '*': words, not globs
+redis $acl_base >"$work/out"
+expect "the documented ACL user can be made" OK "$(cat "$work/out")"
+set +f
+relock -u "$acl_url" -q --semaphore 1 app:acl-sem -- true 2>"$work/err"
+code=$?
+grep -q NOPERM "$work/err"
+expect "as the ACL user without the semaphore add-on: --semaphore refused (69, NOPERM)" "69 0" "$code $?" \
+  "$(cat "$work/err")"
+set -f
+redis $acl_sem >"$work/out"
+expect "the semaphore add-on is one line the server takes" "OK 1" "$(cat "$work/out") $(printf '%s\n' "$acl_sem" | wc -l)"
+set +f
+# held across renewals: three leases of the watchdog's
+relock -u "$acl_url" -q --watchdog $wd --semaphore 1 app:acl-sem -- sleep 3
+expect "with the add-on: --semaphore runs a command through the watchdog's renewals" "0 1" "$? $(redis GET app:acl-sem)"
+rm -f "$work/acl"
+relock_bg -u "$acl_url" -q --watchdog $wd --semaphore 1 app:acl-sem -- sh -c "$(holder_cmd "$work/acl")"
+acl_holder=$!
+until_file "$work/acl.up"
+relock_bg -u "$acl_url" -q --wait 20s --semaphore 1 app:acl-sem -- true
+acl_waiter=$!
+for _ in $(seq $((200 * slack))); do
+  [ "$(redis PUBSUB NUMSUB 'redisson_sc:{app:acl-sem}' | tail -1)" = 1 ] && break
+  sleep 0.05
+done
+expect "with the add-on: a second --semaphore waits on the channel" 1 \
+  "$(redis PUBSUB NUMSUB 'redisson_sc:{app:acl-sem}' | tail -1)"
+: >"$work/acl"
+wait "$acl_holder"
+code=$?
+wait "$acl_waiter"
+expect "with the add-on: the holder releases, the waiter runs" "0 0 1" "$code $? $(redis GET app:acl-sem)"
+relock -u "$acl_url" -q --rsemaphore 1 app:acl-rsem -- true
+expect "with the add-on: --rsemaphore runs a command" "0 1" "$? $(redis GET app:acl-rsem)"
 
 echo "1..$n"
