@@ -1,8 +1,9 @@
 /* relock under a least-privileged Redis ACL user: the rules of docs/ACL.md
  * (read from that file, so the page and the tests cannot drift apart) are
- * enough for every lock operation, and each of them is needed: without
- * it something fails with RELOCK_ENOPERM and the server's text, at once,
- * never by hanging. */
+ * enough for every lock operation (and, with the semaphore add-on, every
+ * semaphore operation), and each of them is needed: without it something
+ * fails with RELOCK_ENOPERM and the server's text, at once, never by
+ * hanging. */
 #include <config.h>
 
 #include <stdio.h>
