@@ -23,10 +23,8 @@
 -- own read holds go ahead.
 --#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
-local base = KEYS[1]
-if not string.find(base, '{', 1, true) then
-  base = '{' .. base .. '}'
-end
+--#include lua/shared/suffix_name.lua
+local base = base_of(KEYS[1])
 
 local function take()
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)

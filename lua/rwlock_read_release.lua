@@ -44,10 +44,8 @@ local refused = wrong_kind(KEYS[1], 'read-write lock', 'release')
 if refused then
   return refused
 end
-local base = KEYS[1]
-if not string.find(base, '{', 1, true) then
-  base = '{' .. base .. '}'
-end
+--#include lua/shared/suffix_name.lua
+local base = base_of(KEYS[1])
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then

@@ -74,7 +74,19 @@ static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, int6
   return relock__lock_send_release(lock_of(h), owner, lease_ms, 1);
 }
 
-static const relock__holder_ops_t holder_ops = {holder_key, holder_field, holder_lost, holder_drop, holder_release};
+static void holder_name(const relock__holder_t *h, uint64_t owner, char name[RELOCK__HOLD_FIELD_MAX]) {
+  relock__lock_field(lock_of(h), owner, name);
+}
+
+static const relock__holder_ops_t holder_ops = {
+    .what = "lock",
+    .key = holder_key,
+    .field = holder_field,
+    .name = holder_name,
+    .on_lost = holder_lost,
+    .drop = holder_drop,
+    .release = holder_release,
+};
 
 /* -- the object -------------------------------------------------------------*/
 

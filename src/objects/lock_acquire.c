@@ -71,6 +71,7 @@ typedef struct acquire {
   uint64_t sent_ns;         /* when the try in flight was first sent */
   acquire_state_t state;
   unsigned watchdog : 1;
+  unsigned forever : 1;     /* no lease: no hold for the watchdog (a semaphore's or latch's; a permit's without one) */
   unsigned try_once : 1;
   unsigned answered : 1;    /* Redis answered a try of this operation */
   unsigned abandoned : 1;   /* over: a try in flight is given back */
@@ -162,12 +163,20 @@ static char *latch_name(const acquire_t *op, size_t *len) {
   return relock__acquire_latch_name(op->lock->name, op->lock->len, op->latch_id, len);
 }
 
+/* A new request id for op's next try: its latch's, and for a kind whose
+ * ids are permits, the owner the permit is. */
+static void new_request_id(acquire_t *op) {
+  if (op->lock->kind->request_id != NULL)
+    op->lock->kind->request_id(op->lock, op->latch_id, &op->owner);
+  else
+    relock__request_id(&op->lock->client->rng, op->latch_id);
+}
+
 /* Sets call up for op's current try (its latch: a malloc'ed string, which
  * the caller frees); -1 when out of memory. */
 static int try_call(acquire_t *op, relock__lock_call_t *call, char field[RELOCK__FIELD_MAX]) {
   relock__lock_call_init(call, op->lock, op->owner, field);
-  /* a no_hold kind's lease is the caller's: -1 for none */
-  call->lease_ms = op->lock->kind->no_hold && op->watchdog ? -1 : op->lease_ms;
+  call->lease_ms = op->forever ? -1 : op->lease_ms;
   call->permits = op->w.permits;
   if (!op->try_once && op->lock->kind->wakes_one && (op->w.q != NULL || op->lock->waited)) {
     if ((call->waker = relock__waitq_waker_id(op->lock->client)) == NULL)
@@ -296,8 +305,8 @@ static void unregister(relock__waiter_t *w) {
  * its DEL is only tidying, and a close does not wait for it - a free must
  * not wait a command timeout for a stopped server when nothing is owed. */
 static void drop_latch(acquire_t *op) {
-  if (op->lock->kind->undo == NULL)
-    return; /* no latch kept: nothing to give back */
+  if (op->lock->kind->undo == NULL || op->lock->kind->no_latch)
+    return; /* no latch kept: nothing to give back, or the request id kept instead */
   size_t len;
   char *latch = latch_name(op, &len);
   if (latch == NULL)
@@ -435,13 +444,10 @@ static void on_try_reply(relock_future_t *f, const relock_reply_t *reply, void *
  * hold is surely valid; a late one is given back and tried afresh (or, for
  * a single try, reported as a timeout). */
 static void on_acquired(acquire_t *op, const relock__answer_t *answer) {
-  relock_client_t *c = op->lock->client;
   const relock__lock_kind_t *kind = op->lock->kind;
   op->queued = 0; /* the script took it out of the queue it was in */
   op->w.registered = op->keep_sent; /* and its process out of the waiting ones (unless others wait here) */
-  /* A no_hold kind's acquisition ends with no lease, unless it has one of
-   * its own (a permit-expirable semaphore's permit). */
-  if (!kind->no_hold || !op->watchdog) {
+  if (!op->forever) { /* a hold, or a permit with a lease */
     int64_t valid_ms = op->lease_ms - relock__validity_margin_ms(op->lease_ms);
     uint64_t now = relock__now_ns();
     int64_t took_ms = relock__ns_between(now, op->sent_ns) / RELOCK__NS_PER_MS;
@@ -453,15 +459,14 @@ static void on_acquired(acquire_t *op, const relock__answer_t *answer) {
             "was given back",
             kind->what, op->lock->name, (long long)took_ms, (long long)op->lease_ms);
       } else {
-        relock__request_id(&c->rng, op->latch_id);
+        new_request_id(op);
         try_acquire(op);
       }
       return;
     }
   }
-  if (kind->no_hold) { /* permits, a latch passed: nothing for the watchdog */
-    if (!kind->no_latch)
-      drop_latch(op);
+  if (op->forever) { /* permits with no lease, a latch passed: nothing for the watchdog */
+    drop_latch(op);
     end(op, 0, answer, NULL);
     return;
   }
@@ -680,7 +685,7 @@ relock_future_t *relock__lock_acquire_async(relock_lock_t *lock, uint64_t owner,
   if (wait_ms < RELOCK_INFINITE)
     return relock__future_failed(lock->client->exec, RELOCK_EINVAL,
                                  "wait_ms must be >= 0, or RELOCK_INFINITE (got %lld)", (long long)wait_ms);
-  if (!relock__lease_valid(lease_ms))
+  if (!relock__lease_valid(lease_ms) && !(lock->kind->permit_holds && lease_ms == RELOCK__NO_LEASE))
     return relock__future_failed(lock->client->exec, RELOCK_EINVAL, RELOCK__LEASE_RANGE_FMT,
                                  RELOCK__LEASE_RANGE_ARGS(lease_ms));
   if (wait_ms > RELOCK_MAX_LEASE_MS) /* decades: as good as forever, and no overflow */
@@ -706,7 +711,8 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   op->lock = relock__lock_ref(lock);
   op->out = relock_future_retain(out);
   op->owner = owner;
-  op->watchdog = lease_ms == RELOCK_INFINITE;
+  op->forever = lock->kind->no_hold && (!lock->kind->permit_holds || lease_ms == RELOCK__NO_LEASE);
+  op->watchdog = lease_ms == RELOCK_INFINITE && !op->forever;
   op->lease_ms = op->watchdog ? c->settings.opt.watchdog_timeout_ms : lease_ms;
   op->try_once = wait_ms == 0;
   op->wait_ms = wait_ms;
@@ -716,7 +722,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
   op->turn.go = on_turn;
-  relock__request_id(&c->rng, op->latch_id);
+  new_request_id(op);
   relock__future_set_cancel(out, on_cancel, op);
   if (wait_ms > 0)
     relock__timer_start(&c->wheel, &op->deadline, wait_ms);

@@ -89,6 +89,10 @@ typedef enum relock__wait_mode {
   RELOCK__WAIT_ZERO         /* the channel's "0" (a latch reached zero) wakes all; other messages none */
 } relock__wait_mode_t;
 
+/* A lease for a permit_holds kind's acquisition: none at all (the permit
+ * never expires; nothing tracks it). RELOCK_PERMIT_NO_LEASE. */
+#define RELOCK__NO_LEASE ((int64_t)-2)
+
 typedef struct relock__lock_kind {
   const char *what;           /* in messages: "lock", "fair lock", ... */
   const char *field_suffix;   /* after "<client-id>:<owner>": ":write" for a write lock, else "" */
@@ -102,6 +106,14 @@ typedef struct relock__lock_kind {
                                  which they keep instead (a permit's id) */
   unsigned wakes_one : 1;     /* a waiting try registers its process (call->waker), and a release wakes
                                  the one registered longest, not a waiter in every process */
+  unsigned permit_holds : 1;  /* a no_hold kind whose acquisitions with a lease are holds all the same:
+                                 the watchdog renews or checks them (a permit-expirable semaphore's
+                                 permits, each its own owner: request_id) */
+  /* NULL: a request id is random. Else it makes the id of an acquisition
+   * through lock, and the owner the acquisition then is (permit_holds: a
+   * permit whose owner the watchdog knows it by, and its holder turns back
+   * into the permit). */
+  void (*request_id)(const relock_lock_t *lock, char id[RELOCK__REQUEST_ID_SIZE], uint64_t *owner);
   /* Each sends one script; the future completes with its answer (a reply).
    *   acquire: {count} acquired - the owner's hold count in Redis now,
    *            this acquisition's included; the fenced lock's {count,

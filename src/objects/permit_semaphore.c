@@ -1,12 +1,21 @@
 /* The permit-expirable semaphore (Redisson's RPermitExpirableSemaphore,
  * include/relock/permit_semaphore.h): a lock object of a kind whose
- * acquisitions take one permit and no hold, known by the acquisition's
- * request id (no_latch, settle): the permit id, kept in "{name}:timeout" as the
- * 16 bytes its hex digits spell (as Redisson keeps its ids), which also makes a repeated try take nothing more and
- * tells the undo which permit to give back. It waits as the semaphore does,
- * on "redisson_sc:{name}" (RELOCK__WAIT_PERMITS), or until the next permit
- * expires (the try's answer). The handle a caller gets is that lock
- * object's address; struct relock_permit_semaphore is never defined. */
+ * acquisitions take one permit, known by the acquisition's request id
+ * (no_latch, settle): the permit id, kept in "{name}:timeout" as the 16
+ * bytes its hex digits spell (as Redisson keeps its ids), which also makes
+ * a repeated try take nothing more and tells the undo which permit to give
+ * back. It waits as the semaphore does, on "redisson_sc:{name}"
+ * (RELOCK__WAIT_PERMITS), or until the next permit expires (the try's
+ * answer). The handle a caller gets is that lock object's address; struct
+ * relock_permit_semaphore is never defined.
+ *
+ * A permit with a lease is a hold the watchdog knows (permit_holds): it
+ * renews a watched one (no fixed lease) and checks a fixed one, as it does
+ * a lock's, and tells this object when one is lost. The watchdog knows a
+ * hold by an owner (64 bits) and asks the holder for its field; a permit
+ * id is 128. So a tracked permit's id is made of two halves: the client's
+ * tag (the first 16 hex digits of its id), then the owner, a random
+ * number - and the holder turns an owner back into the permit. */
 #include <config.h>
 
 #include <stdlib.h>
@@ -20,7 +29,10 @@
 #include "objects/counter.h"
 #include "objects/lock_impl.h"
 #include "objects/script_args.h"
+#include "base/hashtab.h"
+#include "base/random.h"
 #include "redis/scripts.h"
+#include "watchdog/renewal.h"
 
 /* Redisson's suffixName: "{name}:timeout", or "name:timeout" when the
  * name has a hash tag already. Malloc'ed, its length in *len (may be
@@ -60,6 +72,49 @@ static int permit_bytes(const char *hex, char bytes[PERMIT_BYTES]) {
     bytes[i] = (char)(hi << 4 | lo);
   }
   return hex[2 * PERMIT_BYTES] == '\0' ? 0 : -1;
+}
+
+/* -- tracked permits: id = the client's tag, then the owner ------------------*/
+
+/* The client's tag: its id's first 16 hex digits (a UUID's, dashes
+ * skipped), so that a tool reading the zset can tell whose a permit is;
+ * a client id that has fewer is hashed instead. */
+static uint64_t client_tag(const relock_client_t *c) {
+  const char *id = c->settings.client_id;
+  uint64_t tag = 0;
+  int digits = 0;
+  for (const char *p = id; *p != '\0' && digits < 16; p++) {
+    int d = hex_digit(*p);
+    if (d < 0 && *p != '-')
+      break;
+    if (d >= 0)
+      tag = tag << 4 | (uint64_t)d, digits++;
+  }
+  return digits == 16 ? tag : relock__hash_bytes(RELOCK__HASH_SEED, id, strlen(id));
+}
+
+static void hex64(uint64_t x, char out[16]) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 15; i >= 0; i--, x >>= 4)
+    out[i] = hex[x & 15];
+}
+
+/* The permit kind's request ids (relock__lock_kind_t.request_id). */
+static void tracked_permit_id(const relock_lock_t *lock, char id[RELOCK__REQUEST_ID_SIZE], uint64_t *owner) {
+  relock_client_t *c = lock->client;
+  *owner = relock__random(&c->rng);
+  hex64(client_tag(c), id);
+  hex64(*owner, id + 16);
+  id[32] = '\0';
+}
+
+/* The owner of permit id (32 hex digits) if this client made it. */
+static int owner_of(const relock_lock_t *lock, const char *id, uint64_t *owner) {
+  uint64_t halves[2] = {0, 0};
+  for (int i = 0; i < 32; i++)
+    halves[i / 16] = halves[i / 16] << 4 | (uint64_t)hex_digit(id[i]);
+  *owner = halves[1];
+  return halves[0] == client_tag(lock->client);
 }
 
 /* The acquisition's permit: its request id (ending its latch name). */
@@ -109,20 +164,87 @@ static const relock__lock_kind_t permit_semaphore = {
     .what = "permit-expirable semaphore",
     .field_suffix = "",
     .channel_prefix = "redisson_sc",
-    .role = RELOCK__ROLE_PLAIN,
+    .role = RELOCK__ROLE_PERMIT,
     .wait = RELOCK__WAIT_PERMITS,
     .no_hold = 1,
     .no_latch = 1,
+    .permit_holds = 1,
+    .request_id = tracked_permit_id,
     .acquire = acquire,
     .settle = settle,
     .undo = undo,
 };
 
+_Static_assert(RELOCK_PERMIT_NO_LEASE == RELOCK__NO_LEASE, "the lease for no lease");
+
 static relock_lock_t *obj(relock_permit_semaphore_t *s) { return (relock_lock_t *)(void *)s; }
+
+static relock_future_t *update_of(relock_lock_t *lock, const char *what, int64_t n, int boolean, const char *permit,
+                                  int on_close);
+
+/* -- the watchdog's holder: the object, for its tracked permits ---------------*/
+
+static relock_lock_t *holder_lock(const relock__holder_t *h) {
+  return relock__container_of(h, relock_lock_t, holder);
+}
+
+static const char *holder_key(const relock__holder_t *h, size_t *len) {
+  *len = holder_lock(h)->len;
+  return holder_lock(h)->name;
+}
+
+/* The permit's id, 32 hex digits and a NUL. */
+static void holder_name(const relock__holder_t *h, uint64_t owner, char name[RELOCK__HOLD_FIELD_MAX]) {
+  hex64(client_tag(holder_lock(h)->client), name);
+  hex64(owner, name + 16);
+  name[32] = '\0';
+}
+
+/* The permit as the zset keeps it: the 16 bytes its id spells. */
+static size_t holder_field(const relock__holder_t *h, uint64_t owner, char field[RELOCK__HOLD_FIELD_MAX]) {
+  char id[RELOCK__HOLD_FIELD_MAX];
+  holder_name(h, owner, id);
+  permit_bytes(id, field);
+  field[PERMIT_BYTES] = '\0';
+  return PERMIT_BYTES;
+}
+
+static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const char *msg) {
+  relock_lock_t *lock = holder_lock(h);
+  if (relock__lock_lost_cb(lock) == NULL)
+    return;
+  char id[RELOCK__HOLD_FIELD_MAX];
+  holder_name(h, owner, id);
+  /* kept as the lock's callback type; called as what it was set as */
+  relock_permit_lost_cb cb = (relock_permit_lost_cb)(void (*)(void))lock->extra->lost_cb;
+  cb((relock_permit_semaphore_t *)(void *)lock, id, reason, msg, lock->extra->lost_arg);
+}
+
+static void holder_drop(relock__holder_t *h) { relock__lock_unref(holder_lock(h)); }
+
+static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, int64_t lease_ms) {
+  (void)lease_ms; /* a permit is one hold */
+  char permit[RELOCK__HOLD_FIELD_MAX];
+  holder_field(h, owner, permit);
+  return update_of(holder_lock(h), "release", 0, 1, permit, 1);
+}
+
+static const relock__holder_ops_t holder_ops = {
+    .what = "permit of semaphore",
+    .key = holder_key,
+    .field = holder_field,
+    .name = holder_name,
+    .on_lost = holder_lost,
+    .drop = holder_drop,
+    .release = holder_release,
+};
 
 relock_permit_semaphore_t *relock_permit_semaphore_new(relock_client_t *client, const char *name,
                                                        relock_error_t *err) {
-  return (relock_permit_semaphore_t *)(void *)relock__lock_new(client, name, &permit_semaphore, err);
+  relock_lock_t *lock = relock__lock_new(client, name, &permit_semaphore, err);
+  if (lock != NULL)
+    lock->holder.ops = &holder_ops;
+  return (relock_permit_semaphore_t *)(void *)lock;
 }
 
 void relock_permit_semaphore_free(relock_permit_semaphore_t *s) { relock_lock_free(obj(s)); }
@@ -252,20 +374,143 @@ relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t
                                                        int64_t lease_ms) {
   CHECK(s);
   relock_future_t *f = relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
-  if (f != NULL && lease_ms == RELOCK_INFINITE && obj(s)->client->settings.opt.release_on_close)
+  if (f != NULL && lease_ms == RELOCK_PERMIT_NO_LEASE && obj(s)->client->settings.opt.release_on_close)
     keep_when_acquired(obj(s), f);
   return f;
 }
 
+static relock_future_t *bad_id(relock_lock_t *lock, const char *id) {
+  return relock__future_failed(lock->client->exec, RELOCK_EINVAL, "id must be a permit id, 32 hex digits (got %s%.40s%s)",
+                               id == NULL ? "NULL" : "\"", id == NULL ? "" : id, id == NULL ? "" : "\"");
+}
+
+/* The release of a tracked permit: the watchdog stops renewing it, and
+ * one it found lost answers RELOCK_ELOST. */
+typedef struct release {
+  relock_lock_t *lock; /* a reference */
+  relock_future_t *out;
+  uint64_t owner;
+} release_t;
+
+static void on_released(relock_future_t *f, void *arg) {
+  release_t *op = arg;
+  relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
+  relock__renewal_t *r = &op->lock->client->renewal;
+  if (relock_future_error(f) != 0) {
+    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
+    relock__future_fail(op->out, relock_future_error(f), "%s", relock_future_message(f));
+  } else {
+    int released = relock_future_bool(f);
+    int lost = relock__renewal_release_done(r, &id, released ? RELOCK__RELEASE_FREED : RELOCK__RELEASE_NOT_OWNER);
+    char name[RELOCK__HOLD_FIELD_MAX];
+    holder_name(&op->lock->holder, op->owner, name);
+    if (!released && lost)
+      relock__future_fail(op->out, RELOCK_ELOST, "permit %s of semaphore %s was lost before this release", name,
+                          op->lock->name);
+    else
+      relock__future_succeed_bool(op->out, released);
+  }
+  relock_future_release(op->out);
+  relock__lock_unref(op->lock);
+  free(op);
+  relock_future_release(f);
+}
+
+static relock_future_t *release_tracked(relock_lock_t *lock, uint64_t owner, const char *permit) {
+  relock__renewal_t *r = &lock->client->renewal;
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
+  char name[RELOCK__HOLD_FIELD_MAX];
+  holder_name(&lock->holder, owner, name);
+  if (relock__renewal_release_lost(r, &id))
+    return relock__future_failed(lock->client->exec, RELOCK_ELOST,
+                                 "permit %s of semaphore %s was lost before this release", name, lock->name);
+  release_t *op = malloc(sizeof(*op));
+  relock_future_t *out = relock__future_new(lock->client->exec);
+  if (op == NULL || out == NULL) {
+    free(op);
+    relock_future_release(out);
+    return NULL;
+  }
+  relock__renewal_release_started(r, &id);
+  relock_future_t *f = update_of(lock, "release", 0, 1, permit, 0);
+  if (f == NULL) {
+    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
+    free(op);
+    relock_future_release(out);
+    return NULL;
+  }
+  *op = (release_t){.lock = relock__lock_ref(lock), .out = relock_future_retain(out), .owner = owner};
+  relock_future_on_done(f, on_released, op);
+  return out;
+}
+
 relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id) {
   CHECK(s);
+  relock_lock_t *lock = obj(s);
   char permit[PERMIT_BYTES];
   if (id == NULL || permit_bytes(id, permit) != 0)
-    return relock__future_failed(obj(s)->client->exec, RELOCK_EINVAL, "id must be a permit id, 32 hex digits (got %s%.40s%s)",
-                                 id == NULL ? "NULL" : "\"", id == NULL ? "" : id, id == NULL ? "" : "\"");
-  if (obj(s)->client->settings.opt.release_on_close)
-    unkeep(obj(s), id);
-  return update(s, "release", 0, 1, permit);
+    return bad_id(lock, id);
+  relock_future_t *f;
+  if (relock__client_enter(lock->client, &f) != 0)
+    return f;
+  relock__hold_id_t hold = relock__lock_hold(lock, 0);
+  if (owner_of(lock, id, &hold.owner) && relock__renewal_find(&lock->client->renewal, &hold) != NULL) {
+    f = release_tracked(lock, hold.owner, permit);
+  } else {
+    if (lock->client->settings.opt.release_on_close)
+      unkeep(lock, id);
+    f = update(s, "release", 0, 1, permit);
+  }
+  relock__exec_leave(lock->exec);
+  return f;
+}
+
+/* -- is it still mine? ------------------------------------------------------*/
+
+int relock_permit_semaphore_on_lost(relock_permit_semaphore_t *s, relock_permit_lost_cb cb, void *arg) {
+  if (s == NULL)
+    return RELOCK_EINVAL;
+  int r = relock__client_enter_code(obj(s)->client);
+  if (r != 0)
+    return r;
+  /* kept as the lock's callback type, called as a permit's (holder_lost) */
+  r = relock__lock_set_lost(obj(s), (relock_lost_cb)(void (*)(void))cb, arg);
+  relock__exec_leave(obj(s)->exec);
+  return r;
+}
+
+int64_t relock_permit_semaphore_validity_ms(relock_permit_semaphore_t *s, const char *id) {
+  char permit[PERMIT_BYTES];
+  uint64_t owner;
+  if (s == NULL || id == NULL || permit_bytes(id, permit) != 0)
+    return RELOCK_EINVAL;
+  if (!owner_of(obj(s), id, &owner))
+    return RELOCK_ENOTOWNER; /* not this client's */
+  int r = relock__client_enter_code(obj(s)->client);
+  if (r != 0)
+    return r;
+  relock__hold_id_t hold = relock__lock_hold(obj(s), owner);
+  int64_t ms = relock__renewal_validity_ms(&obj(s)->client->renewal, &hold);
+  relock__exec_leave(obj(s)->exec);
+  return ms;
+}
+
+relock_future_t *relock_permit_semaphore_validate_async(relock_permit_semaphore_t *s, const char *id) {
+  CHECK(s);
+  char permit[PERMIT_BYTES];
+  uint64_t owner;
+  if (id == NULL || permit_bytes(id, permit) != 0)
+    return bad_id(obj(s), id);
+  if (!owner_of(obj(s), id, &owner))
+    return relock__future_failed(obj(s)->client->exec, RELOCK_ENOTOWNER,
+                                 "permit %s of semaphore %s was not taken by this client", id, obj(s)->name);
+  relock_future_t *f;
+  if (relock__client_enter(obj(s)->client, &f) != 0)
+    return f;
+  relock__hold_id_t hold = relock__lock_hold(obj(s), owner);
+  f = relock__renewal_validate(&obj(s)->client->renewal, &hold);
+  relock__exec_leave(obj(s)->exec);
+  return f;
 }
 
 relock_future_t *relock_permit_semaphore_try_set_permits_async(relock_permit_semaphore_t *s, int64_t permits) {

@@ -209,25 +209,26 @@ static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
  * client included: callers hold a reference on the hold (and so on its
  * holder's arg) and walk no list. */
 static void notify_lost(relock__hold_t *hold, int reason) {
-  char msg[512], field[RELOCK__HOLD_FIELD_MAX];
+  char msg[512], name[RELOCK__HOLD_FIELD_MAX];
   size_t key_len;
   const char *key = hold_key(hold, &key_len);
-  hold_field(hold, field);
+  const char *what = hold->holder->ops->what;
+  hold->holder->ops->name(hold->holder, hold->owner, name);
   int n = key_len > sizeof msg ? (int)sizeof msg : (int)key_len;
   if (reason == RELOCK_ELOST && hold->cut)
-    snprintf(msg, sizeof msg,
-             "lock %.*s lost: another client cut its expiry in Redis below its lease (holder %s)", n, key, field);
+    snprintf(msg, sizeof msg, "%s %.*s lost: another client cut its expiry in Redis below its lease (holder %s)", what,
+             n, key, name);
   else if (reason == RELOCK_ELOST)
-    snprintf(msg, sizeof msg, "lock %.*s lost: its holder %s is gone from Redis (deleted, or expired)", n, key,
-             field);
+    snprintf(msg, sizeof msg, "%s %.*s lost: its holder %s is gone from Redis (deleted, or expired)", what, n, key,
+             name);
   else if (hold->unsynced)
     snprintf(msg, sizeof msg,
-             "lock %.*s lost: its lease ran out while its renewals were not acknowledged by enough replicas "
-             "(holder %s)", n, key, field);
+             "%s %.*s lost: its lease ran out while its renewals were not acknowledged by enough replicas "
+             "(holder %s)", what, n, key, name);
   else
     snprintf(msg, sizeof msg,
-             "lock %.*s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", n, key,
-             field);
+             "%s %.*s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", what, n, key,
+             name);
   hold->holder->ops->on_lost(hold->holder, hold->owner, reason, msg);
 }
 
@@ -559,10 +560,13 @@ static int renewed_any(const relock_reply_t *reply) {
 }
 
 /* The roles of b's holds, one character each, as the scripts take them:
- * 'r' for a read hold (whose timeout keys count too), '-' for any other. */
+ * 'r' for a read hold (whose timeout keys count too), 'p' for a permit (in
+ * the key's timeout zset), '-' for any other. */
 static void batch_roles(const batch_t *b, char roles[RELOCK__RENEW_BATCH]) {
   for (size_t i = 0; i < b->n; i++)
-    roles[i] = b->holds[i]->role == RELOCK__ROLE_READ ? 'r' : '-';
+    roles[i] = b->holds[i]->role == RELOCK__ROLE_READ     ? 'r'
+               : b->holds[i]->role == RELOCK__ROLE_PERMIT ? 'p'
+                                                          : '-';
 }
 
 /* A check of fixed-lease holds: KEYS = the keys, ARGV = their roles, then
@@ -838,7 +842,8 @@ static void close_release_settle(close_release_t *x) {
 
 static void on_close_release(relock_future_t *f, void *arg) {
   close_release_t *x = arg;
-  if (relock_future_error(f) != 0 || relock_future_int(f) < 0)
+  int not_held = relock_future_value_type(f) == RELOCK_VALUE_BOOL ? !relock_future_bool(f) : relock_future_int(f) < 0;
+  if (relock_future_error(f) != 0 || not_held)
     x->failed = 1;
   relock_future_release(f);
   close_release_settle(x);

@@ -78,11 +78,15 @@ typedef struct relock__renewal relock__renewal_t;
  * once (a read-write lock's writer taking read holds), and a read hold's
  * renewal also extends its per-hold timeout keys (Redisson's read lock:
  * "<base>:<field>:rwlock_timeout:<n>" for n = 1..count, base being the key
- * in braces, or the key itself when it has a hash tag). */
+ * in braces, or the key itself when it has a hash tag). A permit of a
+ * permit-expirable semaphore is not in its key but in "<base>:timeout", a
+ * zset whose score is the permit's expiry (Redisson's layout): its field is
+ * the permit, the 16 bytes its id spells. */
 typedef enum relock__hold_role {
   RELOCK__ROLE_PLAIN = 0, /* a reentrant lock's hold, or a write hold */
   RELOCK__ROLE_WRITE,
-  RELOCK__ROLE_READ
+  RELOCK__ROLE_READ,
+  RELOCK__ROLE_PERMIT
 } relock__hold_role_t;
 
 /* A hold's identity: its key in Redis, its role, and the opaque owner the
@@ -100,22 +104,27 @@ typedef struct relock__holder relock__holder_t;
 /* What the watchdog asks of whoever took a hold. The watchdog keeps one
  * pointer to the holder per hold, not copies of the key and the field: a
  * hold is kept per held lock, so its size is the client's memory per lock.
+ *   what     what a hold is called in messages ("lock", "permit");
  *   key      the key (valid while the holder lives), its length in *len;
  *   field    writes owner's field in the key (NUL-terminated), returns its
- *            length (< RELOCK__HOLD_FIELD_MAX);
+ *            length (< RELOCK__HOLD_FIELD_MAX; a permit's has NUL bytes);
+ *   name     writes how messages name owner's hold (NUL-terminated);
  *   on_lost  owner's hold was found lost (reason RELOCK_ELOST or
  *            RELOCK_ETIMEDOUT, msg saying what happened); it may do
  *            anything, close the client included;
  *   drop     lets go of the reference the hold kept on the holder. */
 typedef struct relock__holder_ops {
+  const char *what; /* for messages: "lock", "permit" */
   const char *(*key)(const relock__holder_t *h, size_t *len);
   size_t (*field)(const relock__holder_t *h, uint64_t owner, char field[RELOCK__HOLD_FIELD_MAX]);
+  void (*name)(const relock__holder_t *h, uint64_t owner, char name[RELOCK__HOLD_FIELD_MAX]);
   void (*on_lost)(relock__holder_t *h, uint64_t owner, int reason, const char *msg);
   void (*drop)(relock__holder_t *h);
   /* releases one hold of owner's (release-on-close), the holds that
    * remain keeping lease_ms; a close waits for its answer within the
    * command timeout. The future succeeds with an integer (1 freed, 0 holds
-   * remain, < 0 not held); NULL when out of memory. */
+   * remain, < 0 not held) or a boolean (a permit: released or not held);
+   * NULL when out of memory. */
   relock_future_t *(*release)(relock__holder_t *h, uint64_t owner, int64_t lease_ms);
 } relock__holder_ops_t;
 

@@ -80,7 +80,7 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(s, 2)), 1);
   assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(s, 5)), 0);
   char forever[RELOCK_PERMIT_ID_SIZE], leased[RELOCK_PERMIT_ID_SIZE];
-  take(s, 0, RELOCK_INFINITE, forever);
+  take(s, 0, RELOCK_PERMIT_NO_LEASE, forever);
   assert_int_equal(score(fx->redis, "{ps}:timeout", forever), 922337203685477LL);
   long long before = server_ms(fx->redis);
   take(s, 0, 5000, leased);
@@ -102,7 +102,7 @@ static void test_layout_is_redissons(void **state) {
   relock_permit_semaphore_t *tagged = sem_of(fx->a, "x{t}y");
   assert_int_equal(fx_value(relock_permit_semaphore_add_permits_async(tagged, 1)), 1);
   char id[RELOCK_PERMIT_ID_SIZE];
-  take(tagged, 0, RELOCK_INFINITE, id);
+  take(tagged, 0, RELOCK_PERMIT_NO_LEASE, id);
   assert_int_equal(score(fx->redis, "x{t}y:timeout", id), 922337203685477LL);
   /* the blocking calls */
   int released = -1;

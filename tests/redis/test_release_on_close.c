@@ -127,34 +127,37 @@ static void test_a_threaded_client_releases_on_free(void **state) {
   }
 }
 
-/* A permit-expirable semaphore's permits taken without a lease never come
- * back by themselves: the close releases those not released yet; one
- * with a lease comes back with it, and is left alone. */
-static void test_permits_without_a_lease_are_released(void **state) {
+/* A permit-expirable semaphore's permits are holds of the client's, of
+ * every lease: watched (renewed), fixed, and none at all (which would
+ * never come back by themselves). The close releases those not released
+ * yet. */
+static void test_permits_are_released(void **state) {
   fx_t *fx = *state;
   fx_set_int(fx->cfg, RELOCK_OPT_RELEASE_ON_CLOSE, 1);
   fx_pair_clients(fx);
   relock_permit_semaphore_t *p = relock_permit_semaphore_new(fx->a, "ps", NULL);
   assert_non_null(p);
-  assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(p, 4)), 1);
-  char ids[4][RELOCK_PERMIT_ID_SIZE];
-  for (int i = 0; i < 4; i++) {
-    relock_future_t *f = relock_permit_semaphore_acquire_async(p, 0, i == 3 ? 60000 : RELOCK_INFINITE);
+  assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(p, 5)), 1);
+  const int64_t leases[5] = {RELOCK_INFINITE, RELOCK_PERMIT_NO_LEASE, RELOCK_INFINITE, 60000, RELOCK_PERMIT_NO_LEASE};
+  char ids[5][RELOCK_PERMIT_ID_SIZE];
+  for (int i = 0; i < 5; i++) {
+    relock_future_t *f = relock_permit_semaphore_acquire_async(p, 0, leases[i]);
     assert_int_equal(relock_future_wait(f, fx_slack_ms(10000)), 0);
     assert_int_equal(relock_future_value_type(f), RELOCK_VALUE_STRING);
     snprintf(ids[i], sizeof ids[i], "%s", relock_future_string(f, NULL));
     relock_future_release(f);
   }
   assert_int_equal(fx_value(relock_permit_semaphore_release_async(p, ids[0])), 1); /* released by its taker */
-  assert_int_equal(fx_value(relock_permit_semaphore_available_async(p)), 1);
-  relock_permit_semaphore_free(p); /* the kept permits keep what their release needs */
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(p, ids[4])), 1);
+  assert_int_equal(fx_value(relock_permit_semaphore_available_async(p)), 2);
+  relock_permit_semaphore_free(p); /* the permits keep what their release needs */
   close_t x = {0};
   close_a(fx, &x);
   assert_int_equal(x.rc, 0);
-  assert_int_equal(x.released, 2); /* ids[1], ids[2]; ids[0] was released, ids[3] has a lease */
+  assert_int_equal(x.released, 3); /* ids[1], ids[2], ids[3]; ids[0] and ids[4] were released */
   assert_int_equal(x.not_released, 0);
   relock_permit_semaphore_t *q = relock_permit_semaphore_new(fx->b, "ps", NULL);
-  assert_int_equal(fx_value(relock_permit_semaphore_available_async(q)), 3);
+  assert_int_equal(fx_value(relock_permit_semaphore_available_async(q)), 5);
   relock_permit_semaphore_free(q);
 }
 
@@ -210,7 +213,7 @@ int main(void) {
       T(test_release_on_close_frees_every_kind_at_once),
       T(test_free_releases_too),
       T(test_a_threaded_client_releases_on_free),
-      T(test_permits_without_a_lease_are_released),
+      T(test_permits_are_released),
       T(test_without_the_option_holds_stay_until_their_lease),
       T(test_a_stopped_server_bounds_the_close_and_it_says_what_stayed),
   };
