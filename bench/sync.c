@@ -6,6 +6,11 @@
  *                                    pairs over the 5 servers on ports PORT,
  *                                    P2..P5, each next to a lock pair on the
  *                                    first alone (interleaved)
+ *   sync HOST PORT permit N          N uncontended acquire+release pairs of
+ *                                    a watched permit (lease RELOCK_INFINITE),
+ *                                    each next to a reentrant lock's
+ *                                    lock+unlock pair (watchdog lease) of the
+ *                                    same client (interleaved)
  *   sync HOST PORT latch ROUNDS K    K awaiting processes; each round the
  *                                    last count-down is sent and the time
  *                                    until the last awaiter is through taken
@@ -41,6 +46,51 @@ static int semaphore(relock_client_t *c, int n) {
          bench_pct_us(v, (size_t)n, 0.99));
   free(v);
   relock_semaphore_free(s);
+  return 0;
+}
+
+/* A watched permit's pair, and a lock's pair, taken in turn by one client:
+ * both track what they hold for the watchdog, so the permit's costs beyond
+ * the lock's (its id, its script) show in the ratio. */
+static int permit(relock_client_t *c, int n) {
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(c, "bench-permits", NULL);
+  relock_lock_t *l = relock_lock_new(c, "bench-single", NULL);
+  int set = 0, rc = s != NULL && l != NULL ? relock_permit_semaphore_try_set_permits(s, 1000, &set) : RELOCK_ENOMEM;
+  if (rc != 0)
+    bench_die("permit semaphore", rc);
+  uint64_t *vl = malloc(sizeof(*vl) * (size_t)n), *vp = malloc(sizeof(*vp) * (size_t)n);
+  for (int i = -200; i < n; i++) { /* 200 warm-up rounds: scripts cached, connection up */
+    uint64_t t0 = bench_now_ns();
+    if (bench_value(relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE), "lock") != 1)
+      bench_die("lock not acquired", RELOCK_EPROTO);
+    bench_value(relock_lock_unlock_async(l, 1), "unlock");
+    uint64_t t1 = bench_now_ns();
+    relock_future_t *f = relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE);
+    if (f == NULL || relock_future_wait(f, 30000) != 0)
+      bench_die("permit acquire", f != NULL ? relock_future_error(f) : RELOCK_ENOMEM);
+    if (relock_future_value_type(f) != RELOCK_VALUE_STRING)
+      bench_die("no permit free", RELOCK_EPROTO);
+    char id[RELOCK_PERMIT_ID_SIZE];
+    snprintf(id, sizeof id, "%s", relock_future_string(f, NULL));
+    relock_future_release(f);
+    if (bench_value(relock_permit_semaphore_release_async(s, id), "permit release") != 1)
+      bench_die("permit not released", RELOCK_EPROTO);
+    uint64_t t2 = bench_now_ns();
+    if (i >= 0) {
+      vl[i] = t1 - t0;
+      vp[i] = t2 - t1;
+    }
+  }
+  qsort(vl, (size_t)n, sizeof(*vl), bench_cmp_u64);
+  qsort(vp, (size_t)n, sizeof(*vp), bench_cmp_u64);
+  printf("{\"pairs\":%d,\"lock_p50_us\":%.1f,\"lock_p99_us\":%.1f,\"permit_p50_us\":%.1f,"
+         "\"permit_p99_us\":%.1f}\n",
+         n, bench_pct_us(vl, (size_t)n, 0.5), bench_pct_us(vl, (size_t)n, 0.99), bench_pct_us(vp, (size_t)n, 0.5),
+         bench_pct_us(vp, (size_t)n, 0.99));
+  free(vl);
+  free(vp);
+  relock_lock_free(l);
+  relock_permit_semaphore_free(s);
   return 0;
 }
 
@@ -205,7 +255,8 @@ static int redlock(const char *host, const int *ports, int n) {
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: sync HOST PORT semaphore N | latch ROUNDS AWAITERS | redlock N P2 P3 P4 P5\n");
+    fprintf(stderr,
+            "usage: sync HOST PORT semaphore N | permit N | latch ROUNDS AWAITERS | redlock N P2 P3 P4 P5\n");
     return 2;
   }
   const char *host = argv[1];
@@ -221,7 +272,7 @@ int main(int argc, char **argv) {
     return redlock(host, ports, atoi(argv[4]));
   }
   relock_client_t *c = bench_client(bench_loop(), host, port, 0); /* embedded, as bench/lock's pairs */
-  int rc = semaphore(c, atoi(argv[4]));
+  int rc = strcmp(argv[3], "permit") == 0 ? permit(c, atoi(argv[4])) : semaphore(c, atoi(argv[4]));
   relock_client_free(c);
   return rc;
 }

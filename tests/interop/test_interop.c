@@ -7,7 +7,9 @@
  * Java readers and a C writer exclude each other both ways; fenced tokens
  * increase across both;
  * Redisson's forceUnlock is noticed by a C holder as a loss; semaphore
- * permits and a count-down latch's opening go both ways within 50 ms. */
+ * permits and a count-down latch's opening go both ways within 50 ms; a
+ * watched C permit stays taken for Redisson past its first lease, and
+ * Redisson's tryRelease of it is a loss for C. */
 #include <config.h>
 
 #include <pthread.h>
@@ -566,6 +568,170 @@ static void test_permit_semaphore_both_ways(void **state) {
   relock_permit_semaphore_free(s);
 }
 
+/* -- watched permits ----------------------------------------------------------------*/
+
+typedef struct permit_lost {
+  pthread_mutex_t mu;
+  int calls, reason;
+  char id[RELOCK_PERMIT_ID_SIZE];
+  uint64_t at_ns;
+} permit_lost_t;
+
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *message,
+                           void *arg) {
+  (void)s, (void)message;
+  permit_lost_t *lost = arg;
+  pthread_mutex_lock(&lost->mu);
+  lost->calls++;
+  lost->reason = reason;
+  snprintf(lost->id, sizeof lost->id, "%s", id);
+  lost->at_ns = relock__now_ns();
+  pthread_mutex_unlock(&lost->mu);
+}
+
+static int permit_lost_calls(permit_lost_t *lost) {
+  pthread_mutex_lock(&lost->mu);
+  int calls = lost->calls;
+  pthread_mutex_unlock(&lost->mu);
+  return calls;
+}
+
+/* Over ms, every 250 ms: Java sees no permit free (availablePermits() 0,
+ * tryAcquire without a wait gets none), and C still holds id (its validity
+ * never runs out, no loss). With a 1.5 s watchdog, ms past the lease
+ * means the renewals kept it. */
+static void java_sees_c_permit_held(fx_t *fx, relock_permit_semaphore_t *s, const char *name, const char *id,
+                                    permit_lost_t *lost, int64_t ms) {
+  uint64_t t0 = relock__now_ns();
+  int rounds = 0;
+  while (fx_ms_since(t0) < (double)ms) {
+    java_peer_send(fx->java, "j1 pesavail %s", name);
+    assert_string_equal(java_peer_expect(fx->java, "j1", "pesavail", 10000, NULL), "0");
+    java_peer_send(fx->java, "j1 pestry %s 0 -1", name);
+    assert_string_equal(java_peer_expect(fx->java, "j1", "pestry", 10000, NULL), "null");
+    int64_t v = relock_permit_semaphore_validity_ms(s, id);
+    if (v <= 0)
+      fail_msg("C's watched permit %s: validity %lld ms after %.0f ms", id, (long long)v, fx_ms_since(t0));
+    assert_int_equal(permit_lost_calls(lost), 0);
+    usleep(250 * 1000);
+    rounds++;
+  }
+  printf("# Java saw C's watched permit held for %.0f ms (%d checks; watchdog 1500 ms)\n", fx_ms_since(t0), rounds);
+}
+
+/* A watched C permit (lease RELOCK_INFINITE: the watchdog's 1.5 s here,
+ * renewed every 500 ms) next to Redisson: Java sees it taken for several
+ * leases; Java's updateLeaseTime on it works, even with a lease shorter
+ * than the watchdog's (the renewals keep it); Java's tryRelease of it
+ * frees it, and the next renewal tells C it lost it (RELOCK_ELOST), whose
+ * release then fails with RELOCK_ELOST. */
+static void test_c_watched_permit_seen_from_redisson(void **state) {
+  fx_t *fx = *state;
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->c, "pw", NULL);
+  permit_lost_t lost = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", 0};
+  assert_int_equal(relock_permit_semaphore_on_lost(s, on_permit_lost, &lost), 0);
+  java_peer_send(fx->java, "j1 pesset pw 2");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesset", 10000, NULL), "true");
+  char java_id[64], c_id[RELOCK_PERMIT_ID_SIZE];
+  java_peer_send(fx->java, "j1 pesacquire pw 60000");
+  snprintf(java_id, sizeof java_id, "%s", java_peer_expect(fx->java, "j1", "pesacquire", 10000, NULL));
+  assert_int_equal(strlen(java_id), RELOCK_PERMIT_ID_SIZE - 1);
+  c_permit(relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE), c_id); /* the last one */
+  /* the id names this client: its first 16 hex digits are the client id's */
+  char client_hex[40] = "";
+  for (const char *p = relock_client_id(fx->c); *p != '\0' && strlen(client_hex) < 16; p++)
+    if (*p != '-')
+      strncat(client_hex, p, 1);
+  assert_memory_equal(c_id, client_hex, 16);
+  int64_t v = relock_permit_semaphore_validity_ms(s, c_id);
+  printf("# watched permit %s: validity %lld ms\n", c_id, (long long)v);
+  assert_true(v > 0 && v <= 1500);
+
+  java_sees_c_permit_held(fx, s, "pw", c_id, &lost, 5000); /* over three leases */
+
+  /* Redisson's updateLeaseTime on the C permit: a long lease, then one
+   * shorter than the watchdog's, held past it */
+  java_peer_send(fx->java, "j1 pesupdate pw %s 60000", c_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesupdate", 10000, NULL), "true");
+  java_sees_c_permit_held(fx, s, "pw", c_id, &lost, 1600);
+  java_peer_send(fx->java, "j1 pesupdate pw %s 1000", c_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesupdate", 10000, NULL), "true");
+  java_sees_c_permit_held(fx, s, "pw", c_id, &lost, 2500);
+
+  /* Redisson releases C's permit: C hears of it at its next renewal */
+  uint64_t freed;
+  java_peer_send(fx->java, "j1 pesrelease pw %s", c_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, &freed), "true");
+  for (int i = 0; i < 300 && permit_lost_calls(&lost) == 0; i++)
+    usleep(10000);
+  assert_int_equal(permit_lost_calls(&lost), 1);
+  assert_int_equal(lost.reason, RELOCK_ELOST);
+  assert_string_equal(lost.id, c_id);
+  printf("# Redisson tryRelease -> C permit lost callback: %.1f ms\n", ms_between(lost.at_ns, freed));
+  assert_true(ms_between(lost.at_ns, freed) < (double)fx_slack_ms(500 + 200));
+  assert_true(relock_permit_semaphore_validity_ms(s, c_id) <= 0);
+  relock_future_t *f = relock_permit_semaphore_release_async(s, c_id);
+  assert_int_equal(fx_error(f, NULL, 0), RELOCK_ELOST);
+  /* the permit Java freed is free for Java; nothing else moved */
+  java_peer_send(fx->java, "j1 pesavail pw");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesavail", 10000, NULL), "1");
+  java_peer_send(fx->java, "j1 pesrelease pw %s", java_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, NULL), "true");
+  assert_int_equal(fx_value(relock_permit_semaphore_available_async(s)), 2);
+  assert_int_equal(permit_lost_calls(&lost), 1);
+  relock_permit_semaphore_free(s);
+}
+
+/* A Redisson permit with a lease next to C's watched and fixed ones: C's
+ * available and acquire count it, C takes the rest and no more; Java's
+ * release wakes a C waiter for a watched permit within the bound. */
+static void test_redisson_permit_seen_from_c(void **state) {
+  fx_t *fx = *state;
+  relock_permit_semaphore_t *s = relock_permit_semaphore_new(fx->c, "pw2", NULL);
+  permit_lost_t lost = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", 0};
+  assert_int_equal(relock_permit_semaphore_on_lost(s, on_permit_lost, &lost), 0);
+  java_peer_send(fx->java, "j1 pesset pw2 3");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesset", 10000, NULL), "true");
+  char java_id[64], watched[RELOCK_PERMIT_ID_SIZE], fixed[RELOCK_PERMIT_ID_SIZE], woken[RELOCK_PERMIT_ID_SIZE];
+  java_peer_send(fx->java, "j1 pesacquire pw2 30000");
+  snprintf(java_id, sizeof java_id, "%s", java_peer_expect(fx->java, "j1", "pesacquire", 10000, NULL));
+  assert_int_equal(strlen(java_id), RELOCK_PERMIT_ID_SIZE - 1);
+  assert_int_equal(fx_value(relock_permit_semaphore_available_async(s)), 2);
+  c_permit(relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE), watched);
+  c_permit(relock_permit_semaphore_acquire_async(s, 0, 30000), fixed);
+  assert_int_equal(fx_value(relock_permit_semaphore_available_async(s)), 0);
+  relock_future_t *none = relock_permit_semaphore_acquire_async(s, 0, RELOCK_INFINITE);
+  assert_int_equal(relock_future_wait(none, fx_slack_ms(10000)), 0);
+  assert_int_equal(relock_future_value_type(none), RELOCK_VALUE_NONE); /* none free */
+  relock_future_release(none);
+  java_peer_send(fx->java, "j1 pesavail pw2");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesavail", 10000, NULL), "0");
+
+  /* Java releases, a C waiter for a watched permit has it */
+  done_at_t got = {PTHREAD_MUTEX_INITIALIZER, 0};
+  relock_future_t *wait = relock_permit_semaphore_acquire_async(s, 20000, RELOCK_INFINITE);
+  relock_future_on_done(wait, record, &got);
+  assert_int_equal(relock_future_wait(wait, 300), RELOCK_EPENDING);
+  uint64_t java_ns;
+  java_peer_send(fx->java, "j1 pesrelease pw2 %s", java_id);
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesrelease", 10000, &java_ns), "true");
+  c_permit(wait, woken);
+  within_handoff("Java permit release -> C watched permit acquire", ms_between(done_ns(&got), java_ns), HANDOFF_MS);
+  assert_true(relock_permit_semaphore_validity_ms(s, woken) > 0);
+  /* past its first lease, the woken permit is still C's */
+  usleep(2000 * 1000);
+  assert_true(relock_permit_semaphore_validity_ms(s, woken) > 0);
+  java_peer_send(fx->java, "j1 pestry pw2 0 -1");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pestry", 10000, NULL), "null");
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, woken)), 1);
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, watched)), 1);
+  assert_int_equal(fx_value(relock_permit_semaphore_release_async(s, fixed)), 1);
+  java_peer_send(fx->java, "j1 pesavail pw2");
+  assert_string_equal(java_peer_expect(fx->java, "j1", "pesavail", 10000, NULL), "3");
+  assert_int_equal(permit_lost_calls(&lost), 0);
+  relock_permit_semaphore_free(s);
+}
+
 /* Each side's last count-down opens the latch for the other's awaiter. */
 static void test_latch_both_ways(void **state) {
   fx_t *fx = *state;
@@ -612,6 +778,8 @@ int main(void) {
       T(test_semaphore_both_ways),
       T(test_latch_both_ways),
       T(test_permit_semaphore_both_ways),
+      T(test_c_watched_permit_seen_from_redisson),
+      T(test_redisson_permit_seen_from_c),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

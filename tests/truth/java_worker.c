@@ -11,7 +11,10 @@
  * relock's holders while Redis has its field (tests/truth/README.md). A break of truth (a DEL, a
  * force release, lost data) exempts the Java beliefs it broke for good
  * (foreign: what Redisson does is not relock's to fix); they still count
- * against relock's holders until then. */
+ * against relock's holders until then. A Java thread also takes permits of
+ * the permit-expirable semaphore, always with a lease (tryAcquire(wait,
+ * lease)), one at a time, believed until that lease less the margin: they
+ * count against relock's watched and leased permits. */
 #include <config.h>
 
 #include <errno.h>
@@ -38,6 +41,7 @@ typedef struct tag {
   /* what it holds: one kind on one name, count times */
   int kind, name, count, slot;
   int64_t leases[MAX_HOLDS];
+  char permit_id[40]; /* a permit's (K_PERMIT: one at a time) */
   /* the command out */
   int op_kind, op_name, op_unlock;
   int64_t op_lease;
@@ -65,6 +69,7 @@ static const char *java_kind(int k) {
   case K_FAIR: return "fair";
   case K_READ: return "read";
   case K_WRITE: return "write";
+  case K_PERMIT: return "permit";
   default: return "lock";
   }
 }
@@ -154,6 +159,28 @@ static void on_ready(jworker_t *w, char *line) {
     snprintf(w->client_id, sizeof w->client_id, "%s", line + 6);
 }
 
+/* A permit tryAcquire's answer: its id, or "null". A Redisson permit is
+ * believed until its lease (less the drift margin) from the send: it counts
+ * against relock's permits until then, unless a break of truth came first
+ * (foreign: never told of a loss). */
+static void got_permit(jworker_t *w, tag_t *t, const char *result) {
+  int got = strcmp(result, "null") != 0;
+  truth_trace(w->slot, "j%d pestry %s: %s", (int)(t - w->tags), truth_names[t->op_name], got ? result : "none");
+  if (!got)
+    return;
+  atomic_fetch_add(&w->slot->acquired, 1);
+  atomic_fetch_add(&w->sh->acquired_by_kind[K_PERMIT], 1);
+  t->kind = K_PERMIT;
+  t->name = t->op_name;
+  t->count = 1;
+  snprintf(t->permit_id, sizeof t->permit_id, "%s", result);
+  truth_belief_t b = {.name = t->name, .kind = K_PERMIT, .count = 1, .foreign = 1, .fixed = 1};
+  b.since_ns = t->sent_ns;
+  b.deadline_ns = t->sent_ns + (uint64_t)(t->op_lease - t->op_lease / 100 - 2) * 1000000u;
+  snprintf(b.field, sizeof b.field, "%s", result);
+  truth_belief_write(&w->slot->beliefs[t->slot], &b);
+}
+
 /* "jN OP RESULT NANOTIME" or "jN thread ID". */
 static void on_answer(jworker_t *w, char *line) {
   if (line[0] != 'j' || line[1] < '0' || line[1] >= '0' + TAGS || line[2] != ' ')
@@ -168,10 +195,16 @@ static void on_answer(jworker_t *w, char *line) {
   }
   t->busy = 0;
   atomic_fetch_add(&w->slot->ops, 1);
+  if (strncmp(op, "pes", 3) == 0)
+    atomic_fetch_sub(&w->sh->sem_inflight, 1); /* from its send */
   if (strcmp(result, "error") == 0) {
     atomic_fetch_add(&w->slot->errors, 1);
     truth_trace(w->slot, "j%d %s %s %s: %s", (int)(t - w->tags), op, java_kind(t->op_kind), truth_names[t->op_name],
                 line + 3);
+    return;
+  }
+  if (strcmp(op, "pestry") == 0) {
+    got_permit(w, t, result);
     return;
   }
   if (strcmp(op, "trylock") != 0)
@@ -205,7 +238,8 @@ static void on_answer(jworker_t *w, char *line) {
 
 /* -- choosing ---------------------------------------------------------------*/
 
-static const int java_kinds[] = {K_REENTRANT, K_SPIN, K_FENCED, K_FAIR, K_READ, K_WRITE};
+static const int java_kinds[] = {K_REENTRANT, K_SPIN, K_FENCED, K_FAIR, K_READ, K_WRITE, K_PERMIT};
+#define JAVA_KINDS ((int)(sizeof java_kinds / sizeof java_kinds[0]))
 
 /* Redisson may touch name until then (an acquisition or unlock in flight,
  * whose hold its watchdog may still renew while the worker states no
@@ -239,6 +273,12 @@ static void next(jworker_t *w, tag_t *t) {
     t->busy = 1;
     t->sent_ns = now;
     t->bound_ns = now + 10000000000ull;
+    if (t->kind == K_PERMIT) {
+      atomic_fetch_add(&w->sh->sem_inflight, 1); /* until its answer */
+      truth_trace(w->slot, "j%d pesrelease %s %s", ti, truth_names[t->name], t->permit_id);
+      send_line(w, "j%d pesrelease %s %s", ti, truth_names[t->name], t->permit_id);
+      return;
+    }
     foreign_busy(w, t->name, now + 1000000000u);
     truth_trace(w->slot, "j%d unlock %s %s", ti, java_kind(t->kind), truth_names[t->name]);
     send_line(w, "j%d unlock %s %s", ti, java_kind(t->kind), truth_names[t->name]);
@@ -246,12 +286,12 @@ static void next(jworker_t *w, tag_t *t) {
   }
   if (atomic_load(&w->sh->stop))
     return;
-  if (t->count > 0 && (r >= 60 || t->count >= MAX_HOLDS)) {
+  if (t->count > 0 && (r >= 60 || t->count >= MAX_HOLDS || t->kind == K_PERMIT)) {
     t->idle_until_ns = now + (uint64_t)below(w, 80) * 1000000u; /* hold on */
     return;
   }
-  int kind = t->count > 0 ? t->kind : java_kinds[below(w, 6)];
-  if (!(w->sh->kinds & (1u << kind))) {
+  int kind = t->count > 0 ? t->kind : java_kinds[below(w, JAVA_KINDS)];
+  if (!(w->sh->kinds & (1u << kind)) || (kind == K_PERMIT && atomic_load(&w->sh->sem_paused))) {
     t->idle_until_ns = now + 20000000u;
     return;
   }
@@ -265,6 +305,16 @@ static void next(jworker_t *w, tag_t *t) {
   t->busy = 1;
   t->sent_ns = now;
   t->bound_ns = now + (uint64_t)(wait + 10000) * 1000000u;
+  if (kind == K_PERMIT) {
+    /* always a lease: a permit Redisson took while its answer was lost
+     * (an error here) is nobody's, and must run out by itself */
+    t->op_lease = lease = 300 + below(w, TRUTH_MAX_FIXED_LEASE_MS - 300);
+    atomic_fetch_add(&w->sh->sem_inflight, 1); /* until its answer */
+    truth_trace(w->slot, "j%d pestry %s wait %lld lease %lld", ti, truth_names[name], (long long)wait,
+                (long long)lease);
+    send_line(w, "j%d pestry %s %lld %lld", ti, truth_names[name], (long long)wait, (long long)lease);
+    return;
+  }
   foreign_busy(w, name, now + (uint64_t)(wait + 1000) * 1000000u);
   truth_trace(w->slot, "j%d trylock %s %s wait %lld lease %lld", ti, java_kind(kind), truth_names[name],
               (long long)wait, (long long)lease);

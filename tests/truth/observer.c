@@ -169,9 +169,11 @@ static void reread_beliefs(truth_observer_t *o) {
     x->exempt = brk != 0 && x->b.since_ns < brk;
     if (x->exempt) {
       enum truth_group g = truth_name_group(x->b.name);
-      /* permits have no watchdog (yet), and Redisson tells its threads of
-       * no loss: nothing can tell those holders */
-      if (g != G_SEMAPHORE && g != G_PERMIT && !x->b.foreign && brk != UINT64_MAX &&
+      /* a semaphore's permits and a permit without a lease are not
+       * tracked, and Redisson tells its threads of no loss: nothing can
+       * tell those holders; a watched or leased permit's holder is told
+       * as a lock's is */
+      if (g != G_SEMAPHORE && (g != G_PERMIT || x->b.tracked) && !x->b.foreign && brk != UINT64_MAX &&
           o->t1 > brk + (uint64_t)TRUTH_BREAK_BOUND_MS * 1000000u)
         x->exempt = 0;
     }
@@ -287,6 +289,12 @@ static long long permit_left(truth_observer_t *o, const char *id) {
   return -2;
 }
 
+static const char *lease_word(const seen_t *x) {
+  if (x->b.fixed)
+    return "fixed";
+  return x->b.kind == K_PERMIT && !x->b.tracked ? "no" : "watchdog";
+}
+
 static void print_state(truth_observer_t *o, int name) {
   printf("#   Redis (server time %" PRId64 " ms): ", o->server_ms);
   enum truth_group g = truth_name_group(name);
@@ -322,7 +330,7 @@ static void print_state(truth_observer_t *o, int name) {
     if (x->b.name != name)
       continue;
     printf("#   belief: worker %d slot %d %s %s count %d %s lease, since %llu ms, valid for %lld ms%s%s\n", x->worker,
-           x->slot, truth_kind_names[x->b.kind], x->b.field, x->b.count, x->b.fixed ? "fixed" : "watchdog",
+           x->slot, truth_kind_names[x->b.kind], x->b.field, x->b.count, lease_word(x),
            (unsigned long long)(x->b.since_ns / 1000000u),
            x->b.deadline_ns == UINT64_MAX ? -1LL : (long long)((int64_t)(x->b.deadline_ns - o->t1) / 1000000),
            x->stable ? "" : " (changed during the snapshot)", x->exempt ? " (exempt: taken before a break)" : "");

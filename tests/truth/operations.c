@@ -33,8 +33,9 @@ static int reentry_target(actor_t *a) {
     case K_FAIR: ok = t->kind == K_FAIR; break;
     case K_READ: ok = t->kind == K_READ; break;
     case K_WRITE: ok = t->kind == K_WRITE || t->kind == K_READ; break;
-    case K_SEMAPHORE:
-    case K_PERMIT: ok = t->kind == top->kind; break;
+    case K_SEMAPHORE: ok = t->kind == top->kind; break;
+    /* each permit is a belief slot of its own */
+    case K_PERMIT: ok = t->kind == top->kind && a->depth < SLOTS_PER_ACTOR; break;
     default: break;
     }
     if (ok && (w->sh->kinds & (1u << t->kind)))
@@ -47,6 +48,18 @@ static int64_t random_lease(actor_t *a) {
   if (rnd_below(&a->rng, 2) == 0)
     return RELOCK_INFINITE;
   return 300 + rnd_below(&a->rng, TRUTH_MAX_FIXED_LEASE_MS - 300);
+}
+
+/* A permit's: watched (RELOCK_INFINITE: the watchdog renews it), a fixed
+ * lease (tracked: its loss is reported), or none (taken for good until
+ * given back, not tracked). */
+static int64_t random_permit_lease(actor_t *a) {
+  int r = rnd_below(&a->rng, 6);
+  if (r < 2)
+    return RELOCK_INFINITE;
+  if (r < 5)
+    return 500 + rnd_below(&a->rng, 2000);
+  return RELOCK_PERMIT_NO_LEASE;
 }
 
 static int64_t random_wait(actor_t *a) {
@@ -83,9 +96,7 @@ op_t choose(actor_t *a) {
       return op;
     }
     op.wait_ms = random_wait(a);
-    op.lease_ms = random_lease(a);
-    if (w->targets[op.target].kind == K_PERMIT && rnd_below(&a->rng, 3) > 0)
-      op.lease_ms = 500 + rnd_below(&a->rng, 2000); /* mostly leased permits */
+    op.lease_ms = w->targets[op.target].kind == K_PERMIT ? random_permit_lease(a) : random_lease(a);
     if (rnd_below(&a->rng, 8) == 0)
       op.cancel_after_ms = rnd_below(&a->rng, 200);
     op.blocking = !w->embedded && w->targets[op.target].lock != NULL && rnd_below(&a->rng, 2) == 0;
@@ -100,7 +111,7 @@ op_t choose(actor_t *a) {
       op.type = OP_ACQUIRE;
       op.target = t;
       op.wait_ms = random_wait(a);
-      op.lease_ms = random_lease(a);
+      op.lease_ms = w->targets[t].kind == K_PERMIT ? random_permit_lease(a) : random_lease(a);
       op.blocking = !w->embedded && w->targets[t].lock != NULL && rnd_below(&a->rng, 2) == 0;
       return op;
     }
@@ -213,9 +224,12 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   } else if (t->multi != NULL) {
     snprintf(field, sizeof field, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
   } else if (t->permit != NULL) {
+    /* a watched or leased permit: the library's validity, as a lock's */
     snprintf(field, sizeof field, "%s", permit_id);
-    if (op->lease_ms > 0)
-      deadline = op->start_ns + (uint64_t)(op->lease_ms - drift_margin_ms(op->lease_ms)) * 1000000u;
+    if (permit_tracked(op->lease_ms)) {
+      int64_t v = relock_permit_semaphore_validity_ms(t->permit, permit_id);
+      deadline = truth_now_ns() + (uint64_t)(v > 0 ? v : 0) * 1000000u;
+    }
   } else {
     snprintf(field, sizeof field, "permits");
   }
@@ -244,7 +258,8 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
  * may give back twice), so its count is uncertain until the next reset. */
 static void release_outcome(actor_t *a, op_t *op, int rc) {
   worker_t *w = a->w;
-  if (rc != 0 && w->targets[op->target].kind == K_PERMIT) {
+  /* RELOCK_ELOST: the library found it gone (and said so): nothing to give back */
+  if (rc != 0 && rc != RELOCK_ELOST && w->targets[op->target].kind == K_PERMIT) {
     pthread_mutex_lock(&w->mu);
     a->redo = op->released;
     a->has_redo = 1;
@@ -303,16 +318,24 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
 }
 
 /* The operations an actor runs before its client closes (or at the end):
- * give back what has no lease (semaphore permits, endless permits), and
- * at the end everything. */
+ * give back what has no lease (semaphore permits, permits without a
+ * lease: a watched one is left to expire once its client is gone, as a
+ * lock's watchdog hold), and at the end everything. */
 int needs_give_back(actor_t *a, int everything) {
   if (a->has_redo)
     return 1;
-  if (a->depth == 0)
-    return 0;
-  hold_t *h = &a->holds[a->depth - 1];
-  enum truth_kind k = a->w->targets[h->target].kind;
-  return everything || k == K_SEMAPHORE || (k == K_PERMIT && h->lease_ms <= 0);
+  if (a->depth > 0 && everything)
+    return 1;
+  /* releases go from the top: one below a hold that may stay (a watched
+   * permit on a permit without a lease) needs the ones above it given
+   * back too, or the close abandons it for good */
+  for (int i = 0; i < a->depth; i++) {
+    const hold_t *h = &a->holds[i];
+    enum truth_kind k = a->w->targets[h->target].kind;
+    if (k == K_SEMAPHORE || (k == K_PERMIT && h->lease_ms == RELOCK_PERMIT_NO_LEASE))
+      return 1;
+  }
+  return 0;
 }
 
 /* -- a threaded actor's operation ---------------------------------------------*/

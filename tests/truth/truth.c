@@ -123,6 +123,23 @@ static redisReply *direct(const char *unix_path, const char *fmt, ...) {
   return r;
 }
 
+/* The permits still taken at the end (id, expiry), with what the workers
+ * traced of each: who took it, and what became of it. */
+static void print_live_permits(const redisReply *z) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i + 1 < z->elements; i += 2) {
+    char id[80];
+    size_t n = z->element[i]->len < 32 ? z->element[i]->len : 32;
+    for (size_t k = 0; k < n; k++) {
+      id[2 * k] = digits[(unsigned char)z->element[i]->str[k] >> 4];
+      id[2 * k + 1] = digits[(unsigned char)z->element[i]->str[k] & 15];
+    }
+    id[2 * n] = '\0';
+    printf("# permit %s still taken at the end (until %s)\n", id, z->element[i + 1]->str);
+    truth_trace_dump(sh, id);
+  }
+}
+
 /* What the semaphores and locks hold once everyone released everything and
  * every lease ran out: all permits free, no lock key left. */
 static void check_quiet_state(const char *unix_path, char *why, size_t size, int *locks_clear, int *permits_free) {
@@ -134,12 +151,13 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
       "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
       "local live = redis.call('zcount', KEYS[10], now + 1, '+inf')\n"
       "free = free + redis.call('zcount', KEYS[10], '-inf', now)\n"
-      "return {n, tonumber(redis.call('get', KEYS[8]) or '-1'), free, live}\n";
+      "return {n, tonumber(redis.call('get', KEYS[8]) or '-1'), free, live,\n"
+      "        redis.call('zrangebyscore', KEYS[10], now + 1, '+inf', 'withscores')}\n";
   redisReply *r = direct(unix_path, "EVAL %s 10 %s %s %s %s %s %s %s %s %s {%s}:timeout", lua, truth_names[0],
                          truth_names[1], truth_names[2], truth_names[3], truth_names[4], truth_names[5],
                          truth_names[6], truth_names[N_S0], truth_names[N_P0], truth_names[N_P0]);
   *locks_clear = *permits_free = 0;
-  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 4) {
+  if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
     snprintf(why, size, "Redis did not answer");
     if (r != NULL)
       freeReplyObject(r);
@@ -147,6 +165,7 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
   }
   long long keys = r->element[0]->integer, sem = r->element[1]->integer, pfree = r->element[2]->integer,
             plive = r->element[3]->integer;
+  print_live_permits(r->element[4]);
   freeReplyObject(r);
   snprintf(why, size,
            "%lld lock keys left, semaphore %lld of %d free (%d failed releases), permits %lld free and %lld live of %d "

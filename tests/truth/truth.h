@@ -52,6 +52,7 @@ typedef struct truth_belief {
   int32_t count;       /* holds (locks), permits (semaphore), 1 (permit) */
   int32_t fixed;       /* the latest hold's lease was fixed, not the watchdog */
   int32_t foreign;     /* a Redisson thread's: never told of a loss */
+  int32_t tracked;     /* a permit the library watches or tracks (a lease): told of its loss */
   uint64_t since_ns;   /* when the first hold's acquisition was sent */
   uint64_t deadline_ns; /* the library's validity end; UINT64_MAX: none */
   char field[80];      /* the hash field, or the permit's id in hex */

@@ -82,6 +82,7 @@ int believe(actor_t *a, int target, int name, const char *field, int count, int6
   }
   l->b.count += count;
   l->b.fixed = lease_ms > 0;
+  l->b.tracked = w->targets[target].permit != NULL && permit_tracked(lease_ms);
   if (deadline_ns > l->b.deadline_ns)
     l->b.deadline_ns = deadline_ns;
   if (lease_ms > 0) {
@@ -177,6 +178,33 @@ static void on_multi_lost(relock_multi_lock_t *m, uint64_t owner, int reason, co
   pthread_mutex_unlock(&w->mu);
 }
 
+/* A permit's loss: the actor holding it (it may be releasing it: then
+ * nobody) forgets it. */
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *message,
+                           void *arg) {
+  (void)s;
+  (void)reason;
+  (void)message;
+  worker_t *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (int i = 0; i < w->nactors; i++) {
+    actor_t *a = &w->actors[i];
+    int slot = slot_for(a, N_P0, id);
+    if (slot >= 0 && w->mine[slot].b.name == N_P0) {
+      note_loss(w, N_P0, id);
+      forget_slot(a, slot);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Whether a permit of this lease is the library's to watch or track (its
+ * loss reported, its validity known): all but RELOCK_PERMIT_NO_LEASE. */
+int permit_tracked(int64_t lease_ms) {
+  return lease_ms == RELOCK_INFINITE || lease_ms >= RELOCK_MIN_LEASE_MS;
+}
+
 /* The library's validity for a belief, asked without the mutex. */
 int64_t validity_of(worker_t *w, int target, uint64_t owner) {
   target_t *t = &w->targets[target];
@@ -199,13 +227,17 @@ static void refresh_all(worker_t *w) {
   for (int s = 0; s < w->nactors * SLOTS_PER_ACTOR; s++) {
     pthread_mutex_lock(&w->mu);
     int target = w->mine[s].b.name >= 0 ? w->mine[s].target : -1;
+    int tracked_permit = target >= 0 && w->mine[s].b.tracked;
+    char id[RELOCK_PERMIT_ID_SIZE];
+    snprintf(id, sizeof id, "%s", w->mine[s].b.field);
     uint32_t gen = atomic_load(&w->slot->beliefs[s].seq);
     uint64_t owner = owner_of_slot(w, s);
     pthread_mutex_unlock(&w->mu);
-    if (target < 0 || (w->targets[target].lock == NULL && w->targets[target].multi == NULL))
+    if (target < 0 || (w->targets[target].lock == NULL && w->targets[target].multi == NULL && !tracked_permit))
       continue;
     uint64_t now = truth_now_ns();
-    int64_t v = validity_of(w, target, owner);
+    int64_t v = tracked_permit ? relock_permit_semaphore_validity_ms(w->targets[target].permit, id)
+                               : validity_of(w, target, owner);
     pthread_mutex_lock(&w->mu);
     local_belief_t *l = &w->mine[s];
     if (atomic_load(&w->slot->beliefs[s].seq) == gen && l->b.name >= 0) {
@@ -243,7 +275,11 @@ static void add_target(worker_t *w, enum truth_kind kind, int name) {
   case K_READ: t->lock = relock_read_lock_new(w->client, n, &err); break;
   case K_WRITE: t->lock = relock_write_lock_new(w->client, n, &err); break;
   case K_SEMAPHORE: t->sem = relock_semaphore_new(w->client, n, &err); break;
-  case K_PERMIT: t->permit = relock_permit_semaphore_new(w->client, n, &err); break;
+  case K_PERMIT:
+    t->permit = relock_permit_semaphore_new(w->client, n, &err);
+    if (t->permit != NULL)
+      relock_permit_semaphore_on_lost(t->permit, on_permit_lost, w);
+    break;
   case K_MULTI: {
     relock_lock_t *members[2] = {relock_lock_new(w->client, truth_names[name], &err),
                                  relock_lock_new(w->client, truth_names[name + 1], &err)};

@@ -98,6 +98,7 @@ int believe(actor_t *a, int target, int name, const char *field, int count, int6
             uint64_t deadline_ns);
 void disbelieve(worker_t *w, int s, int count);
 int64_t validity_of(worker_t *w, int target, uint64_t owner);
+int permit_tracked(int64_t lease_ms);
 void msleep(long ms);
 int rnd_below(uint64_t *rng, int n);
 

@@ -1,11 +1,12 @@
 # Sourced by bench/run: part sync (bench/run sync), the function part_sync.
 
 # 13. The semaphore's uncontended acquire+release pair against the two-
-# round-trip floor (pinned, as part 1), and a count-down latch's last
+# round-trip floor (pinned, as part 1), a watched permit's pair against the
+# reentrant lock's of the same client, and a count-down latch's last
 # count-down to the last of 8 awaiting processes through, against the same
 # floor (the count-down's round trip, then the message's way out).
 part_sync() {
-  say "13. semaphore pairs; latch: the last count-down to 8 awaiting processes"
+  say "13. semaphore and watched permit pairs; latch: the last count-down to 8 awaiting processes"
   lat=
   for _round in 1 2 3; do
     floor_once 4000
@@ -18,6 +19,17 @@ part_sync() {
   raw sync_semaphore "{\"p50_us\":$p50,\"each\":\"$lat\"}"
   row sync "13. semaphore: uncontended acquire(1)+release(1) pair, p50 (median of 3)" "$p50 µs" \
     "2 × EVALSHA p50 = $f50 µs" "$(ratio "$p50" "$f50")" "" ""
+  # a watched permit's pair against the reentrant lock's, one client,
+  # interleaved (pinned, as the pairs above)
+  j=$(on_cpu0 $tmo "$build/bench/sync" 127.0.0.1 "$port" permit 3000)
+  raw sync_permit "$j"
+  flush
+  p50=$(json_field "$j" permit_p50_us) l50=$(json_field "$j" lock_p50_us)
+  row sync "13. permit semaphore: watched permit (lease: the watchdog) acquire+release pair, p50 (3000 pairs)" \
+    "$p50 µs" "lock+unlock pair (reentrant, watchdog) of the same client, interleaved = $l50 µs" \
+    "$(ratio "$p50" "$l50")" "" ""
+  row sync "13. permit semaphore: the same, p99" "$(json_field "$j" permit_p99_us) µs" \
+    "lock pair p99 = $(json_field "$j" lock_p99_us) µs" "" "" ""
   j=$($tmo "$build/bench/sync" 127.0.0.1 "$port" latch 100 8)
   raw sync_latch "$j"
   flush

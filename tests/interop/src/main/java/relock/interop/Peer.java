@@ -43,7 +43,8 @@ import org.redisson.config.Config;
  * (trySetPermits), semavail NAME. The permit-expirable semaphore: pesset
  * NAME N (trySetPermits), pesacquire NAME LEASE_MS (-1: none; answers the
  * permit id), pestry NAME WAIT_MS LEASE_MS (the id, or "null"), pesrelease
- * NAME ID (tryRelease: true or false), pesavail NAME. The count-down latch: latchset NAME N
+ * NAME ID (tryRelease: true or false), pesupdate NAME ID LEASE_MS (updateLeaseTime: true or
+ * false), pesavail NAME. The count-down latch: latchset NAME N
  * (trySetCount), latchdown NAME, latchawait NAME WAIT_MS, latchcount NAME.
  * A tag's commands run in
  * order on its own thread (Redisson's locks belong to threads); tags run
@@ -227,6 +228,8 @@ public final class Peer {
       }
       case "pesrelease":
         return String.valueOf(s.tryRelease(arg(w, 3)));
+      case "pesupdate":
+        return String.valueOf(s.updateLeaseTime(arg(w, 3), Long.parseLong(arg(w, 4)), TimeUnit.MILLISECONDS));
       case "pesavail":
         return String.valueOf(s.availablePermits());
       default:
