@@ -4,15 +4,7 @@
 set -u
 here=$(dirname "$0")
 . "$here/../support/redis.sh"
-# Under make check-valgrind, relock itself runs under valgrind: a memory
-# error or leak changes its exit status (99), which the tests see.
-relock_bin=${RELOCK:-./tools/relock}
-wrapper=${RELOCK_CLI_WRAPPER:-}
-relock() { $wrapper "$relock_bin" "$@"; }
-# In the background, as one process: $! is relock itself, for kill and wait.
-relock_bg() { (exec $wrapper "$relock_bin" "$@") & }
-slack=1 # time bounds that only catch hangs grow under valgrind
-[ -n "${RELOCK_UNDER_VALGRIND:-}" ] && slack=10
+. "$here/../support/cli.sh"
 command -v redis-server >/dev/null || { echo "Bail out! cannot run: redis-server not found (./bootstrap --deps)"; exit 1; }
 start_redis
 export RELOCK_URL="redis://127.0.0.1:$port"
