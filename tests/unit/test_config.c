@@ -568,8 +568,9 @@ static void clear_env(void) {
   unsetenv("RELOCK_URL_FILE");
 }
 
-/* A file of the given content in a fresh temporary directory; path gets
- * its name (the caller removes it with remove_file). */
+/* A new file of the given content in $TMPDIR (or /tmp), made by mkstemp
+ * from the template "relock-env-XXXXXX"; path gets its name (the caller
+ * removes it with remove_file). */
 static void write_file(char path[64], const char *content, size_t len) {
   const char *dir = getenv("TMPDIR") != NULL && strlen(getenv("TMPDIR")) < 40 ? getenv("TMPDIR") : "/tmp";
   snprintf(path, 64, "%s/relock-env-XXXXXX", dir);
