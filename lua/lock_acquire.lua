@@ -1,6 +1,8 @@
 -- Acquires (or re-enters) a reentrant lock in Redisson's RLock layout.
 -- KEYS[1]  the lock: a hash, field "<client-id>:<owner>" -> hold count
--- KEYS[2]  this acquisition's latch, relock_lock_latch:{name}:<request-id>
+-- KEYS[2]  this acquisition's latch, redisson_unlock_latch:{name}:<id>:
+--          the unlock latch of the hold's next release, which takes it over
+--          (lua/lock_release.lua): an uncontended pair writes this one key
 -- KEYS[3]  (a wait only) the relock processes waiting,
 --          relock_lock_latch:{name}:waiters: a zset, waker id -> until when
 --          the registration holds (ms, the server's clock)
@@ -22,7 +24,8 @@
 -- The latch makes a retried acquisition (after a lost reply) count its hold
 -- once. It answers "acquired" only while the field still exists: a latch
 -- can outlive the lease it remembers, and by then another client may hold
--- the lock (docs/SAFETY.md).
+-- the lock (docs/SAFETY.md). Its value is "a", which the release that takes
+-- the latch over tells apart from a release's answer (0 or 1).
 --
 -- Re-entry never shortens the lease: a hold renewed by the watchdog, or
 -- taken with a longer lease, keeps the longer of the two.
@@ -66,25 +69,38 @@ local function registered(acquired)
   return ttl
 end
 
+-- The latch lasts the retry window and at least as long as the hold it
+-- counted can last without a renewal (the key's TTL now), so that the
+-- give-back of an acquisition whose answer was lost, retried until Redis
+-- answers, finds it while that hold may still be there; never longer, so
+-- that it can never take away a later hold of the owner.
+local function latch(ttl)
+  redis.call('set', KEYS[2], 'a', 'px', math.max(tonumber(ARGV[3]), ttl))
+end
+
+-- The uncontended case first, in the fewest calls: a free lock is no other
+-- kind's, nor can this acquisition have run before (its latch would only
+-- count a hold of a key that is there).
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  latch(lease)
+  registered(true)
+  return {1}
+end
 local refused = wrong_kind(KEYS[1], 'lock', 'take')
 if refused then
   return refused
 end
-local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
-if mine and redis.call('exists', KEYS[2]) == 1 then
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return registered(false) or redis.call('pttl', KEYS[1])
+end
+if redis.call('exists', KEYS[2]) == 1 then -- a repeat: counted already
   extend()
   return {tonumber(redis.call('hget', KEYS[1], ARGV[2]))}
 end
-if mine or redis.call('exists', KEYS[1]) == 0 then
-  local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  extend()
-  -- The latch lasts the retry window and at least as long as the hold it
-  -- counted can last without a renewal (the key's TTL now), so that the
-  -- give-back of an acquisition whose answer was lost, retried until Redis
-  -- answers, finds it while that hold may still be there; never longer,
-  -- so that it can never take away a later hold of the owner.
-  redis.call('set', KEYS[2], 1, 'px', math.max(tonumber(ARGV[3]), redis.call('pttl', KEYS[1])))
-  registered(true)
-  return {count}
-end
-return registered(false) or redis.call('pttl', KEYS[1])
+local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+extend()
+latch(redis.call('pttl', KEYS[1]))
+registered(true)
+return {count}

@@ -1,7 +1,9 @@
 -- Releases one hold of a reentrant lock, idempotently.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  its unlock channel
--- KEYS[3]  this release's latch, redisson_unlock_latch:{name}:<request-id>
+-- KEYS[3]  this release's latch, redisson_unlock_latch:{name}:<request-id>;
+--          the first release after an acquisition takes over that
+--          acquisition's latch (value "a": lua/lock_acquire.lua)
 -- KEYS[4]  the relock processes waiting, relock_lock_latch:{name}:waiters
 --          (lua/lock_acquire.lua)
 -- ARGV[1]  the unlock message
@@ -27,7 +29,7 @@
 -- the unlock message goes alone and wakes every process, as before.
 --#include lua/shared/kind.lua
 local answered = redis.call('get', KEYS[3])
-if answered then
+if answered and answered ~= 'a' then
   return tonumber(answered)
 end
 local refused = wrong_kind(KEYS[1], 'lock', 'release')

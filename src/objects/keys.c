@@ -111,14 +111,19 @@ char *relock__acquire_latch_name(const char *name, size_t len, const char *id, s
   return latch_name(name, len, "relock_lock_latch", id, out_len);
 }
 
-void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]) {
+void relock__request_id_of(const uint64_t bits[2], char id[RELOCK__REQUEST_ID_SIZE]) {
   static const char hex[] = "0123456789abcdef";
-  for (int half = 0; half < 2; half++) {
-    uint64_t x = relock__random(rng);
+  for (int half = 0; half < 2; half++)
     for (int i = 0; i < 16; i++)
-      id[half * 16 + i] = hex[(x >> (i * 4)) & 15];
-  }
+      id[half * 16 + i] = hex[(bits[half] >> (i * 4)) & 15];
   id[32] = '\0';
+}
+
+void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]) {
+  uint64_t bits[2];
+  bits[0] = relock__random(rng);
+  bits[1] = relock__random(rng);
+  relock__request_id_of(bits, id);
 }
 
 void relock__waker_id(uint64_t *rng, char id[RELOCK__WAKER_ID_SIZE]) {

@@ -69,6 +69,11 @@ void relock__waker_id(uint64_t *rng, char id[RELOCK__WAKER_ID_SIZE]);
 /* A random request id (32 hex digits) from the xorshift state rng. */
 void relock__request_id(uint64_t *rng, char id[RELOCK__REQUEST_ID_SIZE]);
 
+/* The request id of the 128 bits bits[0..1] (relock__request_id's format):
+ * an id kept as two numbers (a hold's next release id) and written out when
+ * it is sent. */
+void relock__request_id_of(const uint64_t bits[2], char id[RELOCK__REQUEST_ID_SIZE]);
+
 /* How long a latch (acquire or release) remembers its answer: longer than
  * every retry of the request it answers for. */
 int64_t relock__latch_ttl_ms(const relock__settings_t *s);

@@ -255,6 +255,11 @@ int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int
                                   sent_ns, count);
 }
 
+void relock__lock_pass_latch(relock_lock_t *lock, uint64_t owner, const uint64_t bits[2]) {
+  relock__hold_id_t id = relock__lock_hold(lock, owner);
+  relock__renewal_pass_release_id(&lock->client->renewal, &id, bits);
+}
+
 /* -- release ----------------------------------------------------------------*/
 
 typedef struct release {
@@ -340,7 +345,12 @@ static void on_release_turn(relock__turn_wait_t *w, int err) {
 relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms, int on_close) {
   relock_client_t *c = lock->client;
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
-  relock__request_id(&c->rng, id);
+  uint64_t bits[2];
+  relock__hold_id_t hold = relock__lock_hold(lock, owner);
+  if (lock->kind->latch_passed_on && relock__renewal_take_release_id(&c->renewal, &hold, bits))
+    relock__request_id_of(bits, id); /* the acquisition's latch, taken over: no new key */
+  else
+    relock__request_id(&c->rng, id);
   relock__lock_call_t call;
   relock__lock_call_init(&call, lock, owner, field);
   char *latch = relock__unlock_latch_name(lock->name, lock->len, id, &call.latch_len);

@@ -85,6 +85,7 @@ typedef struct acquire {
   char not_now[160];
   int64_t spin_ms;          /* a spin lock's next back-off */
   char latch_id[RELOCK__REQUEST_ID_SIZE]; /* this try's request id */
+  uint64_t latch_bits[2];   /* ... as numbers, for a kind whose release takes its latch over (latch_passed_on) */
   relock__turn_wait_t turn; /* its owner's turn (lock_turn.h): held from a try's send until it is answered, or
                                handed to its give-back */
 } acquire_t;
@@ -160,16 +161,24 @@ static void on_fire_and_forget(relock_future_t *f, void *arg) {
 
 /* The latch of op's current try (a malloc'ed string), NULL when out of memory. */
 static char *latch_name(const acquire_t *op, size_t *len) {
+  if (op->lock->kind->latch_passed_on) /* the unlock latch of the hold's next release */
+    return relock__unlock_latch_name(op->lock->name, op->lock->len, op->latch_id, len);
   return relock__acquire_latch_name(op->lock->name, op->lock->len, op->latch_id, len);
 }
 
 /* A new request id for op's next try: its latch's, and for a kind whose
  * ids are permits, the owner the permit is. */
 static void new_request_id(acquire_t *op) {
-  if (op->lock->kind->request_id != NULL)
+  uint64_t *rng = &op->lock->client->rng;
+  if (op->lock->kind->request_id != NULL) {
     op->lock->kind->request_id(op->lock, op->latch_id, &op->owner);
-  else
-    relock__request_id(&op->lock->client->rng, op->latch_id);
+  } else if (op->lock->kind->latch_passed_on) {
+    op->latch_bits[0] = relock__random(rng);
+    op->latch_bits[1] = relock__random(rng);
+    relock__request_id_of(op->latch_bits, op->latch_id);
+  } else {
+    relock__request_id(rng, op->latch_id);
+  }
 }
 
 /* Sets call up for op's current try (its latch: a malloc'ed string, which
@@ -299,14 +308,20 @@ static void unregister(relock__waiter_t *w) {
 }
 
 /* The answer came back in time: the latch is not needed any more (it would
- * otherwise stay in Redis for its whole life). A semaphore's (a kind
+ * otherwise stay in Redis for its whole life), unless the hold's next
+ * release takes it over as its own (latch_passed_on). A semaphore's (a kind
  * without holds: no lease) has no expiry, so its DEL is retried until
  * answered, and a close waits for it. A lock's expires with its latch TTL:
  * its DEL is only tidying, and a close does not wait for it - a free must
  * not wait a command timeout for a stopped server when nothing is owed. */
 static void drop_latch(acquire_t *op) {
-  if (op->lock->kind->undo == NULL || op->lock->kind->no_latch)
+  const relock__lock_kind_t *kind = op->lock->kind;
+  if (kind->undo == NULL || kind->no_latch)
     return; /* no latch kept: nothing to give back, or the request id kept instead */
+  if (kind->latch_passed_on) { /* the hold's next release takes it over, and it expires after that */
+    relock__lock_pass_latch(op->lock, op->owner, op->latch_bits);
+    return;
+  }
   size_t len;
   char *latch = latch_name(op, &len);
   if (latch == NULL)

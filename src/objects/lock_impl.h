@@ -161,6 +161,11 @@ void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
 int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
                           int64_t count);
 
+/* The latch of owner's acquisition just counted, whose request id is bits,
+ * becomes the unlock latch of owner's next release of lock (a kind with
+ * latch_passed_on); nothing when the watchdog has no hold of owner's. */
+void relock__lock_pass_latch(relock_lock_t *lock, uint64_t owner, const uint64_t bits[2]);
+
 /* The blocking calls' pieces (sync.c), for every object built on a lock
  * object. Each sets the thread's last error (relock_last_error_message).
  * would_block: RELOCK_EINVAL for a NULL object, RELOCK_EWOULDBLOCK from

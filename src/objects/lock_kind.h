@@ -106,6 +106,10 @@ typedef struct relock__lock_kind {
                                  which they keep instead (a permit's id) */
   unsigned wakes_one : 1;     /* a waiting try registers its process (call->waker), and a release wakes
                                  the one registered longest, not a waiter in every process */
+  unsigned latch_passed_on : 1; /* its acquisition's latch is the unlock latch of the hold's next release
+                                 (lua/lock_acquire.lua, lua/lock_release.lua): kept, not deleted, and
+                                 overwritten by that release's answer - an uncontended pair writes one
+                                 key, as Redisson's does */
   unsigned permit_holds : 1;  /* a no_hold kind whose acquisitions with a lease are holds all the same:
                                  the watchdog renews or checks them (a permit-expirable semaphore's
                                  permits, each its own owner: request_id) */

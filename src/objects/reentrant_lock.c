@@ -76,6 +76,7 @@ static const relock__lock_kind_t reentrant = {
     .role = RELOCK__ROLE_PLAIN,
     .wait = RELOCK__WAIT_CHANNEL,
     .wakes_one = 1,
+    .latch_passed_on = 1,
     .acquire = relock__rlock_acquire,
     .undo = relock__rlock_undo,
     .release = relock__rlock_release,

@@ -15,6 +15,7 @@ static const relock__lock_kind_t spin = {
     .channel_prefix = "redisson_lock__channel", /* named in the scripts' keys; only a force release publishes */
     .role = RELOCK__ROLE_PLAIN,
     .wait = RELOCK__WAIT_SPIN,
+    .latch_passed_on = 1,
     .acquire = relock__rlock_acquire,
     .undo = relock__rlock_undo,
     .release = relock__rlock_release,

@@ -314,6 +314,21 @@ static int earlier_holds_gone(relock__renewal_t *r, relock__hold_t *hold, int64_
   return 1;
 }
 
+void relock__renewal_pass_release_id(relock__renewal_t *r, const relock__hold_id_t *id, const uint64_t bits[2]) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
+  if (hold != NULL && !hold->lost)
+    memcpy(hold->release_id, bits, sizeof(hold->release_id));
+}
+
+int relock__renewal_take_release_id(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t bits[2]) {
+  relock__hold_t *hold = relock__renewal_find(r, id);
+  if (hold == NULL || (hold->release_id[0] == 0 && hold->release_id[1] == 0))
+    return 0;
+  memcpy(bits, hold->release_id, sizeof(hold->release_id));
+  memset(hold->release_id, 0, sizeof(hold->release_id));
+  return 1;
+}
+
 int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
                              int watchdog, int64_t lease_ms, uint64_t sent_ns, int64_t count) {
   if (r->closing) {

@@ -145,7 +145,7 @@ typedef struct relock__hold_lease {
   int64_t lease_ms;           /* the longest taken: what a partial release keeps */
 } relock__hold_lease_t;
 
-/* 88 bytes, a 96-byte malloc chunk. Which of link and fixed is in use
+/* Which of link and fixed is in use
  * follows from the flags:
  *   renewed (watchdog, not lost)  link in renewal->renewing
  *   fixed lease (neither)         fixed, its end's timer running, fixed->link in renewal->fixed
@@ -161,6 +161,7 @@ struct relock__hold {
   relock__holder_t *holder;   /* a reference, dropped with the hold */
   uint64_t owner;
   int64_t count;              /* holds taken minus holds released */
+  uint64_t release_id[2];     /* the next release's request id (both 0: a new one), relock__renewal_pass_release_id */
   union {
     uint64_t deadline_ns;     /* known held until (monotonic, margin taken off) */
     uint64_t forget_ns;       /* lost: when it is forgotten */
@@ -176,7 +177,9 @@ struct relock__hold {
   unsigned role : 2;          /* relock__hold_role_t */
 };
 
-_Static_assert(sizeof(void *) != 8 || sizeof(relock__hold_t) == 88,
+/* 104 bytes, a 112-byte malloc chunk: the release id costs the 16 bytes a
+ * latch key (about 80 bytes in Redis, and its DEL) would cost otherwise. */
+_Static_assert(sizeof(void *) != 8 || sizeof(relock__hold_t) == 104,
                "a hold is kept per held lock: its size is memory per lock (issue 20)");
 
 struct relock__renewal {
@@ -238,6 +241,13 @@ relock__hold_t *relock__renewal_find(relock__renewal_t *r, const relock__hold_id
  * found past its validity, which this one replaces). */
 int relock__renewal_acquired(relock__renewal_t *r, const relock__hold_id_t *id, relock__holder_t *holder,
                              int watchdog, int64_t lease_ms, uint64_t sent_ns, int64_t count);
+
+/* The request id (bits) that the next release of hold id uses: its
+ * acquisition's latch, which that release takes over (lua/lock_release.lua);
+ * nothing when id is not held. take returns 1 and the id (forgotten: the
+ * releases after it use ids of their own), or 0 when none was passed. */
+void relock__renewal_pass_release_id(relock__renewal_t *r, const relock__hold_id_t *id, const uint64_t bits[2]);
+int relock__renewal_take_release_id(relock__renewal_t *r, const relock__hold_id_t *id, uint64_t bits[2]);
 
 typedef enum relock__release_outcome {
   RELOCK__RELEASE_FAILED = 0, /* no answer: nothing is known */

@@ -154,13 +154,13 @@ static void test_retried_acquire_after_expiry_is_not_acquired(void **state) {
   fx_t *fx = *state;
   fx->a = fx_client(fx->cfg);
   const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
-  const char *latch = "relock_lock_latch:{retried}:0123456789abcdef0123456789abcdef";
+  const char *latch = "redisson_unlock_latch:{retried}:0123456789abcdef0123456789abcdef";
   relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000");
   assert_held(fx_ok(f), 1); /* A's first attempt took it; its reply was lost */
   relock_future_release(f);
   void *arg[2] = {fx, (char[]){"retried"}};
   assert_true(fx_run_until(fx->a->loop, key_gone, arg, 2000)); /* A's lease ran out */
-  f = FX_CMD(fx->a, "EVAL", body, "2", "retried", "relock_lock_latch:{retried}:b", "30000", "B:1", "21000");
+  f = FX_CMD(fx->a, "EVAL", body, "2", "retried", "redisson_unlock_latch:{retried}:b", "30000", "B:1", "21000");
   assert_held(fx_ok(f), 1); /* B holds it now */
   relock_future_release(f);
   f = FX_CMD(fx->a, "EVAL", body, "2", "retried", latch, "100", "A:1", "21000"); /* A's retry */
@@ -176,7 +176,7 @@ static void test_retried_acquire_while_held_counts_once(void **state) {
   fx_t *fx = *state;
   fx->a = fx_client(fx->cfg);
   const char *body = relock__scripts[RELOCK__SCRIPT_LOCK_ACQUIRE].body;
-  const char *latch = "relock_lock_latch:{once}:0123456789abcdef0123456789abcdef";
+  const char *latch = "redisson_unlock_latch:{once}:0123456789abcdef0123456789abcdef";
   for (int attempt = 0; attempt < 2; attempt++) {
     relock_future_t *f = FX_CMD(fx->a, "EVAL", body, "2", "once", latch, "30000", "A:1", "21000");
     assert_held(fx_ok(f), 1);
@@ -493,6 +493,9 @@ static void gb_case(fx_t *fx, gb_kind_t kind, int64_t permits, int64_t outage_ms
   assert_int_equal(relock_client_unreturned(fx->a), 0);
   char keys[256];
   assert_int_equal(relock_test_redis_cmd(fx->redis, keys, sizeof keys, "KEYS", "relock_lock_latch:*", NULL), 0);
+  assert_string_equal(keys, "*0\r\n");
+  /* (a lock's acquisition latch has the name of its release's) */
+  assert_int_equal(relock_test_redis_cmd(fx->redis, keys, sizeof keys, "KEYS", "redisson_unlock_latch:*", NULL), 0);
   assert_string_equal(keys, "*0\r\n");
   relock_lock_free(obj);
 }
