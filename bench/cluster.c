@@ -7,6 +7,8 @@
  *     the ceiling measured on the same cluster before and after it:
  *     redis-benchmark --cluster -P 16 -c 50 running the acquire script
  *     (EVALSHA, keys with a {tag} per node), whose rate / 2 is pairs/s;
+ *     and what bounds either, per pair: the servers' CPU and the
+ *     client's;
  *   - failover: kill -9 of a master while a thread tries a lock whose slot
  *     it serves all along (try once, release): the end of the first
  *     success that began after the kill, next to the cluster's own
@@ -22,6 +24,8 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,16 +50,86 @@ static int run_and_find(const char *cmd, const char *key, char *out, size_t size
   return found && st == 0 ? 0 : -1;
 }
 
+/* What bounds the throughput: each side's CPU per pair, on the servers
+ * (every node's, replicas included: they apply the writes; from /proc, as
+ * in-command times grow with every preemption on a busy machine) and in the
+ * client (the children's rusage: redis-benchmark or bench/lock). The pairs:
+ * EVALSHA calls / 2, from INFO commandstats (bench/lock's warm-up
+ * included: its CPU is too). cost_start resets the counts. */
+typedef struct {
+  double server_us, calls, client_us;
+} cost_t;
+
+/* CPU µs node i has used so far; 0 when /proc cannot tell. */
+static double node_cpu_us(relock_test_cluster_t *topo, int i) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)relock_test_redis_pid(relock_test_cluster_node(topo, i)));
+  FILE *f = fopen(path, "r");
+  size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f != NULL)
+    fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* after the command's name: state, then 11 fields to utime */
+  unsigned long long ut, st;
+  if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return 0;
+  return (double)(ut + st) * 1e6 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double nodes_cpu_us(relock_test_cluster_t *topo) {
+  double t = 0;
+  for (int i = 0; i < relock_test_cluster_nodes(topo); i++)
+    t += node_cpu_us(topo, i);
+  return t;
+}
+
+static double children_cpu_us(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void cost_start(relock_test_cluster_t *topo, cost_t *c) {
+  for (int i = 0; i < relock_test_cluster_nodes(topo); i++)
+    relock_test_redis_cmd(relock_test_cluster_node(topo, i), NULL, 0, "CONFIG", "RESETSTAT", NULL);
+  c->client_us = children_cpu_us();
+  c->server_us = nodes_cpu_us(topo);
+}
+
+/* Ends the count: per pair (two EVALSHAs) from then on. */
+static void cost_end(relock_test_cluster_t *topo, cost_t *c) {
+  c->client_us = children_cpu_us() - c->client_us;
+  c->server_us = nodes_cpu_us(topo) - c->server_us;
+  c->calls = 0;
+  for (int i = 0; i < relock_test_cluster_nodes(topo); i++) {
+    static char info[16384];
+    long long calls;
+    const char *e;
+    if (relock_test_redis_cmd(relock_test_cluster_node(topo, i), info, sizeof info, "INFO", "commandstats", NULL) ==
+            0 &&
+        (e = strstr(info, "cmdstat_evalsha:")) != NULL && sscanf(e, "cmdstat_evalsha:calls=%lld", &calls) == 1)
+      c->calls += (double)calls;
+  }
+  double pairs = c->calls / 2;
+  c->server_us = pairs > 0 ? c->server_us / pairs : -1;
+  c->client_us = pairs > 0 ? c->client_us / pairs : -1;
+}
+
 /* redis-benchmark's rate (requests/s) for the acquire script on the
- * cluster, pipelined; -1 on failure. */
+ * cluster, pipelined; -1 on failure. On a busy machine redis-benchmark
+ * --cluster now and then never ends (its clients idle, one thread waiting
+ * for requests that will never be sent): 90 s at most, then once more. */
 static double ceiling(relock_test_cluster_t *topo, const char *sha) {
   char cmd[1024], line[4096];
   snprintf(cmd, sizeof cmd,
-           "redis-benchmark --cluster -h 127.0.0.1 -p %d -P 16 -c 50 -n 300000 -r 100000000 --csv EVALSHA %s 2 "
-           "'ref:{tag}:__rand_int__' 'latch:{tag}:__rand_int__' 30000 field 30000 2>/dev/null",
+           "timeout 90 redis-benchmark --cluster -h 127.0.0.1 -p %d -P 16 -c 50 -n 300000 -r 100000000 --csv EVALSHA %s "
+           "2 'ref:{tag}:__rand_int__' 'latch:{tag}:__rand_int__' 30000 field 30000 2>/dev/null",
            relock_test_redis_port(relock_test_cluster_node(topo, 0)), sha);
-  if (run_and_find(cmd, "EVALSHA", line, sizeof line) != 0)
-    return -1;
+  if (run_and_find(cmd, "EVALSHA", line, sizeof line) != 0) {
+    fprintf(stderr, "cluster: redis-benchmark --cluster failed or hung; once more\n");
+    if (run_and_find(cmd, "EVALSHA", line, sizeof line) != 0)
+      return -1;
+  }
   /* "EVALSHA ...","12345.67",... */
   const char *q = strstr(line, "\",\"");
   return q != NULL ? atof(q + 3) : -1;
@@ -173,7 +247,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cluster: cannot load %s\n", argv[2]);
     goto out;
   }
-  double c0 = ceiling(topo, sha), pairs = relock_pairs(topo, argv[1], seconds), c1 = ceiling(topo, sha);
+  cost_t k0, k1, kr;
+  cost_start(topo, &k0);
+  double c0 = ceiling(topo, sha);
+  cost_end(topo, &k0);
+  cost_start(topo, &kr);
+  double pairs = relock_pairs(topo, argv[1], seconds);
+  cost_end(topo, &kr);
+  cost_start(topo, &k1);
+  double c1 = ceiling(topo, sha);
+  cost_end(topo, &k1);
   if (c0 <= 0 || c1 <= 0 || pairs <= 0) {
     fprintf(stderr, "cluster: throughput: ceiling %.0f / %.0f, relock %.0f\n", c0, c1, pairs);
     goto out;
@@ -184,8 +267,10 @@ int main(int argc, char **argv) {
   if (done < n)
     goto out;
   printf("{\"pairs_per_s\":%.0f,\"ceiling_evalsha_per_s\":%.0f,\"ceiling_each\":\"%.0f %.0f\",\"failovers\":%d,"
-         "\"relock_each_ms\":\"",
-         pairs, (c0 + c1) / 2, c0, c1, done);
+         "\"server_us_per_pair\":%.1f,\"ceiling_server_us_per_pair\":%.1f,\"client_us_per_pair\":%.1f,"
+         "\"ceiling_client_us_per_pair\":%.1f,\"relock_each_ms\":\"",
+         pairs, (c0 + c1) / 2, c0, c1, done, kr.server_us, (k0.server_us + k1.server_us) / 2, kr.client_us,
+         (k0.client_us + k1.client_us) / 2);
   for (int i = 0; i < done; i++)
     printf("%s%lld", i ? " " : "", (long long)relock_ms[i]);
   printf("\",\"promotion_each_ms\":\"");

@@ -273,8 +273,10 @@ static void tls_failed(relock__conn_t *c, const char *msg) {
 static int start_tls(relock__conn_t *c) {
   char msg[sizeof c->last_msg];
   c->ssl = relock__tls_start(c->tls, &c->ac->c, c->host, msg, sizeof msg);
-  if (c->ssl != NULL)
+  if (c->ssl != NULL) {
+    relock__ev_no_sigpipe(c->ac); /* its SSL sends with MSG_NOSIGNAL */
     return 0;
+  }
   tls_failed(c, msg);
   if (c->connects == 0)
     relock__conn_fail_waiting(c, c->last_err, c->last_msg);

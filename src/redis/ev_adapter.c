@@ -6,7 +6,8 @@
  * with SIGPIPE blocked on the calling thread, and a SIGPIPE the write raised
  * is consumed before the mask is restored. A program that already ignores
  * SIGPIPE skips all of this. Over TLS reads get the same treatment: SSL_read
- * writes as well (the rest of the handshake, alerts, key updates). */
+ * writes as well (the rest of the handshake, alerts, key updates); once the
+ * SSL sends with MSG_NOSIGNAL (tls.c), neither needs it. */
 #include <config.h>
 
 #include <errno.h>
@@ -26,6 +27,7 @@ typedef struct ev_adapter {
   void (*read_fn)(void *arg); /* instead of hiredis's read handler */
   void *read_arg;
   int guard_reads;            /* TLS: reads may write */
+  int no_sigpipe;             /* relock__ev_no_sigpipe: no guard at all */
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -73,7 +75,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
   ev_adapter_t *a = w->data;
-  if (a->guard_reads)
+  if (a->guard_reads && !a->no_sigpipe)
     without_sigpipe(handle_read, a);
   else
     handle_read(a);
@@ -82,7 +84,11 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
-  without_sigpipe(handle_write, w->data);
+  ev_adapter_t *a = w->data;
+  if (a->no_sigpipe)
+    handle_write(a);
+  else
+    without_sigpipe(handle_write, a);
 }
 
 static void add_read(void *privdata) {
@@ -119,6 +125,12 @@ void relock__ev_set_reader(redisAsyncContext *ac, void (*fn)(void *arg), void *a
     a->read_fn = fn;
     a->read_arg = arg;
   }
+}
+
+void relock__ev_no_sigpipe(redisAsyncContext *ac) {
+  ev_adapter_t *a = ac->ev.data;
+  if (a != NULL)
+    a->no_sigpipe = 1;
 }
 
 int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_reads) {

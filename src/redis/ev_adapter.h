@@ -12,6 +12,10 @@
  * Writes never raise SIGPIPE; with guard_reads (TLS) reads neither. */
 int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_reads);
 
+/* The context's reads and writes can no longer raise SIGPIPE (TLS, whose
+ * SSL sends with MSG_NOSIGNAL: tls.h): they skip the signal mask. */
+void relock__ev_no_sigpipe(redisAsyncContext *ac);
+
 /* From now on, readability of the context's socket calls fn(arg) instead
  * of hiredis's read handler (hiredis still writes, and still starts and
  * stops the read watcher); fn NULL gives it back to hiredis. */

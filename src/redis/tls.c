@@ -16,6 +16,8 @@
 #ifdef RELOCK_HAVE_TLS
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include <hiredis/hiredis.h>
 #include <hiredis/hiredis_ssl.h>
@@ -106,6 +108,73 @@ static int set_peer_name(SSL *ssl, const char *name) {
   return 0;
 }
 
+/* -- writes without SIGPIPE ---------------------------------------------------
+ * OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
+ * connection the peer has closed; SSL_read writes too (the rest of the
+ * handshake, alerts, key updates). A filter in front of it sends with
+ * MSG_NOSIGNAL instead and hands everything else to the socket BIO, so a
+ * TLS connection needs no signal mask around its reads and writes
+ * (relock__ev_no_sigpipe): two fewer syscalls per read or write. */
+
+static BIO_METHOD *nosigpipe_method;
+static pthread_once_t nosigpipe_once = PTHREAD_ONCE_INIT;
+
+static int nosigpipe_write(BIO *b, const char *buf, int len) {
+  int fd = -1;
+  BIO_get_fd(BIO_next(b), &fd);
+  BIO_clear_retry_flags(b);
+  ssize_t n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+  if (n <= 0 && BIO_sock_should_retry((int)n))
+    BIO_set_retry_write(b);
+  return (int)n;
+}
+
+static int nosigpipe_read(BIO *b, char *buf, int len) {
+  int n = BIO_read(BIO_next(b), buf, len);
+  BIO_clear_retry_flags(b);
+  BIO_copy_next_retry(b); /* EAGAIN: the socket BIO's "retry read" */
+  return n;
+}
+
+/* fd, EOF (OpenSSL tells a truncated stream by it), flush: the socket's. */
+static long nosigpipe_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  return BIO_next(b) != NULL ? BIO_ctrl(BIO_next(b), cmd, num, ptr) : 0;
+}
+
+static int nosigpipe_create(BIO *b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+static int nosigpipe_destroy(BIO *b) { return b != NULL; }
+
+static void make_nosigpipe_method(void) {
+  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "relock MSG_NOSIGNAL");
+  if (m != NULL && BIO_meth_set_write(m, nosigpipe_write) == 1 && BIO_meth_set_read(m, nosigpipe_read) == 1 &&
+      BIO_meth_set_ctrl(m, nosigpipe_ctrl) == 1 && BIO_meth_set_create(m, nosigpipe_create) == 1 &&
+      BIO_meth_set_destroy(m, nosigpipe_destroy) == 1) {
+    nosigpipe_method = m; /* for the process's lifetime, like OpenSSL's own */
+    return;
+  }
+  BIO_meth_free(m);
+}
+
+/* Puts the filter in front of ssl's socket (fd): 0, or -1 out of memory. */
+static int send_without_sigpipe(SSL *ssl, int fd) {
+  pthread_once(&nosigpipe_once, make_nosigpipe_method);
+  BIO *filter = nosigpipe_method != NULL ? BIO_new(nosigpipe_method) : NULL;
+  BIO *sock = filter != NULL ? BIO_new_socket(fd, BIO_NOCLOSE) : NULL;
+  if (sock == NULL) {
+    BIO_free(filter);
+    return -1;
+  }
+  /* The handshake may be under way: the SSL keeps its state and its
+   * buffering BIO across the change; the socket BIO it drops holds none. */
+  BIO_push(filter, sock);
+  SSL_set_bio(ssl, filter, filter);
+  return 0;
+}
+
 SSL *relock__tls_start(relock__tls_t *t, redisContext *ctx, const char *host, char *msg, size_t size) {
   const struct relock_options *o = &t->settings->opt;
   const char *name = o->tls_server_name != NULL ? o->tls_server_name : host;
@@ -131,6 +200,10 @@ SSL *relock__tls_start(relock__tls_t *t, redisContext *ctx, const char *host, ch
      * and they would follow the NULL it left for the TLS state. */
     ctx->funcs = plain;
     return NULL;
+  }
+  if (send_without_sigpipe(ssl, ctx->fd) != 0) {
+    snprintf(msg, size, "TLS: out of memory");
+    return NULL; /* hiredis frees ssl with the context */
   }
   return ssl;
 }

@@ -29,7 +29,9 @@ void relock__tls_free(relock__tls_t *t);
  * a new SSL for the server's name (tls-server-name, else host: the name or
  * address connected to), handed to hiredis, which owns it from then on and
  * frees it with the context. The handshake itself goes on as hiredis reads
- * and writes. The SSL, or NULL with msg saying why. */
+ * and writes. The SSL sends with MSG_NOSIGNAL: once this returns, no read
+ * or write of the connection raises SIGPIPE (this call itself may: the
+ * handshake's first write). The SSL, or NULL with msg saying why. */
 struct ssl_st *relock__tls_start(relock__tls_t *t, struct redisContext *ctx, const char *host, char *msg,
                                  size_t size);
 

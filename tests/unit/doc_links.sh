@@ -37,7 +37,7 @@ echo "1..$#"
 
 files=$(mktemp)
 trap 'rm -f "$files"' EXIT
-find . -name .git -prune -o -type f -print | sed 's|.*/||' | sort -u >"$files"
+find . \( -name .git -o -path './_build*' \) -prune -o -type f -print | sed 's|.*/||' | sort -u >"$files"
 
 # The candidates of one document, one a line: LINE TAB link|code TAB TEXT.
 candidates() {
