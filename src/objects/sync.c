@@ -5,6 +5,7 @@
  * blocked acquisition can be interrupted from another thread. */
 #include <config.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -20,7 +21,23 @@
 #include "future/promise.h"
 #include "objects/lock_impl.h"
 
-uint64_t relock_thread_owner(void) { return (uint64_t)syscall(SYS_gettid); }
+/* The thread id, asked of the kernel once per thread (a blocking call asks
+ * for it every time: the syscall was one in eight of a pair's). A fork's
+ * child forgets it: its one thread has an id of its own, and the parent's,
+ * once that thread exits, may be given to another thread of the child. */
+static _Thread_local uint64_t thread_owner;
+static pthread_once_t forget_at_fork = PTHREAD_ONCE_INIT;
+
+static void forget_owner(void) { thread_owner = 0; }
+static void register_forget(void) { pthread_atfork(NULL, NULL, forget_owner); }
+
+uint64_t relock_thread_owner(void) {
+  if (thread_owner == 0) {
+    pthread_once(&forget_at_fork, register_forget);
+    thread_owner = (uint64_t)syscall(SYS_gettid);
+  }
+  return thread_owner;
+}
 
 /* Refuses before starting anything: an operation started and then not
  * waited for would go on behind the caller's back. */

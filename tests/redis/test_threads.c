@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -454,6 +455,40 @@ static void test_forked_child_is_refused(void **state) {
   relock_client_free(c);
 }
 
+static void *owner_of_thread(void *arg) {
+  uint64_t *ids = arg;
+  ids[0] = relock_thread_owner();
+  ids[1] = relock_thread_owner(); /* asked again: the same */
+  ids[2] = (uint64_t)syscall(SYS_gettid);
+  return NULL;
+}
+
+/* relock_thread_owner is the calling thread's id however often it is asked
+ * (the library keeps it per thread), and a forked child's is its own, not
+ * the id of the parent's thread it was forked from. */
+static void test_thread_owner_is_the_thread_id(void **state) {
+  (void)state;
+  uint64_t self = relock_thread_owner();
+  assert_int_equal(self, (uint64_t)syscall(SYS_gettid));
+  assert_int_equal(relock_thread_owner(), self);
+  uint64_t ids[3] = {0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, owner_of_thread, ids), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_int_equal(ids[0], ids[2]);
+  assert_int_equal(ids[1], ids[2]);
+  assert_int_not_equal(ids[0], self);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) /* the child's one thread: its id is its pid */
+    child_exit(relock_thread_owner() == (uint64_t)getpid() && relock_thread_owner() != self ? 0 : 1);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(relock_thread_owner(), self); /* the parent's is unchanged */
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_server_setup, fx_server_teardown)
 
 int main(void) {
@@ -468,6 +503,7 @@ int main(void) {
       T(test_interrupt_wakes_with_nothing_else_happening),
       T(test_free_releases_blocked_threads),
       T(test_forked_child_is_refused),
+      T(test_thread_owner_is_the_thread_id),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP); /* the harness counts the cases */
   return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
