@@ -39,9 +39,10 @@ import org.redisson.config.Config;
  *   java relock.interop.Bench REDIS_URL latency PAIRS
  *       one thread, RLock lock()/unlock() pairs (the watchdog lease), after
  *       5000 pairs of JIT warm-up: p50/p99/mean in microseconds
- *   java relock.interop.Bench REDIS_URL throughput NAMES SECONDS
+ *   java relock.interop.Bench REDIS_URL throughput NAMES SECONDS [WARMUP_S]
  *       the async API, NAMES locks each in a chain of lockAsync/unlockAsync
- *       (its own thread id), all in flight at once: pairs per second
+ *       (its own thread id), all in flight at once: pairs per second over
+ *       SECONDS, after WARMUP_S (default 0.5) of them unmeasured
  *   java relock.interop.Bench REDIS_URL handoff CLIENTS SECTIONS [OUTSIDE_US]
  *       CLIENTS threads, each with a Redisson client of its own (its own
  *       connections, as processes would), SECTIONS sections on one name
@@ -107,7 +108,8 @@ public final class Bench {
     r.shutdown();
   }
 
-  private static void throughput(String url, int names, double seconds) throws InterruptedException {
+  private static void throughput(String url, int names, double seconds, double warmupS)
+      throws InterruptedException {
     RedissonClient r = client(url);
     AtomicLong pairs = new AtomicLong();
     AtomicBoolean running = new AtomicBoolean(true);
@@ -116,7 +118,7 @@ public final class Bench {
       RLock lock = r.getLock("bench:redisson:tp:" + i);
       chain(lock, i + 1, pairs, running, stopped);
     }
-    Thread.sleep(500); /* warm-up */
+    Thread.sleep((long) (warmupS * 1000)); /* warm-up */
     long p0 = pairs.get(), t0 = System.nanoTime();
     Thread.sleep((long) (seconds * 1000));
     long p1 = pairs.get(), t1 = System.nanoTime();
@@ -444,7 +446,8 @@ public final class Bench {
     if (args.length >= 3 && args[1].equals("latency")) {
       latency(args[0], Integer.parseInt(args[2]));
     } else if (args.length >= 4 && args[1].equals("throughput")) {
-      throughput(args[0], Integer.parseInt(args[2]), Double.parseDouble(args[3]));
+      throughput(args[0], Integer.parseInt(args[2]), Double.parseDouble(args[3]),
+                 args.length >= 5 ? Double.parseDouble(args[4]) : 0.5);
     } else if (args.length >= 4 && args[1].equals("handoff")) {
       handoff(args[0], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
               args.length >= 5 ? Integer.parseInt(args[4]) : 0);
@@ -453,7 +456,7 @@ public final class Bench {
     } else if (args.length >= 5 && args[1].equals("watchdog")) {
       watchdog(args[0], Integer.parseInt(args[2]), Long.parseLong(args[3]), Double.parseDouble(args[4]));
     } else {
-      System.err.println("usage: Bench REDIS_URL latency PAIRS | throughput NAMES SECONDS"
+      System.err.println("usage: Bench REDIS_URL latency PAIRS | throughput NAMES SECONDS [WARMUP_S]"
                          + " | handoff CLIENTS SECTIONS [OUTSIDE_US] | contender SECTIONS | watchdog LOCKS WATCHDOG_MS SECONDS");
       System.exit(2);
     }
