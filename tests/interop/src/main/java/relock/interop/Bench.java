@@ -27,6 +27,7 @@ import org.redisson.api.RBucket;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.LongCodec;
+import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 /**
@@ -38,9 +39,10 @@ import org.redisson.config.Config;
  *   java relock.interop.Bench REDIS_URL latency PAIRS
  *       one thread, RLock lock()/unlock() pairs (the watchdog lease), after
  *       5000 pairs of JIT warm-up: p50/p99/mean in microseconds
- *   java relock.interop.Bench REDIS_URL throughput NAMES SECONDS
+ *   java relock.interop.Bench REDIS_URL throughput NAMES SECONDS [WARMUP_S]
  *       the async API, NAMES locks each in a chain of lockAsync/unlockAsync
- *       (its own thread id), all in flight at once: pairs per second
+ *       (its own thread id), all in flight at once: pairs per second over
+ *       SECONDS, after WARMUP_S (default 0.5) of them unmeasured
  *   java relock.interop.Bench REDIS_URL handoff CLIENTS SECTIONS [OUTSIDE_US]
  *       CLIENTS threads, each with a Redisson client of its own (its own
  *       connections, as processes would), SECTIONS sections on one name
@@ -50,6 +52,15 @@ import org.redisson.config.Config;
  *       counter exact, and the handoffs as bench/lock counts them (a release
  *       to another client's acquisition while it was waiting, one JVM's
  *       System.nanoTime for every thread): p50/p99 in microseconds
+ *   java relock.interop.Bench REDIS_URL contender SECTIONS
+ *       one of the contending processes of bench/run part peers' B3 (each
+ *       a JVM of its own): 250 sections of JIT warm-up on a name of its own,
+ *       then it counts itself ready (INCR bench:peers:b3:ready), waits for
+ *       the go (BLPOP bench:peers:b3:go) and runs SECTIONS sections on
+ *       bench:peers:b3 (lock, GET, SET, unlock): the times of its first
+ *       acquisition and its last release in microseconds (System.nanoTime,
+ *       CLOCK_MONOTONIC on Linux: one clock for every process), as
+ *       bench/peers/common.js prints them
  *   java relock.interop.Bench REDIS_URL watchdog LOCKS WATCHDOG_MS SECONDS
  *       one client (its watchdog timeout WATCHDOG_MS) takes LOCKS locks with
  *       the watchdog lease (4096 in flight) and holds them until two whole
@@ -97,7 +108,8 @@ public final class Bench {
     r.shutdown();
   }
 
-  private static void throughput(String url, int names, double seconds) throws InterruptedException {
+  private static void throughput(String url, int names, double seconds, double warmupS)
+      throws InterruptedException {
     RedissonClient r = client(url);
     AtomicLong pairs = new AtomicLong();
     AtomicBoolean running = new AtomicBoolean(true);
@@ -106,7 +118,7 @@ public final class Bench {
       RLock lock = r.getLock("bench:redisson:tp:" + i);
       chain(lock, i + 1, pairs, running, stopped);
     }
-    Thread.sleep(500); /* warm-up */
+    Thread.sleep((long) (warmupS * 1000)); /* warm-up */
     long p0 = pairs.get(), t0 = System.nanoTime();
     Thread.sleep((long) (seconds * 1000));
     long p1 = pairs.get(), t1 = System.nanoTime();
@@ -234,6 +246,20 @@ public final class Bench {
       r.shutdown();
     }
     admin.shutdown();
+  }
+
+  private static void contender(String url, int sections) throws InterruptedException {
+    RedissonClient r = client(url);
+    /* uncontended, on a name of its own: the JIT, without waiting for the others */
+    String warm = "bench:peers:b3warm:" + ProcessHandle.current().pid();
+    sections(r, warm, warm + ":counter", HANDOFF_WARMUP, 0, null, null, null);
+    r.getAtomicLong("bench:peers:b3:ready").incrementAndGet();
+    r.<String>getBlockingQueue("bench:peers:b3:go", StringCodec.INSTANCE).take();
+    long[] asked = new long[sections], got = new long[sections], freed = new long[sections];
+    sections(r, "bench:peers:b3", "bench:peers:b3:counter", sections, 0, asked, got, freed);
+    System.out.printf("{\"sections\":%d,\"warmup\":%d,\"first_got_us\":%d,\"last_freed_us\":%d}%n", sections,
+                      HANDOFF_WARMUP, got[0] / 1000, freed[sections - 1] / 1000);
+    r.shutdown();
   }
 
   /* -- the watchdog at scale ------------------------------------------------ */
@@ -420,15 +446,18 @@ public final class Bench {
     if (args.length >= 3 && args[1].equals("latency")) {
       latency(args[0], Integer.parseInt(args[2]));
     } else if (args.length >= 4 && args[1].equals("throughput")) {
-      throughput(args[0], Integer.parseInt(args[2]), Double.parseDouble(args[3]));
+      throughput(args[0], Integer.parseInt(args[2]), Double.parseDouble(args[3]),
+                 args.length >= 5 ? Double.parseDouble(args[4]) : 0.5);
     } else if (args.length >= 4 && args[1].equals("handoff")) {
       handoff(args[0], Integer.parseInt(args[2]), Integer.parseInt(args[3]),
               args.length >= 5 ? Integer.parseInt(args[4]) : 0);
+    } else if (args.length >= 3 && args[1].equals("contender")) {
+      contender(args[0], Integer.parseInt(args[2]));
     } else if (args.length >= 5 && args[1].equals("watchdog")) {
       watchdog(args[0], Integer.parseInt(args[2]), Long.parseLong(args[3]), Double.parseDouble(args[4]));
     } else {
-      System.err.println("usage: Bench REDIS_URL latency PAIRS | throughput NAMES SECONDS"
-                         + " | handoff CLIENTS SECTIONS [OUTSIDE_US] | watchdog LOCKS WATCHDOG_MS SECONDS");
+      System.err.println("usage: Bench REDIS_URL latency PAIRS | throughput NAMES SECONDS [WARMUP_S]"
+                         + " | handoff CLIENTS SECTIONS [OUTSIDE_US] | contender SECTIONS | watchdog LOCKS WATCHDOG_MS SECONDS");
       System.exit(2);
     }
     System.exit(0);
