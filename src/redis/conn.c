@@ -426,8 +426,8 @@ static void connect_now(relock__conn_t *c) {
    * Redis connections to the child. */
   fcntl(ac->c.fd, F_SETFD, fcntl(ac->c.fd, F_GETFD) | FD_CLOEXEC);
   relock__health_socket(c, ac->c.fd);
-  /* SSL_read writes too (the handshake, key updates): TLS reads need the
-   * same SIGPIPE safety as writes. */
+  /* Over TLS SSL_write cannot be told MSG_NOSIGNAL, and SSL_read writes too
+   * (the handshake, key updates): the adapter guards both (ev_adapter.c). */
   if (relock__ev_attach(ac, c->loop, c->tls != NULL) != 0 ||
       relock__reply_guard_install(ac->c.reader, &c->guard) != 0) {
     record_error(c, RELOCK_ENOMEM, "out of memory connecting");

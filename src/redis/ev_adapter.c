@@ -1,18 +1,24 @@
 /* The libev hooks of a hiredis async context, and SIGPIPE safety.
  *
- * hiredis writes with write(2), which raises SIGPIPE when the peer has gone;
- * its default action kills the process. A library must neither install
- * handlers nor change the process's signal dispositions, so each write runs
- * with SIGPIPE blocked on the calling thread, and a SIGPIPE the write raised
- * is consumed before the mask is restored. A program that already ignores
- * SIGPIPE skips all of this. Over TLS reads get the same treatment: SSL_read
- * writes as well (the rest of the handshake, alerts, key updates); once the
- * SSL sends with MSG_NOSIGNAL (tls.c), neither needs it. */
+ * hiredis writes with write(2) (0.14) or send(2) without MSG_NOSIGNAL (1.x),
+ * which raise SIGPIPE when the peer has gone; its default action kills the
+ * process. A library must neither install handlers nor change the process's
+ * signal dispositions. So in plaintext the write hook sends the output
+ * itself, with MSG_NOSIGNAL, before hiredis gets the event (send_output
+ * says why that is safe); only a send that fails runs hiredis's own write,
+ * under the guard: SIGPIPE blocked on the calling thread, and a SIGPIPE the
+ * write raised consumed before the mask is restored. A program that already
+ * ignores SIGPIPE skips the guard. Over TLS hiredis writes with SSL_write,
+ * which takes no flags: until the SSL sends with MSG_NOSIGNAL (tls.c: from
+ * the end of the handshake, relock__ev_no_sigpipe) every write runs under
+ * the guard, and so does every read: SSL_read writes as well (the rest of
+ * the handshake, alerts, key updates). */
 #include <config.h>
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <relock/error.h>
@@ -26,8 +32,8 @@ typedef struct ev_adapter {
   ev_io wev;
   void (*read_fn)(void *arg); /* instead of hiredis's read handler */
   void *read_arg;
-  int guard_reads;            /* TLS: reads may write */
-  int no_sigpipe;             /* relock__ev_no_sigpipe: no guard at all */
+  int tls;                    /* SSL_write and SSL_read: under the guard, until no_sigpipe */
+  int no_sigpipe;             /* relock__ev_no_sigpipe: the SSL sends with MSG_NOSIGNAL, no guard at all */
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -71,11 +77,56 @@ static void without_sigpipe(void (*fn)(ev_adapter_t *a), ev_adapter_t *a) {
   pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 }
 
+/* A buffer this large is freed once sent, as hiredis does, rather than
+ * kept for the connection's next commands. */
+#define KEEP_OUTPUT_MAX 16384
+
+/* Sends what hiredis has queued, as far as the socket takes it now, and
+ * takes what was sent off the front of its output buffer. 1 when the buffer
+ * is empty, 0 when the socket is full (what is left waits for the next
+ * writable event), -1 on an error, with the buffer left whole from the
+ * failed send on: hiredis's own write then meets the same error and reports
+ * it, under the guard.
+ *
+ * Safe because of what hiredis does with the buffer (0.14.1 and 1.2.0
+ * alike): redisBufferWrite writes c->obuf from its start, and on success
+ * drops the written bytes from the front of it (sdsrange) or replaces it by
+ * an empty string; with an empty buffer it makes no system call and reports
+ * the write done, after which redisAsyncHandleWrite stops the write watcher
+ * and starts the read watcher. Commands are only ever appended to c->obuf.
+ * Sending a prefix and removing it is what its own write would have done,
+ * with the same bytes in the same order, minus the signal. Called only
+ * where hiredis would write: the context connected (before that its write
+ * hook completes the connection instead) and without error (then it writes
+ * nothing). */
+static int send_output(redisContext *c) {
+  while (sdslen(c->obuf) > 0) {
+    ssize_t n = send(c->fd, c->obuf, sdslen(c->obuf), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+    if ((size_t)n < sdslen(c->obuf)) {
+      sdsrange(c->obuf, n, -1);
+      return 0;
+    }
+    sds empty = sdsalloc(c->obuf) > KEEP_OUTPUT_MAX ? sdsempty() : NULL;
+    if (empty != NULL) {
+      sdsfree(c->obuf);
+      c->obuf = empty;
+    } else {
+      sdsclear(c->obuf);
+    }
+  }
+  return 1;
+}
+
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
   ev_adapter_t *a = w->data;
-  if (a->guard_reads && !a->no_sigpipe)
+  if (a->tls && !a->no_sigpipe)
     without_sigpipe(handle_read, a);
   else
     handle_read(a);
@@ -85,10 +136,24 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   (void)loop;
   (void)revents;
   ev_adapter_t *a = w->data;
-  if (a->no_sigpipe)
+  if (a->no_sigpipe) {
     handle_write(a);
-  else
-    without_sigpipe(handle_write, a);
+    return;
+  }
+  redisContext *c = &a->ac->c;
+  if (!a->tls && (c->flags & REDIS_CONNECTED) != 0 && c->err == 0) {
+    switch (send_output(c)) {
+    case 1: /* hiredis finds nothing to write: it stops the write watcher */
+      redisAsyncHandleWrite(a->ac);
+      return;
+    case 0: /* the write watcher stays on; hiredis would start reads too */
+      ev_io_start(a->loop, &a->rev);
+      return;
+    default: /* the error comes from hiredis's write, as before */
+      break;
+    }
+  }
+  without_sigpipe(handle_write, a);
 }
 
 static void add_read(void *privdata) {
@@ -133,13 +198,13 @@ void relock__ev_no_sigpipe(redisAsyncContext *ac) {
     a->no_sigpipe = 1;
 }
 
-int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_reads) {
+int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int tls) {
   ev_adapter_t *a = calloc(1, sizeof(*a));
   if (a == NULL)
     return RELOCK_ENOMEM;
   a->loop = loop;
   a->ac = ac;
-  a->guard_reads = guard_reads;
+  a->tls = tls;
   ev_io_init(&a->rev, on_readable, ac->c.fd, EV_READ);
   ev_io_init(&a->wev, on_writable, ac->c.fd, EV_WRITE);
   a->rev.data = a;

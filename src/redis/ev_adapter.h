@@ -9,8 +9,9 @@
 
 /* Returns 0, or RELOCK_ENOMEM. hiredis calls the adapter's cleanup hook when
  * it frees the context, which stops the watchers and frees the adapter.
- * Writes never raise SIGPIPE; with guard_reads (TLS) reads neither. */
-int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_reads);
+ * Writes never raise SIGPIPE, and with tls (the context speaks TLS: hiredis
+ * writes with SSL_write, and its reads may write) reads neither. */
+int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int tls);
 
 /* The context's reads and writes can no longer raise SIGPIPE (TLS, whose
  * SSL sends with MSG_NOSIGNAL: tls.h): they skip the signal mask. */

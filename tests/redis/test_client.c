@@ -4,12 +4,14 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "redis/call.h"
@@ -578,6 +580,104 @@ static void test_sigpipe_does_not_kill(void **state) {
   assert_false(sigismember(&pending, SIGPIPE)); /* consumed, not left behind */
 }
 
+/* The socket under the client's command connection. */
+static redisContext *cmd_context(relock_client_t *c) { return &c->redis.cmd.ac->c; }
+
+/* A PING over a connection whose own side was shut for writing, the server
+ * paused so that no hang-up from it is read first: the client's send fails
+ * with EPIPE, and so does hiredis's write after it, which raises SIGPIPE.
+ * The command fails and the client reconnects. */
+static void ping_after_shutdown(fx_t *fx) {
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0);
+  assert_int_equal(shutdown(cmd_context(fx->client)->fd, SHUT_WR), 0);
+  relock_future_t *f = FX_CMD(fx->client, "PING");
+  assert_int_equal(relock_future_error(f), RELOCK_ECONNLOST);
+  print_message("# %s\n", relock_future_message(f));
+  relock_future_release(f);
+  assert_int_equal(relock_test_redis_resume(fx->redis), 0);
+  assert_true(fx_run_until(fx->client->loop, conn_ready, fx->client, fx_slack_ms(3000)));
+  f = FX_CMD(fx->client, "PING");
+  assert_string_equal(fx_ok(f)->str, "PONG");
+  relock_future_release(f);
+}
+
+static void test_write_to_a_shut_socket_does_not_kill(void **state) {
+  fx_t *fx = *state;
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+  sigaction(SIGPIPE, &dfl, &old); /* a SIGPIPE let through ends the test */
+  fx->client = fx_client(fx->cfg);
+  ping_after_shutdown(fx);
+  sigaction(SIGPIPE, &old, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  assert_false(sigismember(&pending, SIGPIPE)); /* consumed, not left behind */
+}
+
+/* A program that blocks SIGPIPE and has one pending of its own keeps it. */
+static void test_a_pending_sigpipe_is_kept(void **state) {
+  fx_t *fx = *state;
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+  sigaction(SIGPIPE, &dfl, &old);
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  assert_int_equal(pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set), 0);
+  assert_int_equal(pthread_kill(pthread_self(), SIGPIPE), 0);
+  fx->client = fx_client(fx->cfg);
+  ping_after_shutdown(fx);
+  sigpending(&pending);
+  assert_true(sigismember(&pending, SIGPIPE));
+  static const struct timespec zero = {0, 0};
+  assert_int_equal(sigtimedwait(&pipe_set, NULL, &zero), SIGPIPE);
+  pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+  sigaction(SIGPIPE, &old, NULL);
+}
+
+typedef struct {
+  redisContext *ctx;
+  size_t full;
+} sending_t;
+
+/* Part of the command is on its way and the rest waits in hiredis's output
+ * buffer: the socket took what it could. */
+static int sending(void *arg) {
+  sending_t *s = arg;
+  size_t left = sdslen(s->ctx->obuf);
+  return left > 0 && left < s->full;
+}
+
+/* The server goes while a command too big for the socket's buffers is
+ * being sent: the next send meets the reset, the process lives on. */
+static void test_peer_gone_while_sending_does_not_kill(void **state) {
+  fx_t *fx = *state;
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+  sigaction(SIGPIPE, &dfl, &old);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 2000); /* keep the dead socket around */
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MAX, 2000);
+  fx->client = fx_client(fx->cfg);
+  relock_future_release(FX_CMD(fx->client, "PING"));
+  assert_int_equal(relock_test_redis_pause(fx->redis), 0); /* it reads nothing more */
+  enum { BIG = 32 << 20 };
+  char *big = malloc(BIG);
+  assert_non_null(big);
+  memset(big, 'x', BIG);
+  const char *argv[] = {"SET", "big", big};
+  const size_t lens[] = {3, 3, BIG};
+  relock_future_t *f = relock_client_command_async(fx->client, 3, argv, lens);
+  sending_t s = {cmd_context(fx->client), BIG};
+  assert_true(fx_run_until(fx->client->loop, sending, &s, fx_slack_ms(5000)));
+  assert_int_equal(relock_test_redis_kill9(fx->redis), 0);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), RELOCK_ECONNLOST);
+  print_message("# %s\n", relock_future_message(f));
+  relock_future_release(f);
+  free(big);
+  sigaction(SIGPIPE, &old, NULL);
+  sigset_t pending;
+  sigpending(&pending);
+  assert_false(sigismember(&pending, SIGPIPE));
+}
+
 /* -- network faults through the proxy ---------------------------------------*/
 
 static void test_network_cut(void **state) {
@@ -1013,6 +1113,9 @@ int main(void) {
       T(test_client_kill_with_commands_in_flight),
       T(test_restart_with_commands_in_flight),
       T(test_sigpipe_does_not_kill),
+      T(test_write_to_a_shut_socket_does_not_kill),
+      T(test_a_pending_sigpipe_is_kept),
+      T(test_peer_gone_while_sending_does_not_kill),
       T(test_network_cut),
       T(test_network_stall),
       T(test_connect_timeout),
