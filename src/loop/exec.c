@@ -154,6 +154,7 @@ relock__exec_t *relock__exec_threaded(relock_error_t *err) {
   x->threaded = 1;
   x->clients = 1;
   relock__list_init(&x->waiters);
+  relock__list_init(&x->deferred);
   if ((x->loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
     relock__exec_unref(x);
     relock__error_set(err, RELOCK_EIO, "cannot create an event loop");
@@ -223,6 +224,16 @@ void relock__exec_stop_from_loop_thread(relock__exec_t *x) {
 
 /* -- calls ----------------------------------------------------------------------*/
 
+/* On a thread other than the loop's: how many holds of threaded execs'
+ * mutexes it has (calls nest: a callback may call the library); the exec
+ * of its outermost hold when that was a call (relock__exec_enter), whose
+ * deferred work runs when the last hold goes; whether that work is
+ * running; whether a watcher or timer was started since the last leave. */
+static _Thread_local int holds;
+static _Thread_local relock__exec_t *calling;
+static _Thread_local int running_deferred;
+static _Thread_local int changed;
+
 int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
   if (relock__exec_forked(x))
     return relock__error_set(err, RELOCK_EFORKED,
@@ -237,25 +248,75 @@ int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
     return 0;
   }
   pthread_mutex_lock(&x->mu);
+  if (!relock__exec_on_loop_thread(x) && holds++ == 0)
+    calling = x;
   return 0;
 }
 
-void relock__exec_leave(relock__exec_t *x) {
-  if (!x->threaded)
-    return;
-  if (!relock__exec_on_loop_thread(x) && __atomic_load_n(&x->polling, __ATOMIC_RELAXED))
-    ev_async_send(x->loop, &x->wake);
+void relock__exec_changed(void) { changed = 1; }
+
+relock__exec_t *relock__exec_deferring(struct ev_loop *loop) {
+  return calling != NULL && calling->loop == loop && !running_deferred ? calling : NULL;
+}
+
+void relock__exec_defer(relock__exec_t *x, relock__exec_deferred_t *d) {
+  if (relock__list_empty(&d->link))
+    relock__list_push_back(&x->deferred, &d->link);
+}
+
+void relock__exec_undefer(relock__exec_deferred_t *d) { relock__list_remove(&d->link); }
+
+static void run_deferred(relock__exec_t *x) {
+  running_deferred = 1;
+  while (!relock__list_empty(&x->deferred)) {
+    relock__exec_deferred_t *d = relock__container_of(x->deferred.next, relock__exec_deferred_t, link);
+    relock__list_remove(&d->link);
+    d->run(d);
+  }
+  running_deferred = 0;
+}
+
+/* Before a hold of x's mutex is let go, on another thread than x's loop
+ * thread: the last one runs the deferred work of the call it was. */
+static void let_go(relock__exec_t *x) {
+  if (holds == 1) {
+    if (calling == x)
+      run_deferred(x);
+    calling = NULL;
+  }
+  if (holds > 0)
+    holds--;
+}
+
+/* Lets go of a hold: the last runs the call's deferred work; a watcher or
+ * timer started meanwhile wakes the loop thread if it waits in the kernel.
+ * Back from there (polling 0), it goes round again and sees it anyway. */
+static void release(relock__exec_t *x) {
+  if (!relock__exec_on_loop_thread(x)) {
+    let_go(x);
+    if (changed && __atomic_load_n(&x->polling, __ATOMIC_RELAXED))
+      ev_async_send(x->loop, &x->wake);
+    changed = 0;
+  }
   pthread_mutex_unlock(&x->mu);
 }
 
-void relock__exec_lock(relock__exec_t *x) {
+void relock__exec_leave(relock__exec_t *x) {
   if (x->threaded)
-    pthread_mutex_lock(&x->mu);
+    release(x);
+}
+
+void relock__exec_lock(relock__exec_t *x) {
+  if (!x->threaded)
+    return;
+  pthread_mutex_lock(&x->mu);
+  if (!relock__exec_on_loop_thread(x) && holds++ == 0)
+    calling = NULL; /* not a call: nothing is deferred */
 }
 
 void relock__exec_unlock(relock__exec_t *x) {
   if (x->threaded)
-    pthread_mutex_unlock(&x->mu);
+    release(x);
 }
 
 void relock__exec_broadcast(relock__exec_t *x) {

@@ -49,6 +49,7 @@ struct relock__exec {
   pthread_cond_t cond;      /* broadcast when a client's close has finished, or on stop */
   ev_async wake;
   relock__link_t waiters;   /* relock__exec_waiter_t asleep on a future of this exec */
+  relock__link_t deferred;  /* relock__exec_deferred_t due at the end of the current call */
   int **to_wake;            /* loop thread: words of waiters woken, the kernel still to tell */
   size_t nto_wake, cap_to_wake;
   int polling;              /* atomic: the loop thread is (about to be) in its wait in the kernel */
@@ -100,12 +101,46 @@ int relock__exec_forked(const relock__exec_t *x);
  * mutex. */
 int relock__exec_enter(relock__exec_t *x, relock_error_t *err);
 
-/* Ends a call: threaded, wakes the loop (it may have to look at new
- * watchers or timers) and lets go of the mutex. */
+/* Ends a call: threaded, from another thread than the loop's, runs the
+ * work deferred to it (relock__exec_defer), wakes the loop if the call
+ * started a watcher or a timer (relock__exec_changed) while the loop thread
+ * waits in the kernel, and lets go of the mutex. */
 void relock__exec_leave(relock__exec_t *x);
 
-/* Threaded: takes / lets go of the mutex without waking the loop (reads
- * and future bookkeeping). Embedded: nothing. */
+/* Whoever starts a watcher or (re)arms a timer on a loop says so: a call
+ * from another thread than a threaded exec's loop thread then wakes the
+ * loop at its end, else not (the loop thread would not see the change until
+ * something else woke it). Stopping a watcher needs no wake-up. */
+void relock__exec_changed(void);
+
+/* Work a call from another thread than the loop's defers to its end,
+ * where it runs on that thread, the mutex still held: a connection's
+ * writes, so that the calling thread sends its commands itself (all the
+ * call's commands at once) rather than waking the loop thread to. Init
+ * with relock__exec_deferred_init. */
+typedef struct relock__exec_deferred {
+  relock__link_t link; /* in x->deferred while due */
+  void (*run)(struct relock__exec_deferred *d);
+} relock__exec_deferred_t;
+
+static inline void relock__exec_deferred_init(relock__exec_deferred_t *d, void (*run)(relock__exec_deferred_t *d)) {
+  relock__list_init(&d->link);
+  d->run = run;
+}
+
+/* The threaded exec of loop when the calling thread is inside a call on it
+ * (relock__exec_enter) and is not its loop thread, outside deferred work;
+ * else NULL: the work must be done (or its watcher started) now. */
+relock__exec_t *relock__exec_deferring(struct ev_loop *loop);
+
+/* The mutex held: d runs at the end of the current call (once, however
+ * often it is deferred); relock__exec_undefer takes it back (a no-op when
+ * it is not due). */
+void relock__exec_defer(relock__exec_t *x, relock__exec_deferred_t *d);
+void relock__exec_undefer(relock__exec_deferred_t *d);
+
+/* Threaded: takes / lets go of the mutex (reads and future bookkeeping;
+ * the loop is woken only as relock__exec_leave would). Embedded: nothing. */
 void relock__exec_lock(relock__exec_t *x);
 void relock__exec_unlock(relock__exec_t *x);
 

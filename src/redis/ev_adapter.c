@@ -16,6 +16,8 @@
 
 #include <relock/error.h>
 
+#include "base/list.h"
+#include "loop/exec.h"
 #include "redis/ev_adapter.h"
 
 typedef struct ev_adapter {
@@ -26,6 +28,7 @@ typedef struct ev_adapter {
   void (*read_fn)(void *arg); /* instead of hiredis's read handler */
   void *read_arg;
   int guard_reads;            /* TLS: reads may write */
+  relock__exec_deferred_t flush; /* a write deferred to the end of a call (add_write) */
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -85,9 +88,15 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   without_sigpipe(handle_write, w->data);
 }
 
+static void start(ev_adapter_t *a, ev_io *w) {
+  if (!ev_is_active(w))
+    relock__exec_changed(); /* a call from another thread wakes the loop to see it */
+  ev_io_start(a->loop, w);
+}
+
 static void add_read(void *privdata) {
   ev_adapter_t *a = privdata;
-  ev_io_start(a->loop, &a->rev);
+  start(a, &a->rev);
 }
 
 static void del_read(void *privdata) {
@@ -95,18 +104,36 @@ static void del_read(void *privdata) {
   ev_io_stop(a->loop, &a->rev);
 }
 
+/* The end of a call that deferred the write (add_write): what the write
+ * watcher would have done. hiredis starts the watcher again if the socket
+ * took only part (add_write, deferring no more), and may free the context. */
+static void write_deferred(relock__exec_deferred_t *d) {
+  without_sigpipe(handle_write, relock__container_of(d, ev_adapter_t, flush));
+}
+
+/* A command from another thread than a threaded client's loop thread is
+ * sent by that thread, at the end of its call, with whatever else the call
+ * sent: waking the loop thread to send it would cost that thread a wake-up
+ * and the caller the CPU. Not before the connection is up: hiredis's write
+ * handler would take the connect as done. */
 static void add_write(void *privdata) {
   ev_adapter_t *a = privdata;
-  ev_io_start(a->loop, &a->wev);
+  relock__exec_t *x = (a->ac->c.flags & REDIS_CONNECTED) != 0 ? relock__exec_deferring(a->loop) : NULL;
+  if (x != NULL && !ev_is_active(&a->wev))
+    relock__exec_defer(x, &a->flush);
+  else
+    start(a, &a->wev);
 }
 
 static void del_write(void *privdata) {
   ev_adapter_t *a = privdata;
+  relock__exec_undefer(&a->flush);
   ev_io_stop(a->loop, &a->wev);
 }
 
 static void cleanup(void *privdata) {
   ev_adapter_t *a = privdata;
+  relock__exec_undefer(&a->flush);
   ev_io_stop(a->loop, &a->rev);
   ev_io_stop(a->loop, &a->wev);
   a->ac->ev.data = NULL;
@@ -128,6 +155,7 @@ int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int guard_rea
   a->loop = loop;
   a->ac = ac;
   a->guard_reads = guard_reads;
+  relock__exec_deferred_init(&a->flush, write_deferred);
   ev_io_init(&a->rev, on_readable, ac->c.fd, EV_READ);
   ev_io_init(&a->wev, on_writable, ac->c.fd, EV_WRITE);
   a->rev.data = a;
