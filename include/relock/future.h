@@ -106,7 +106,7 @@ RELOCK_EXTERN int relock_future_cancel(relock_future_t *future);
 /* Runs the future's loop until the future completes or timeout_ms passes
  * (RELOCK_INFINITE: no limit); the loop's other watchers keep running.
  * On a threaded client's future, from any thread but the loop's, it sleeps
- * instead (on a condition variable) while the loop thread works.
+ * instead while the loop thread works, woken alone when the future completes.
  * Returns the outcome as relock_future_error() does once it completed, or
  *   RELOCK_EPENDING     the timeout passed, or nothing left on the loop could
  *                       ever complete the future (it stays pending);

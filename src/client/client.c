@@ -117,6 +117,7 @@ static void on_redis_closed(relock__redis_t *r, void *arg) {
   relock__wheel_close(&c->wheel);
   c->down = 1;
   ev_timer_start(c->loop, &c->close_notify);
+  relock__exec_changed();
 }
 
 static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
@@ -188,8 +189,10 @@ static void free_later(relock_client_t *c) {
   if (!c->closing)
     client_close(c, NULL, NULL);
   c->free_when_down = 1;
-  if (finished(c))
+  if (finished(c)) {
     ev_timer_start(c->loop, &c->close_notify); /* the close callback ran: it is not called again */
+    relock__exec_changed();
+  }
 }
 
 void relock_client_free(relock_client_t *c) {

@@ -31,11 +31,17 @@ typedef struct callback {
   struct callback *next;
 } callback_t;
 
+/* Threaded, the outcome is read without the mutex: state is written last
+ * (release) and read first (acquire), and once it is not PENDING, err, msg
+ * and the value never change again until the future is freed. refs is
+ * atomic: a reference can be dropped without the mutex, except the last
+ * when freeing needs it (callbacks left, a value with a destructor). */
 struct relock_future {
   relock__exec_t *exec;     /* a reference; NULL for a future of no client */
-  int refs;
+  int refs;                 /* atomic */
   unsigned magic; /* catches use of a released future in debug builds */
-  relock_future_state_t state;
+  relock_future_state_t state; /* atomic */
+  int has_waiters;          /* a thread may be asleep on it (relock__exec_waiter_t) */
   int err;
   char *msg;
   relock_value_type_t vtype;
@@ -62,6 +68,10 @@ struct relock_future {
   int dispatching;
 };
 
+static relock_future_state_t state_of(const relock_future_t *f) {
+  return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+}
+
 /* How deep the calling thread is in future callbacks; see wait(). */
 static _Thread_local int callback_depth;
 
@@ -79,26 +89,10 @@ int relock__future_would_block(relock__exec_t *exec) {
   return exec->threaded || ev_depth(exec->loop) > 0;
 }
 
-/* Every public entry takes the exec's mutex (threaded mode): a future is
- * shared between the loop thread, which completes it, and the threads that
- * wait on it, read it and release it. */
-static void lock(const relock_future_t *f) {
-  /* Before f->exec is followed: in a released future it is garbage (the
-   * allocator reuses the first bytes), and the debug check must come first. */
-  assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
-  if (f->exec != NULL)
-    relock__exec_lock(f->exec);
-}
-
-static void unlock(const relock_future_t *f) {
-  if (f->exec != NULL)
-    relock__exec_unlock(f->exec);
-}
-
-/* lock / unlock for an entry that may drop f's last reference on the way
- * (a cancel hook, or a callback that releases f): the mutex is let go
- * through the exec, kept alive by a reference of its own, never through f,
- * which may be gone by then. */
+/* A future is shared between the loop thread, which completes it, and the
+ * threads that wait on it, read it and release it (threaded mode). What
+ * may run callbacks or an operation's undo takes the exec's mutex; reading
+ * an outcome and dropping a reference do not (struct relock_future). */
 /* Starts a call that may complete or release f (a cancel hook, a callback
  * run at once): it goes through an exec pinned by a reference of its own,
  * never through f afterwards. Like relock__exec_enter: the embedded loop's
@@ -129,7 +123,7 @@ static void leave_pinned(relock__exec_t *x) {
 static void check(const relock_future_t *f) {
   (void)f;
   assert(f->magic == FUTURE_MAGIC && "relock_future_t used after its last release");
-  assert(f->refs > 0);
+  assert(__atomic_load_n(&f->refs, __ATOMIC_RELAXED) > 0);
 }
 
 relock_future_t *relock__future_new(relock__exec_t *exec) {
@@ -149,10 +143,8 @@ relock_future_t *relock__future_new(relock__exec_t *exec) {
 relock_future_t *relock_future_retain(relock_future_t *f) {
   if (f == NULL)
     return NULL;
-  lock(f);
   check(f);
-  f->refs++;
-  unlock(f);
+  __atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED); /* the caller holds one: f cannot go meanwhile */
   return f;
 }
 
@@ -169,17 +161,20 @@ static void future_free(relock_future_t *f);
 void relock_future_release(relock_future_t *f) {
   if (f == NULL)
     return;
-  lock(f);
   check(f);
   relock__exec_t *exec = f->exec;
-  int last = --f->refs == 0;
-  if (last)
-    future_free(f);
-  if (exec != NULL) {
+  if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) > 0)
+    return;
+  /* The last reference: nobody else can reach f. The mutex only guards
+   * what freeing may run: callbacks left unrun, a value's destructor. */
+  int guarded = exec != NULL && (f->head != NULL || (f->vtype == RELOCK_VALUE_PTR && f->v.ptr.dtor != NULL));
+  if (guarded)
+    relock__exec_lock(exec);
+  future_free(f);
+  if (guarded)
     relock__exec_unlock(exec);
-    if (last) /* after the unlock: this may have been the exec's last reference */
-      relock__exec_unref(exec);
-  }
+  if (exec != NULL) /* after the unlock: this may have been the exec's last reference */
+    relock__exec_unref(exec);
 }
 
 static void future_free(relock_future_t *f) {
@@ -242,7 +237,7 @@ int relock_future_on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
 
 static int on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
   check(f);
-  if (f->state != RELOCK_FUTURE_PENDING && !f->dispatching) {
+  if (state_of(f) != RELOCK_FUTURE_PENDING && !f->dispatching) {
     relock_future_retain(f);
     run_callback(f, fn, arg);
     relock_future_release(f);
@@ -268,20 +263,27 @@ static int on_done(relock_future_t *f, relock_future_cb fn, void *arg) {
 
 /* -- completing -------------------------------------------------------------*/
 
+/* Wakes the threads asleep on f (threaded): each its own, no other. */
+static void wake_waiters(relock_future_t *f) {
+  if (f->has_waiters) {
+    f->has_waiters = 0;
+    relock__exec_wake(f->exec, f);
+  }
+}
+
 /* Moves a pending future to its final state; the caller has set the value. */
 static void complete(relock_future_t *f, relock_future_state_t state, int err) {
-  f->state = state;
   f->err = err;
   f->cancel_fn = NULL;
   f->cancel_arg = NULL;
-  if (f->exec != NULL)
-    relock__exec_broadcast(f->exec); /* waiters see it once the mutex is free */
+  __atomic_store_n(&f->state, state, __ATOMIC_RELEASE); /* last: the outcome is readable without the mutex */
+  wake_waiters(f);
   dispatch(f);
 }
 
 static int pending(relock_future_t *f) {
   check(f);
-  return f->state == RELOCK_FUTURE_PENDING;
+  return state_of(f) == RELOCK_FUTURE_PENDING;
 }
 
 int relock__future_succeed(relock_future_t *f) {
@@ -402,8 +404,8 @@ static int cancel(relock_future_t *f) {
   relock__cancel_fn fn = f->cancel_fn;
   void *arg = f->cancel_arg;
   relock_future_retain(f); /* the hook may drop the operation's reference */
-  f->state = RELOCK_FUTURE_CANCELLED;
   f->err = RELOCK_ECANCELED;
+  __atomic_store_n(&f->state, RELOCK_FUTURE_CANCELLED, __ATOMIC_RELEASE);
   f->cancel_fn = NULL;
   f->cancel_arg = NULL;
   /* The operation undoes itself before anyone hears of the cancellation, so
@@ -412,8 +414,7 @@ static int cancel(relock_future_t *f) {
     fn(f, arg);
   /* A thread blocked on f wakes now: the undo may send nothing whose reply
    * would wake it (relock_lock_interrupt of one of two waiters hung so). */
-  if (f->exec != NULL)
-    relock__exec_broadcast(f->exec);
+  wake_waiters(f);
   dispatch(f);
   relock_future_release(f);
   return 1;
@@ -421,14 +422,13 @@ static int cancel(relock_future_t *f) {
 
 /* -- reading ----------------------------------------------------------------*/
 
+/* No mutex: the state is atomic, and what a completed future holds does
+ * not change (struct relock_future). */
 relock_future_state_t relock_future_state(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_FUTURE_FAILED;
-  lock(f);
   check(f);
-  relock_future_state_t state = f->state;
-  unlock(f);
-  return state;
+  return state_of(f);
 }
 
 int relock_future_is_done(const relock_future_t *f) {
@@ -438,11 +438,8 @@ int relock_future_is_done(const relock_future_t *f) {
 int relock_future_error(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_EINVAL;
-  lock(f);
   check(f);
-  int err = f->err;
-  unlock(f);
-  return err;
+  return state_of(f) == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
 }
 
 const char *relock_future_message(const relock_future_t *f) {
@@ -454,11 +451,9 @@ const char *relock_future_message(const relock_future_t *f) {
 relock_value_type_t relock_future_value_type(const relock_future_t *f) {
   if (f == NULL)
     return RELOCK_VALUE_NONE;
-  lock(f);
   check(f);
-  relock_value_type_t t = f->vtype; /* set once, before the state: stable once read done */
-  unlock(f);
-  return t;
+  /* set once, before the state: stable once read done */
+  return state_of(f) == RELOCK_FUTURE_PENDING ? RELOCK_VALUE_NONE : f->vtype;
 }
 
 int relock_future_bool(const relock_future_t *f) {
@@ -508,18 +503,31 @@ static void on_wait_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
   *(int *)w->data = 1;
 }
 
-/* Threaded: sleeps on the exec's condition variable while the loop thread
- * does the work. */
+/* Threaded: sleeps while the loop thread does the work, on a word of its
+ * own that f's completion sets (exec.h); woken so, it reads the outcome
+ * without the mutex. The mutex is taken back only to give up: at the
+ * deadline, or when the loop thread stops. */
 static int wait_threaded(relock_future_t *f, int64_t timeout_ms) {
   relock__exec_t *exec = f->exec;
   uint64_t deadline = timeout_ms == RELOCK_INFINITE ? 0 : relock__deadline_after(relock__now_ns(), timeout_ms);
+  relock_future_retain(f);
   relock__exec_lock(exec);
-  f->refs++;
-  while (f->state == RELOCK_FUTURE_PENDING && !exec->stopping)
-    if (relock__exec_wait(exec, deadline) == ETIMEDOUT)
+  while (state_of(f) == RELOCK_FUTURE_PENDING && !exec->stopping) {
+    relock__exec_waiter_t w;
+    relock__exec_waiter_add(exec, &w, f);
+    f->has_waiters = 1;
+    relock__exec_unlock(exec);
+    int r = relock__exec_waiter_sleep(exec, &w, deadline);
+    if (r == 0 && state_of(f) != RELOCK_FUTURE_PENDING)
+      goto done; /* woken by the completion, which unlisted w */
+    relock__exec_lock(exec);
+    relock__exec_waiter_remove(&w); /* when not woken */
+    if (r == ETIMEDOUT)
       break;
-  int r = f->state == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
+  }
   relock__exec_unlock(exec);
+done:;
+  int r = state_of(f) == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
   relock_future_release(f);
   return r;
 }
@@ -536,7 +544,7 @@ static int wait_embedded(relock_future_t *f, int64_t timeout_ms) {
     ev_now_update(loop); /* measure the timeout from now, not the last iteration */
     ev_timer_start(loop, &deadline);
   }
-  while (f->state == RELOCK_FUTURE_PENDING && !timed_out) {
+  while (state_of(f) == RELOCK_FUTURE_PENDING && !timed_out) {
     /* ev_run returns 0 when no active watcher is left: then nothing can ever
      * complete the future, and waiting on would hang forever. */
     if (!ev_run(loop, EVRUN_ONCE))
@@ -544,7 +552,7 @@ static int wait_embedded(relock_future_t *f, int64_t timeout_ms) {
   }
   if (timeout_ms != RELOCK_INFINITE)
     ev_timer_stop(loop, &deadline);
-  int r = f->state == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
+  int r = state_of(f) == RELOCK_FUTURE_PENDING ? RELOCK_EPENDING : f->err;
   relock_future_release(f);
   return r;
 }

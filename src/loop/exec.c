@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -65,6 +66,7 @@ void relock__exec_unref(relock__exec_t *x) {
     }
     pthread_cond_destroy(&x->cond);
     pthread_mutex_destroy(&x->mu);
+    free(x->to_wake);
   }
   free(x);
 }
@@ -72,14 +74,22 @@ void relock__exec_unref(relock__exec_t *x) {
 /* -- threaded mode ------------------------------------------------------------*/
 
 /* libev calls these around its wait in the kernel: other threads get the
- * mutex exactly while the loop thread has nothing to do. */
+ * mutex exactly while the loop thread has nothing to do. polling says
+ * whether a call must wake the loop: once the loop thread is back from the
+ * kernel (polling 0, even while it waits for the mutex), it goes round its
+ * loop again, and sees the call's watchers and timers, before it sleeps. */
+static void flush_wakes(relock__exec_t *x);
+
 static void release_mutex(struct ev_loop *loop) {
   relock__exec_t *x = ev_userdata(loop);
+  __atomic_store_n(&x->polling, 1, __ATOMIC_RELAXED); /* read under the mutex: ordered by the unlock */
   pthread_mutex_unlock(&x->mu);
+  flush_wakes(x);
 }
 
 static void acquire_mutex(struct ev_loop *loop) {
   relock__exec_t *x = ev_userdata(loop);
+  __atomic_store_n(&x->polling, 0, __ATOMIC_RELAXED);
   pthread_mutex_lock(&x->mu);
 }
 
@@ -101,6 +111,7 @@ static void *run_loop(void *arg) {
   while (!x->stopping)
     ev_run(x->loop, 0); /* returns on ev_break (stopping), else never: the wake-up watcher keeps it alive */
   pthread_mutex_unlock(&x->mu);
+  flush_wakes(x); /* of the last iteration, which went to no wait */
   relock__exec_unref(x);
   return NULL;
 }
@@ -142,6 +153,8 @@ relock__exec_t *relock__exec_threaded(relock_error_t *err) {
   }
   x->threaded = 1;
   x->clients = 1;
+  relock__list_init(&x->waiters);
+  relock__list_init(&x->deferred);
   if ((x->loop = ev_loop_new(EVFLAG_AUTO)) == NULL) {
     relock__exec_unref(x);
     relock__error_set(err, RELOCK_EIO, "cannot create an event loop");
@@ -178,6 +191,8 @@ void relock__exec_attach(relock__exec_t *x) {
   pthread_mutex_unlock(&x->mu);
 }
 
+static void wake_all(relock__exec_t *x);
+
 int relock__exec_stop(relock__exec_t *x) {
   if (!x->threaded || !x->thread_started)
     return 1;
@@ -189,6 +204,7 @@ int relock__exec_stop(relock__exec_t *x) {
   x->stopping = 1;
   ev_async_send(x->loop, &x->wake);
   pthread_cond_broadcast(&x->cond); /* a wait still sleeping gives up */
+  wake_all(x);
   pthread_mutex_unlock(&x->mu);
   pthread_join(x->thread, NULL);
   x->thread_started = 0;
@@ -202,10 +218,21 @@ void relock__exec_stop_from_loop_thread(relock__exec_t *x) {
   x->thread_started = 0;
   pthread_detach(pthread_self());
   pthread_cond_broadcast(&x->cond);
+  wake_all(x);
   ev_break(x->loop, EVBREAK_ALL);
 }
 
 /* -- calls ----------------------------------------------------------------------*/
+
+/* On a thread other than the loop's: how many holds of threaded execs'
+ * mutexes it has (calls nest: a callback may call the library); the exec
+ * of its outermost hold when that was a call (relock__exec_enter), whose
+ * deferred work runs when the last hold goes; whether that work is
+ * running; whether a watcher or timer was started since the last leave. */
+static _Thread_local int holds;
+static _Thread_local relock__exec_t *calling;
+static _Thread_local int running_deferred;
+static _Thread_local int changed;
 
 int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
   if (relock__exec_forked(x))
@@ -221,25 +248,75 @@ int relock__exec_enter(relock__exec_t *x, relock_error_t *err) {
     return 0;
   }
   pthread_mutex_lock(&x->mu);
+  if (!relock__exec_on_loop_thread(x) && holds++ == 0)
+    calling = x;
   return 0;
 }
 
-void relock__exec_leave(relock__exec_t *x) {
-  if (!x->threaded)
-    return;
-  if (!relock__exec_on_loop_thread(x))
-    ev_async_send(x->loop, &x->wake);
+void relock__exec_changed(void) { changed = 1; }
+
+relock__exec_t *relock__exec_deferring(struct ev_loop *loop) {
+  return calling != NULL && calling->loop == loop && !running_deferred ? calling : NULL;
+}
+
+void relock__exec_defer(relock__exec_t *x, relock__exec_deferred_t *d) {
+  if (relock__list_empty(&d->link))
+    relock__list_push_back(&x->deferred, &d->link);
+}
+
+void relock__exec_undefer(relock__exec_deferred_t *d) { relock__list_remove(&d->link); }
+
+static void run_deferred(relock__exec_t *x) {
+  running_deferred = 1;
+  while (!relock__list_empty(&x->deferred)) {
+    relock__exec_deferred_t *d = relock__container_of(x->deferred.next, relock__exec_deferred_t, link);
+    relock__list_remove(&d->link);
+    d->run(d);
+  }
+  running_deferred = 0;
+}
+
+/* Before a hold of x's mutex is let go, on another thread than x's loop
+ * thread: the last one runs the deferred work of the call it was. */
+static void let_go(relock__exec_t *x) {
+  if (holds == 1) {
+    if (calling == x)
+      run_deferred(x);
+    calling = NULL;
+  }
+  if (holds > 0)
+    holds--;
+}
+
+/* Lets go of a hold: the last runs the call's deferred work; a watcher or
+ * timer started meanwhile wakes the loop thread if it waits in the kernel.
+ * Back from there (polling 0), it goes round again and sees it anyway. */
+static void release(relock__exec_t *x) {
+  if (!relock__exec_on_loop_thread(x)) {
+    let_go(x);
+    if (changed && __atomic_load_n(&x->polling, __ATOMIC_RELAXED))
+      ev_async_send(x->loop, &x->wake);
+    changed = 0;
+  }
   pthread_mutex_unlock(&x->mu);
 }
 
-void relock__exec_lock(relock__exec_t *x) {
+void relock__exec_leave(relock__exec_t *x) {
   if (x->threaded)
-    pthread_mutex_lock(&x->mu);
+    release(x);
+}
+
+void relock__exec_lock(relock__exec_t *x) {
+  if (!x->threaded)
+    return;
+  pthread_mutex_lock(&x->mu);
+  if (!relock__exec_on_loop_thread(x) && holds++ == 0)
+    calling = NULL; /* not a call: nothing is deferred */
 }
 
 void relock__exec_unlock(relock__exec_t *x) {
   if (x->threaded)
-    pthread_mutex_unlock(&x->mu);
+    release(x);
 }
 
 void relock__exec_broadcast(relock__exec_t *x) {
@@ -252,4 +329,89 @@ int relock__exec_wait(relock__exec_t *x, uint64_t deadline_ns) {
     return pthread_cond_wait(&x->cond, &x->mu);
   struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
   return pthread_cond_timedwait(&x->cond, &x->mu, &ts);
+}
+
+/* -- waiters ------------------------------------------------------------------*/
+
+/* A waiter's word: it waits, and has not gone to sleep in the kernel yet;
+ * it sleeps there (a wake must call the kernel); it was woken. */
+enum { WAITING = 0, SLEEPING = 1, WOKEN = 2 };
+
+void relock__exec_waiter_add(relock__exec_t *x, relock__exec_waiter_t *w, const void *on) {
+  w->on = on;
+  __atomic_store_n(&w->word, WAITING, __ATOMIC_RELAXED);
+  relock__list_push_back(&x->waiters, &w->link);
+}
+
+void relock__exec_waiter_remove(relock__exec_waiter_t *w) { relock__list_remove(&w->link); }
+
+/* Unlisted first: once its word says WOKEN, the waiter may return and its
+ * memory be reused. The kernel is called only for a waiter asleep in it;
+ * its address stays a valid futex key even if the waiter has gone (at worst
+ * a spurious wake-up, which every futex wait tolerates). */
+static void futex_wake(int *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+
+/* The loop thread only, which alone touches to_wake: the mutex is free. */
+static void flush_wakes(relock__exec_t *x) {
+  for (size_t i = 0; i < x->nto_wake; i++)
+    futex_wake(x->to_wake[i]);
+  x->nto_wake = 0;
+}
+
+/* On the loop thread, later (flush_wakes); elsewhere, or out of memory, now. */
+static void wake_later(relock__exec_t *x, int *word) {
+  if (relock__exec_on_loop_thread(x) && !x->stopping) {
+    if (x->nto_wake == x->cap_to_wake) {
+      size_t cap = x->cap_to_wake > 0 ? 2 * x->cap_to_wake : 16;
+      int **p = realloc(x->to_wake, cap * sizeof(*p));
+      if (p != NULL) {
+        x->to_wake = p;
+        x->cap_to_wake = cap;
+      }
+    }
+    if (x->nto_wake < x->cap_to_wake) {
+      x->to_wake[x->nto_wake++] = word;
+      return;
+    }
+  }
+  futex_wake(word);
+}
+
+static void wake_one(relock__exec_t *x, relock__exec_waiter_t *w) {
+  int *word = &w->word;
+  relock__list_remove(&w->link);
+  if (__atomic_exchange_n(word, WOKEN, __ATOMIC_RELEASE) == SLEEPING)
+    wake_later(x, word);
+}
+
+void relock__exec_wake(relock__exec_t *x, const void *on) {
+  relock__link_t *l = x->waiters.next;
+  while (l != &x->waiters) {
+    relock__exec_waiter_t *w = relock__container_of(l, relock__exec_waiter_t, link);
+    l = l->next;
+    if (w->on == on)
+      wake_one(x, w);
+  }
+}
+
+static void wake_all(relock__exec_t *x) {
+  while (!relock__list_empty(&x->waiters))
+    wake_one(x, relock__container_of(x->waiters.next, relock__exec_waiter_t, link));
+}
+
+int relock__exec_waiter_sleep(relock__exec_t *x, relock__exec_waiter_t *w, uint64_t deadline_ns) {
+  (void)x;
+  int expected = WAITING;
+  if (!__atomic_compare_exchange_n(&w->word, &expected, SLEEPING, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+    return 0; /* woken before it slept */
+  struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+  for (;;) {
+    /* absolute, on CLOCK_MONOTONIC; returns at once if the word changed */
+    long r = syscall(SYS_futex, &w->word, FUTEX_WAIT_BITSET_PRIVATE, SLEEPING, deadline_ns != 0 ? &ts : NULL,
+                     NULL, FUTEX_BITSET_MATCH_ANY);
+    if (__atomic_load_n(&w->word, __ATOMIC_ACQUIRE) == WOKEN)
+      return 0;
+    if (r != 0 && errno == ETIMEDOUT)
+      return ETIMEDOUT;
+  }
 }

@@ -20,6 +20,7 @@
 #include <relock/error.h>
 
 #include "base/clock.h"
+#include "loop/exec.h"
 
 #define NS_PER_MS UINT64_C(1000000)
 #define BITS 64
@@ -106,6 +107,7 @@ static void arm(relock__wheel_t *w, uint64_t t) {
   ev_timer_stop(w->loop, &w->watcher);
   ev_timer_set(&w->watcher, after, 0.0);
   ev_timer_start(w->loop, &w->watcher);
+  relock__exec_changed(); /* armed from another thread's call: the loop must look */
   w->armed_tick = t;
 }
 

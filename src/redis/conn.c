@@ -14,6 +14,7 @@
 #include <relock/error.h>
 
 #include "base/random.h"
+#include "loop/exec.h"
 #include "redis/conn.h"
 #include "redis/ev_adapter.h"
 #include "redis/health.h"
@@ -298,8 +299,10 @@ static void on_connect(const redisAsyncContext *cac, int status) {
   if (c->tls == NULL || start_tls(c) == 0)
     start_handshake(c);
   c->in_on_connect = 0;
-  if (c->free_deferred)
+  if (c->free_deferred) {
     ev_timer_start(c->loop, &c->deferred_free);
+    relock__exec_changed();
+  }
 }
 
 static void on_disconnect(const redisAsyncContext *cac, int status) {

@@ -23,6 +23,8 @@
 
 #include <relock/error.h>
 
+#include "base/list.h"
+#include "loop/exec.h"
 #include "redis/ev_adapter.h"
 
 typedef struct ev_adapter {
@@ -34,6 +36,7 @@ typedef struct ev_adapter {
   void *read_arg;
   int tls;                    /* SSL_write and SSL_read: under the guard, until no_sigpipe */
   int no_sigpipe;             /* relock__ev_no_sigpipe: the SSL sends with MSG_NOSIGNAL, no guard at all */
+  relock__exec_deferred_t flush; /* a write deferred to the end of a call (add_write) */
 } ev_adapter_t;
 
 static int sigpipe_ignored(void) {
@@ -132,10 +135,11 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
     handle_read(a);
 }
 
-static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
-  (void)loop;
-  (void)revents;
-  ev_adapter_t *a = w->data;
+static void start(ev_adapter_t *a, ev_io *w);
+
+/* Writes what hiredis has queued: from the write watcher, or at the end of
+ * a call from another thread (write_deferred), when no watcher is on. */
+static void write_output(ev_adapter_t *a) {
   if (a->no_sigpipe) {
     handle_write(a);
     return;
@@ -143,11 +147,12 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   redisContext *c = &a->ac->c;
   if (!a->tls && (c->flags & REDIS_CONNECTED) != 0 && c->err == 0) {
     switch (send_output(c)) {
-    case 1: /* hiredis finds nothing to write: it stops the write watcher */
+    case 1: /* hiredis finds nothing to write: it stops the write watcher, starts reads */
       redisAsyncHandleWrite(a->ac);
       return;
-    case 0: /* the write watcher stays on; hiredis would start reads too */
-      ev_io_start(a->loop, &a->rev);
+    case 0: /* the rest waits for the write watcher; hiredis would start reads too */
+      start(a, &a->wev);
+      start(a, &a->rev);
       return;
     default: /* the error comes from hiredis's write, as before */
       break;
@@ -156,9 +161,21 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
   without_sigpipe(handle_write, a);
 }
 
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
+  (void)loop;
+  (void)revents;
+  write_output(w->data);
+}
+
+static void start(ev_adapter_t *a, ev_io *w) {
+  if (!ev_is_active(w))
+    relock__exec_changed(); /* a call from another thread wakes the loop to see it */
+  ev_io_start(a->loop, w);
+}
+
 static void add_read(void *privdata) {
   ev_adapter_t *a = privdata;
-  ev_io_start(a->loop, &a->rev);
+  start(a, &a->rev);
 }
 
 static void del_read(void *privdata) {
@@ -166,18 +183,36 @@ static void del_read(void *privdata) {
   ev_io_stop(a->loop, &a->rev);
 }
 
+/* The end of a call that deferred the write (add_write): what the write
+ * watcher would have done. hiredis starts the watcher again if the socket
+ * took only part (add_write, deferring no more), and may free the context. */
+static void write_deferred(relock__exec_deferred_t *d) {
+  write_output(relock__container_of(d, ev_adapter_t, flush));
+}
+
+/* A command from another thread than a threaded client's loop thread is
+ * sent by that thread, at the end of its call, with whatever else the call
+ * sent: waking the loop thread to send it would cost that thread a wake-up
+ * and the caller the CPU. Not before the connection is up: hiredis's write
+ * handler would take the connect as done. */
 static void add_write(void *privdata) {
   ev_adapter_t *a = privdata;
-  ev_io_start(a->loop, &a->wev);
+  relock__exec_t *x = (a->ac->c.flags & REDIS_CONNECTED) != 0 ? relock__exec_deferring(a->loop) : NULL;
+  if (x != NULL && !ev_is_active(&a->wev))
+    relock__exec_defer(x, &a->flush);
+  else
+    start(a, &a->wev);
 }
 
 static void del_write(void *privdata) {
   ev_adapter_t *a = privdata;
+  relock__exec_undefer(&a->flush);
   ev_io_stop(a->loop, &a->wev);
 }
 
 static void cleanup(void *privdata) {
   ev_adapter_t *a = privdata;
+  relock__exec_undefer(&a->flush);
   ev_io_stop(a->loop, &a->rev);
   ev_io_stop(a->loop, &a->wev);
   a->ac->ev.data = NULL;
@@ -205,6 +240,7 @@ int relock__ev_attach(redisAsyncContext *ac, struct ev_loop *loop, int tls) {
   a->loop = loop;
   a->ac = ac;
   a->tls = tls;
+  relock__exec_deferred_init(&a->flush, write_deferred);
   ev_io_init(&a->rev, on_readable, ac->c.fd, EV_READ);
   ev_io_init(&a->wev, on_writable, ac->c.fd, EV_WRITE);
   a->rev.data = a;

@@ -409,6 +409,55 @@ static void test_interrupt_wakes_with_nothing_else_happening(void **state) {
 
 /* -- freeing the client releases blocked threads ----------------------------*/
 
+/* -- waits: each thread asleep on a word of its own ------------------------------*/
+
+typedef struct waiting {
+  relock_future_t *future;
+  int rc;
+} waiting_t;
+
+static void *wait_on(void *arg) {
+  waiting_t *w = arg;
+  w->rc = relock_future_wait(w->future, fx_slack_ms(5000));
+  return NULL;
+}
+
+/* Writes over the stack a finished wait kept its record on. */
+static void __attribute__((noinline)) scribble(void) {
+  volatile char junk[4096];
+  for (size_t i = 0; i < sizeof(junk); i++)
+    junk[i] = (char)0xa5;
+}
+
+/* A wait that gives up leaves nothing behind that the future's completion
+ * would touch later (its record was on the stack, written over here), and
+ * three threads waiting for one future are all woken when it completes.
+ * BLPOP answers when its own timeout passes, nothing else happening on the
+ * connection meanwhile. */
+static void test_a_timed_out_wait_leaves_nothing_and_every_waiter_wakes(void **state) {
+  fx_server_t *fx = *state;
+  relock_client_t *c = threaded(fx->opts);
+  relock_future_t *f = relock_client_commandf_async(c, "BLPOP threads:nothing %s", "0.5");
+  assert_non_null(f);
+  assert_int_equal(relock_future_wait(f, 50), RELOCK_EPENDING);
+  scribble();
+  waiting_t w[3];
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++) {
+    w[i] = (waiting_t){f, -1};
+    assert_int_equal(pthread_create(&t[i], NULL, wait_on, &w[i]), 0);
+  }
+  for (int i = 0; i < 3; i++)
+    join_within(t[i], fx_slack_ms(3000), "a wait for the BLPOP");
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(w[i].rc, 0);
+  const relock_reply_t *reply = relock_future_reply(f);
+  assert_non_null(reply);
+  assert_int_equal(reply->type, RELOCK_REPLY_NIL);
+  relock_future_release(f);
+  relock_client_free(c);
+}
+
 static void test_free_releases_blocked_threads(void **state) {
   fx_server_t *fx = *state;
   relock_client_t *c = threaded(fx->opts);
@@ -501,6 +550,7 @@ int main(void) {
       T(test_interrupt_a_blocked_lock),
       T(test_interrupt_twice_still_reports_the_interruption),
       T(test_interrupt_wakes_with_nothing_else_happening),
+      T(test_a_timed_out_wait_leaves_nothing_and_every_waiter_wakes),
       T(test_free_releases_blocked_threads),
       T(test_forked_child_is_refused),
       T(test_thread_owner_is_the_thread_id),
