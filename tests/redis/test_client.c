@@ -553,14 +553,22 @@ static void test_client_kill_with_commands_in_flight(void **state) { in_flight_f
 
 static void test_restart_with_commands_in_flight(void **state) { in_flight_fault(*state, restart_server); }
 
-static void test_sigpipe_does_not_kill(void **state) {
-  fx_t *fx = *state;
-  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
-  sigaction(SIGPIPE, &dfl, &old);
-  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 2000); /* keep the dead socket around */
+/* fx's client, connected, with SIGPIPE's default action (the process dies
+ * of one let through; *old restores the program's) and a dead socket kept
+ * around rather than replaced at once. */
+static void client_with_default_sigpipe(fx_t *fx, struct sigaction *old) {
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  sigaction(SIGPIPE, &dfl, old);
+  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 2000);
   fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MAX, 2000);
   fx->client = fx_client(fx->cfg);
   relock_future_release(FX_CMD(fx->client, "PING"));
+}
+
+static void test_sigpipe_does_not_kill(void **state) {
+  fx_t *fx = *state;
+  struct sigaction old;
+  client_with_default_sigpipe(fx, &old);
   assert_int_equal(relock_test_redis_kill9(fx->redis), 0);
   /* big writes into a socket whose peer is gone: EPIPE, which raises SIGPIPE */
   char *big = malloc(1 << 20);
@@ -651,12 +659,8 @@ static int sending(void *arg) {
  * being sent: the next send meets the reset, the process lives on. */
 static void test_peer_gone_while_sending_does_not_kill(void **state) {
   fx_t *fx = *state;
-  struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
-  sigaction(SIGPIPE, &dfl, &old);
-  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MIN, 2000); /* keep the dead socket around */
-  fx_set_ms(fx->cfg, RELOCK_OPT_RECONNECT_MAX, 2000);
-  fx->client = fx_client(fx->cfg);
-  relock_future_release(FX_CMD(fx->client, "PING"));
+  struct sigaction old;
+  client_with_default_sigpipe(fx, &old);
   assert_int_equal(relock_test_redis_pause(fx->redis), 0); /* it reads nothing more */
   enum { BIG = 32 << 20 };
   char *big = malloc(BIG);
