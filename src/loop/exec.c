@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -83,8 +84,8 @@ static void flush_wakes(relock__exec_t *x);
 static void release_mutex(struct ev_loop *loop) {
   relock__exec_t *x = ev_userdata(loop);
   __atomic_store_n(&x->polling, 1, __ATOMIC_RELAXED); /* read under the mutex: ordered by the unlock */
+  flush_wakes(x); /* before the unlock: no wake is left pending on a waiter the mutex lets go */
   pthread_mutex_unlock(&x->mu);
-  flush_wakes(x);
 }
 
 static void acquire_mutex(struct ev_loop *loop) {
@@ -110,8 +111,8 @@ static void *run_loop(void *arg) {
   x->tid = (long)syscall(SYS_gettid);
   while (!x->stopping)
     ev_run(x->loop, 0); /* returns on ev_break (stopping), else never: the wake-up watcher keeps it alive */
-  pthread_mutex_unlock(&x->mu);
   flush_wakes(x); /* of the last iteration, which went to no wait */
+  pthread_mutex_unlock(&x->mu);
   relock__exec_unref(x);
   return NULL;
 }
@@ -334,8 +335,11 @@ int relock__exec_wait(relock__exec_t *x, uint64_t deadline_ns) {
 /* -- waiters ------------------------------------------------------------------*/
 
 /* A waiter's word: it waits, and has not gone to sleep in the kernel yet;
- * it sleeps there (a wake must call the kernel); it was woken. */
-enum { WAITING = 0, SLEEPING = 1, WOKEN = 2 };
+ * it sleeps there (a wake must call the kernel); a wake is on its way to the
+ * kernel (the waiter must not go yet: the wake still uses the word); it was
+ * woken (the waker touches the word no more: the waiter may go, and its
+ * stack be reused). */
+enum { WAITING = 0, SLEEPING = 1, WAKING = 2, WOKEN = 3 };
 
 void relock__exec_waiter_add(relock__exec_t *x, relock__exec_waiter_t *w, const void *on) {
   w->on = on;
@@ -345,20 +349,24 @@ void relock__exec_waiter_add(relock__exec_t *x, relock__exec_waiter_t *w, const 
 
 void relock__exec_waiter_remove(relock__exec_waiter_t *w) { relock__list_remove(&w->link); }
 
-/* Unlisted first: once its word says WOKEN, the waiter may return and its
- * memory be reused. The kernel is called only for a waiter asleep in it;
- * its address stays a valid futex key even if the waiter has gone (at worst
- * a spurious wake-up, which every futex wait tolerates). */
-static void futex_wake(int *word) { syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+/* The kernel is called only for a waiter asleep in it, whose word says
+ * WAKING meanwhile; WOKEN, stored last, lets it go. (Its word is on its
+ * stack: a wake after it went would hand the kernel reused memory.) */
+static void futex_wake(int *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  __atomic_store_n(word, WOKEN, __ATOMIC_RELEASE);
+}
 
-/* The loop thread only, which alone touches to_wake: the mutex is free. */
+/* The loop thread only, which alone touches to_wake, before it lets go of
+ * the mutex: so whoever holds the mutex never finds a word WAKING. */
 static void flush_wakes(relock__exec_t *x) {
   for (size_t i = 0; i < x->nto_wake; i++)
     futex_wake(x->to_wake[i]);
   x->nto_wake = 0;
 }
 
-/* On the loop thread, later (flush_wakes); elsewhere, or out of memory, now. */
+/* On the loop thread, later in its iteration (flush_wakes: the wakes of
+ * one iteration go together); elsewhere, or out of memory, now. */
 static void wake_later(relock__exec_t *x, int *word) {
   if (relock__exec_on_loop_thread(x) && !x->stopping) {
     if (x->nto_wake == x->cap_to_wake) {
@@ -377,11 +385,20 @@ static void wake_later(relock__exec_t *x, int *word) {
   futex_wake(word);
 }
 
+/* Unlisted first. A waiter not asleep yet is woken by its word alone; one
+ * asleep in the kernel is told WAKING, then woken there (futex_wake). */
 static void wake_one(relock__exec_t *x, relock__exec_waiter_t *w) {
   int *word = &w->word;
   relock__list_remove(&w->link);
-  if (__atomic_exchange_n(word, WOKEN, __ATOMIC_RELEASE) == SLEEPING)
-    wake_later(x, word);
+  int seen = __atomic_load_n(word, __ATOMIC_ACQUIRE); /* WAITING or SLEEPING: only wake_one changes it else */
+  for (;;) {
+    int next = seen == SLEEPING ? WAKING : WOKEN;
+    if (__atomic_compare_exchange_n(word, &seen, next, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      if (next == WAKING)
+        wake_later(x, word);
+      return;
+    }
+  }
 }
 
 void relock__exec_wake(relock__exec_t *x, const void *on) {
@@ -409,8 +426,14 @@ int relock__exec_waiter_sleep(relock__exec_t *x, relock__exec_waiter_t *w, uint6
     /* absolute, on CLOCK_MONOTONIC; returns at once if the word changed */
     long r = syscall(SYS_futex, &w->word, FUTEX_WAIT_BITSET_PRIVATE, SLEEPING, deadline_ns != 0 ? &ts : NULL,
                      NULL, FUTEX_BITSET_MATCH_ANY);
-    if (__atomic_load_n(&w->word, __ATOMIC_ACQUIRE) == WOKEN)
+    int seen = __atomic_load_n(&w->word, __ATOMIC_ACQUIRE);
+    if (seen == WAKING || seen == WOKEN) {
+      /* WAKING: the waker is between its call to the kernel and WOKEN,
+       * holding the mutex; it needs nothing of this thread to get there */
+      while (__atomic_load_n(&w->word, __ATOMIC_ACQUIRE) != WOKEN)
+        sched_yield();
       return 0;
+    }
     if (r != 0 && errno == ETIMEDOUT)
       return ETIMEDOUT;
   }

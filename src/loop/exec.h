@@ -157,7 +157,7 @@ int relock__exec_wait(relock__exec_t *x, uint64_t deadline_ns);
 typedef struct relock__exec_waiter {
   relock__link_t link; /* in x->waiters while it waits */
   const void *on;      /* what it waits for */
-  int word;            /* atomic futex word: WAITING, SLEEPING or WOKEN (exec.c) */
+  int word;            /* atomic futex word: WAITING, SLEEPING, WAKING or WOKEN (exec.c) */
 } relock__exec_waiter_t;
 
 /* The mutex held: w waits for on from now on. */
