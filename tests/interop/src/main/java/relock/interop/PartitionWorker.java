@@ -187,10 +187,20 @@ public final class PartitionWorker {
     }
   }
 
+  /* Redisson wraps what went wrong ("Unexpected exception while processing
+   * command"): the innermost cause, when there is one, says what it was
+   * (a chain can loop: a bounded walk). */
   private static String describe(Throwable e) {
     e.printStackTrace();
-    String message = String.valueOf(e.getMessage()).replace('\r', ' ').replace('\n', ' ');
-    return e.getClass().getSimpleName() + " " + message;
+    String text = e.getClass().getSimpleName() + " " + e.getMessage();
+    Throwable root = e;
+    for (int depth = 0; depth < 16 && root.getCause() != null && root.getCause() != root; depth++) {
+      root = root.getCause();
+    }
+    if (root != e) {
+      text += " (cause: " + root.getClass().getSimpleName() + " " + root.getMessage() + ")";
+    }
+    return text.replace('\r', ' ').replace('\n', ' ');
   }
 
   /* ---- Redisson ---- */
