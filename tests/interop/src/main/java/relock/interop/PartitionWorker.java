@@ -47,7 +47,8 @@ import org.redisson.config.SentinelServersConfig;
  * value it read plus one and unlocks, until --seconds have passed. Every event
  * is one line on standard output (START, ACQ, TIMEOUT, ERR, ABANDON, WROTE,
  * REL, END; each with System.nanoTime(), CLOCK_MONOTONIC on Linux, so the
- * supervisor merges them with the resource's log); nothing else goes there.
+ * supervisor merges them with the resource's log; END counts the acquisitions
+ * and the writes the resource accepted); nothing else goes there.
  * Redisson's errors are normal under the nemesis: they are printed and the
  * loop goes on. Exit 64 on a bad command line, 2 when the resource is
  * unreachable, 3 when Redis could not be reached at all during the run.
