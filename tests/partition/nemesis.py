@@ -41,17 +41,20 @@ def now_ns():
 
 
 class Nemesis:
-    def __init__(self, seed, net, topo, clients, workers_on):
+    def __init__(self, seed, net, topo, clients, workers_on, only=None):
         """clients: the client hosts; workers_on(host): that host's worker
-        processes (objects with pause and resume)."""
+        processes (objects with pause and resume); only: the fault kinds
+        to draw from (None: all)."""
         self.rng = random.Random(seed)
+        self.only = only
         self.net, self.topo, self.clients = net, topo, clients
         self.workers_on = workers_on
         self.events = []  # dicts: kind, start, end (monotonic ns), hosts, detail
         self.stopping = threading.Event()
 
     def kinds(self):
-        ks = [k for k in FAULTS if not (k == "isolate-node" and self.topo.kind == "single")]
+        ks = [k for k in FAULTS if not (k == "isolate-node" and self.topo.kind == "single")
+              and (self.only is None or k in self.only)]
         return ks, [FAULTS[k][0] for k in ks]
 
     def run(self, seconds):

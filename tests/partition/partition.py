@@ -122,7 +122,7 @@ class Row:
             t0 = time.monotonic()
             self._wait_started(t0)
             nem = nemmod.Nemesis(self.seed, self.net, topo, list(CLIENTS),
-                                 lambda h: [w for w in self.workers if w.host == h])
+                                 lambda h: [w for w in self.workers if w.host == h], self.args.faults)
             watch = threading.Thread(target=self._watch_master, args=(topo, nem.stopping), daemon=True)
             watch.start()
             budget = min(self.args.seconds, t0 + worker_s - 8 - time.monotonic())
@@ -252,6 +252,10 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--no-java", action="store_true")
+    ap.add_argument("--faults", type=lambda s: s.split(","), default=None,
+                    help="draw only these fault kinds (nemesis.py)")
+    ap.add_argument("--expect-violations", action="store_true",
+                    help="the harness's own canary: exit 1 unless relock's plain lock was seen violated")
     ap.add_argument("--relock-worker", default=os.environ.get("RELOCK_PARTITION_WORKER", "tests/partition/worker"))
     ap.add_argument("--java-classpath", default=os.environ.get("RELOCK_PARTITION_CLASSPATH"))
     ap.add_argument("--redis-server", default=os.environ.get("REDIS_SERVER") or "redis-server")
@@ -261,6 +265,9 @@ def main():
     for r in rows:
         if r not in ROWS:
             ap.error("unknown row %r (rows: %s)" % (r, ", ".join(ROWS)))
+    for k in args.faults or ():
+        if k not in nemmod.FAULTS:
+            ap.error("unknown fault %r (faults: %s)" % (k, ", ".join(nemmod.FAULTS)))
     if os.geteuid() != 0:
         sys.exit("partition.py: needs root (network namespaces, nftables)")
     for tool in ("ip", "nft", args.redis_server, args.redis_cli):
@@ -291,6 +298,8 @@ def main():
                        "results": row.results}, f, indent=1)
         if args.check:
             problems += ["%s: %s" % (name, p) for p in verdict(row)]
+        if args.expect_violations and not row.results.get("relock-lock", {}).get("violations"):
+            problems.append("%s: no violation of relock's plain lock seen where one was expected" % name)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n\n".join(texts) + "\n\nrun: %.0f s in all\n" % (time.monotonic() - started))
     print("# report: %s/report.md (%.0f s in all)" % (outdir, time.monotonic() - started))
