@@ -12,6 +12,9 @@
  * and relock_lock_validity_ms before each write, the check a careful user
  * makes before an irreversible side effect.
  *
+ * END counts the acquisitions (ACQ lines) and the writes the resource
+ * accepted (WROTE ok lines).
+ *
  * Redis errors are normal here (the nemesis makes them): they are printed
  * and the loop goes on. The process exits non-zero only for a bad command
  * line (64) or an unreachable resource (2). */
@@ -48,8 +51,9 @@
 #define CONNECT_WAIT_MS 10000
 #define LINE_MAX_BYTES 512
 
-typedef enum { OBJ_LOCK, OBJ_FENCED, OBJ_REDLOCK } object_kind_t;
-typedef enum { TOPO_SINGLE, TOPO_SENTINEL, TOPO_CLUSTER, TOPO_REDLOCK } topology_t;
+/* In the order of their words on the command line; UNSET: not given. */
+typedef enum { OBJ_UNSET = -1, OBJ_LOCK, OBJ_FENCED, OBJ_REDLOCK } object_kind_t;
+typedef enum { TOPO_UNSET = -1, TOPO_SINGLE, TOPO_SENTINEL, TOPO_CLUSTER, TOPO_REDLOCK } topology_t;
 
 typedef struct {
   const char *id, *resource, *res, *name, *nodes, *master_name;
@@ -84,20 +88,18 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Prints "EVENT <t> rest": the time is taken under the mutex, so the lines
- * of both threads are in the order of their times. */
+/* Prints "EVENT <t> rest" ("EVENT <t>" when rest is empty): the time is
+ * taken under the mutex, so the lines of both threads are in the order of
+ * their times. */
 static void emit(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void emit(const char *event, const char *fmt, ...) {
+  char rest[LINE_MAX_BYTES * 2];
   va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rest, sizeof rest, fmt, ap);
+  va_end(ap);
   pthread_mutex_lock(&out_mu);
-  printf("%s %" PRIu64, event, now_ns());
-  if (fmt[0] != '\0') {
-    putchar(' ');
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-  }
-  putchar('\n');
+  printf("%s %" PRIu64 "%s%s\n", event, now_ns(), rest[0] != '\0' ? " " : "", rest);
   fflush(stdout);
   pthread_mutex_unlock(&out_mu);
 }
@@ -242,7 +244,7 @@ static void set_option(args_t *a, int opt, const char *v) {
 /* The rules between options, and the required ones. */
 static void check_args(const args_t *a) {
   if (a->id == NULL || a->resource == NULL || a->res == NULL || a->name == NULL || a->nodes == NULL ||
-      (int)a->object < 0 || (int)a->topology < 0 || a->seconds < 0 || !a->seeded)
+      a->object == OBJ_UNSET || a->topology == TOPO_UNSET || a->seconds < 0 || !a->seeded)
     usage("--id, --resource, --res, --object, --name, --topology, --nodes, --seconds and --seed are required");
   if ((a->object == OBJ_REDLOCK) != (a->topology == TOPO_REDLOCK))
     usage("--object redlock goes with --topology redlock, and only with it");
@@ -252,7 +254,7 @@ static void check_args(const args_t *a) {
 
 static void parse_args(int argc, char **argv, args_t *a) {
   int opt;
-  *a = (args_t){.master_name = "mymaster", .object = (object_kind_t)-1, .topology = (topology_t)-1,
+  *a = (args_t){.master_name = "mymaster", .object = OBJ_UNSET, .topology = TOPO_UNSET,
                 .lease_ms = 3000, .wait_ms = 5000, .hold_min_ms = 20, .hold_max_ms = 300, .seconds = -1};
   while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1)
     set_option(a, opt, optarg);
@@ -348,6 +350,7 @@ static int recv_line(int fd, char *buf, size_t size) {
 }
 
 static int resource_try(resource_t *r, const char *request, char *reply, size_t size) {
+  errno = 0; /* a reply cut short sets none: "closed" */
   if (r->fd < 0 && resource_connect(r) != 0)
     return -1;
   if (send_all(r->fd, request, strlen(request)) == 0 && recv_line(r->fd, reply, size) == 0)
@@ -362,7 +365,6 @@ static int resource_try(resource_t *r, const char *request, char *reply, size_t 
  * partitioned from the workers: failing twice, it is gone, and so is the
  * test. */
 static void resource_call(resource_t *r, const char *request, char *reply, size_t size) {
-  errno = 0;
   if (resource_try(r, request, reply, size) == 0 || resource_try(r, request, reply, size) == 0)
     return;
   fprintf(stderr, "worker: the resource %s:%s is unreachable\n", r->host, r->port);
@@ -475,7 +477,8 @@ static relock_client_t *connect_one(const args_t *a) {
     set_opt(opts, RELOCK_OPT_SENTINEL_MASTER, a->master_name);
     break;
   case TOPO_CLUSTER: set_opt(opts, RELOCK_OPT_CLUSTER_NODES, a->nodes); break;
-  case TOPO_REDLOCK: break;
+  case TOPO_REDLOCK:
+  case TOPO_UNSET: break;
   }
   return make_client(NULL, opts);
 }
