@@ -2,10 +2,12 @@
 worker believed and was told.
 
 A critical section, as the resource saw it, runs from a worker's accepted
-READ to its next WRITE or ABORT (a worker that never came back holds it
-to the end of the log). Two sections of different workers that overlap
-in time are a violation of mutual exclusion; the one that began first is
-the stale holder's. For each violation: how long the two overlapped,
+READ to its WRITE (accepted or refused). Two such sections of different
+workers that overlap in time - two writers between one acquisition and
+its release - are a violation of mutual exclusion. A section that ended
+in an ABORT (relock told its worker the lock was lost, and it wrote
+nothing) is no writer, and neither is one left open (a worker that never
+came back). For each violation: how long the two overlapped,
 whether the fenced resource refused the stale holder (a violation
 fencing caught), whether the stale holder was told - relock's lost
 callback - and how long before (-) or after (+) the other holder's
@@ -46,24 +48,19 @@ def read_worker_output(path):
 
 
 def sections(ops):
-    """Per resource: the sections (id, start, end, stale write refused?)."""
+    """Per resource: the writers' sections (id, start, end, refused?)."""
     out = {}
     open_ = {}
-    end_of_log = ops[-1]["t"] if ops else 0
     for o in ops:
         key = (o["res"], o["id"])
         if o["op"] == "READ":
-            if key in open_:  # a new READ closes what was open
-                s = open_.pop(key)
-                out.setdefault(o["res"], []).append((o["id"], s, o["t"], False))
+            open_.pop(key, None)  # a new READ: the last one wrote nothing
             if o["ok"]:
                 open_[key] = o["t"]
-        elif o["op"] in ("WRITE", "ABORT") and key in open_:
-            s = open_.pop(key)
-            refused = o["op"] == "WRITE" and not o["ok"]
-            out.setdefault(o["res"], []).append((o["id"], s, o["t"], refused))
-    for (res, who), s in open_.items():
-        out.setdefault(res, []).append((who, s, end_of_log, False))
+        elif o["op"] == "ABORT":
+            open_.pop(key, None)
+        elif o["op"] == "WRITE" and key in open_:
+            out.setdefault(o["res"], []).append((o["id"], open_.pop(key), o["t"], not o["ok"]))
     return out
 
 
@@ -99,17 +96,42 @@ class Worker:
         self.ev = read_worker_output(out_path)
         self.acq = [t for t, _ in self.ev.get("ACQ", [])]
         self.lost = [(t, " ".join(r)) for t, r in self.ev.get("LOST", [])]
+        self.valid = [t for t, _ in self.ev.get("VALID", [])]
 
     def count(self, kind):
         return len(self.ev.get(kind, []))
 
 
-def violations(secs, workers, events):
+def _told(w, acq, until):
+    """When w's lost callback fired for the hold it acquired at acq (a LOST
+    before its next acquisition), or None."""
+    if w is None or acq is None:
+        return None
+    i = bisect.bisect_right(w.acq, acq)
+    nxt = w.acq[i] if i < len(w.acq) else until
+    return next((t for t, _ in w.lost if acq <= t < nxt), None)
+
+
+def _checked(w, s0, s1):
+    """When relock's worker last found its lock valid in the section
+    [s0, s1] (its VALID line), or None: a pause excuses a violation only
+    if it fell after that check, where no lock can see it."""
+    t = _latest_before(w.valid, s1)
+    return t if t is not None and t >= s0 else None
+
+
+def violations(secs, workers, events, until):
+    """The overlapping pairs of sections. Which of the two was wrong is
+    not always the earlier one (a client cut off with an old master takes
+    the lock after the rightful holder did), so "told" and "paused" look
+    at both: the first loss either was told of, measured from the other's
+    acquisition, and whether either's host was paused in its section (for
+    a relock worker: after its last validity check)."""
     by_id = {w.id: w for w in workers}
     found = []
     secs = sorted(secs, key=lambda s: s[1])
     for i, (a, a0, a1, a_refused) in enumerate(secs):
-        for b, b0, b1, _ in secs[i + 1:]:
+        for b, b0, b1, b_refused in secs[i + 1:]:
             if b0 >= a1:
                 break
             if a == b:
@@ -117,15 +139,19 @@ def violations(secs, workers, events):
             wa, wb = by_id.get(a), by_id.get(b)
             acq_a = _latest_before(wa.acq, a0) if wa else None
             acq_b = _latest_before(wb.acq, b0) if wb else None
-            told = None
-            if wa and acq_a is not None:
-                told = next((t for t, _ in wa.lost if t >= acq_a), None)
+            told = [(t, t - other) for t, other in ((_told(wa, acq_a, until), acq_b), (_told(wb, acq_b, until), acq_a))
+                    if t is not None and other is not None]
+            paused = any(w and paused_during(events, w.host, _checked(w, s0, s1) or acq or s0, s1)
+                         for w, acq, s0, s1 in ((wa, acq_a, a0, a1), (wb, acq_b, b0, b1)))
+            before = [e for e in events if e.get("end", b0) <= b0]
             found.append({
                 "stale": a, "other": b, "start": b0, "overlap_ms": (min(a1, b1) - b0) / 1e6,
-                "caught": a_refused, "told_ms": None if told is None or acq_b is None else (told - acq_b) / 1e6,
-                "told": told is not None,
-                "paused": bool(wa and paused_during(events, wa.host, acq_a or a0, a1)),
+                "caught": a_refused or b_refused,
+                "told": bool(told), "told_ms": min(told)[1] / 1e6 if told else None,
+                "paused": paused,
                 "faults": [e["kind"] + ":" + ",".join(e["hosts"]) for e in active_at(events, b0)],
+                "after": ("%s:%s ended %.1f s before" % (before[-1]["kind"], ",".join(before[-1]["hosts"]),
+                                                         (b0 - before[-1]["end"]) / 1e9)) if before else "",
             })
     return found
 
@@ -135,7 +161,7 @@ def summarize(res, ops, workers, events):
     secs = sections(ops).get(res, [])
     lost, disorder = lost_updates(ops)
     ws = [w for w in workers if w.res == res]
-    v = violations(secs, ws, events)
+    v = violations(secs, ws, events, ops[-1]["t"] if ops else 0)
     mine = [o for o in ops if o["res"] == res]
     return {
         "acquisitions": sum(w.count("ACQ") for w in ws),

@@ -644,6 +644,7 @@ static void critical_section(worker_t *w, int64_t token) {
     emit("ABANDON", "validity=%" PRId64, v);
     return;
   }
+  emit("VALID", "%" PRId64, v);
   int ok = resource_write(w->res, token, value + 1);
   w->writes += (uint64_t)ok;
   emit("WROTE", "%s", ok ? "ok" : "refused");
