@@ -69,8 +69,13 @@ class WorkerProc:
         self._signal(signal.SIGCONT)
 
     def _signal(self, sig):
+        """To the worker's process group: relock the command's loop pauses
+        with its relock and its job."""
         if self.p.poll() is None:
-            os.kill(self.p.pid, sig)
+            try:
+                os.killpg(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
 
     def started(self):
         with open(self.out) as f:
@@ -78,8 +83,7 @@ class WorkerProc:
 
     def kill(self):
         self.resume()
-        if self.p.poll() is None:
-            self.p.kill()
+        self._signal(signal.SIGKILL)
         self.p.wait()
 
 
@@ -97,6 +101,8 @@ class Row:
                   "--topology", self.kind, "--nodes", topo.nodes(), "--synced", str(self.synced),
                   "--lease-ms", str(LEASE_MS), "--seconds", str(seconds),
                   "--seed", str(self.seed + zlib.crc32(host.encode()))]
+        if lib == "relock" and obj == "cli":
+            return [sys.executable, os.path.join(HERE, "cli_worker.py"), "--relock", self.args.relock_cli] + common
         if lib == "relock":
             return [self.args.relock_worker] + common
         return ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx128m", "-cp", self.args.java_classpath,
@@ -120,7 +126,7 @@ class Row:
             worker_s = self.args.seconds + (SLACK_NO_JAVA_S if self.args.no_java else SLACK_S)
             for host in CLIENTS:
                 for lib in libs:
-                    for obj in self.objects:
+                    for obj in self.objects + (("cli",) if lib == "relock" and self.kind != "redlock" else ()):
                         self.workers.append(WorkerProc(self.net, host, lib, obj,
                                                        self._worker_argv(lib, obj, host, topo, worker_s), self.outdir))
             t0 = time.monotonic()
@@ -262,6 +268,7 @@ def main():
     ap.add_argument("--expect-violations", action="store_true",
                     help="the harness's own canary: exit 1 unless relock's plain lock was seen violated")
     ap.add_argument("--relock-worker", default=os.environ.get("RELOCK_PARTITION_WORKER", "tests/partition/worker"))
+    ap.add_argument("--relock-cli", default=os.environ.get("RELOCK_PARTITION_CLI", "tools/relock"))
     ap.add_argument("--java-classpath", default=os.environ.get("RELOCK_PARTITION_CLASSPATH"))
     ap.add_argument("--redis-server", default=os.environ.get("REDIS_SERVER") or "redis-server")
     ap.add_argument("--redis-cli", default=os.environ.get("REDIS_CLI") or "redis-cli")
@@ -279,8 +286,10 @@ def main():
         if shutil.which(tool) is None:
             sys.exit("partition.py: %s not found (./bootstrap --deps installs it)" % tool)
     args.relock_worker = os.path.abspath(args.relock_worker)
-    if not os.access(args.relock_worker, os.X_OK):
-        sys.exit("partition.py: no relock worker at %s (make check-build builds it)" % args.relock_worker)
+    args.relock_cli = os.path.abspath(args.relock_cli)
+    for path in (args.relock_worker, args.relock_cli):
+        if not os.access(path, os.X_OK):
+            sys.exit("partition.py: %s is missing (make check-build builds it)" % path)
     if not args.no_java and not args.java_classpath:
         sys.exit("partition.py: --java-classpath (or RELOCK_PARTITION_CLASSPATH) is needed for the Redisson workers")
     outdir = args.out or tempfile.mkdtemp(prefix="relock-partition.")

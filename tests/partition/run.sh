@@ -14,13 +14,14 @@ secs=${PARTITION_SECONDS:-20}
 rows=${PARTITION_ROWS:-single,sentinel-sync,cluster-sync,redlock}
 seed=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 worker="${RELOCK_BUILDDIR:-.}/tests/partition/worker"
+cli="${RELOCK_BUILDDIR:-.}/tools/relock"
 n=0 failed=0
 
 check() { # what, replay args, args...
   what=$1 replay=$2
   shift 2
   n=$((n + 1))
-  out=$(python3 "${RELOCK_SRCDIR:-.}/tests/partition/partition.py" --no-java --relock-worker "$worker" "$@" 2>&1)
+  out=$(python3 "${RELOCK_SRCDIR:-.}/tests/partition/partition.py" --no-java --relock-worker "$worker" --relock-cli "$cli" "$@" 2>&1)
   rc=$?
   printf '%s\n' "$out" | sed 's/^/# /'
   if [ $rc -eq 0 ]; then
