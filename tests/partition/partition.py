@@ -27,6 +27,7 @@ import threading
 import time
 import zlib
 
+sys.dont_write_bytecode = True  # the source tree may be read-only (make distcheck)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
@@ -255,6 +256,16 @@ def details(row):
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _cli_beside(server):
+    """The redis-cli beside a REDIS_SERVER given as a path (a custom
+    build's pair), as tests/support/cluster.c picks it; else the PATH's."""
+    if server and os.sep in server:
+        cli = os.path.join(os.path.dirname(server), "redis-cli")
+        if os.access(cli, os.X_OK):
+            return cli
+    return "redis-cli"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default=",".join(ROWS))
@@ -271,7 +282,7 @@ def main():
     ap.add_argument("--relock-cli", default=os.environ.get("RELOCK_PARTITION_CLI", "tools/relock"))
     ap.add_argument("--java-classpath", default=os.environ.get("RELOCK_PARTITION_CLASSPATH"))
     ap.add_argument("--redis-server", default=os.environ.get("REDIS_SERVER") or "redis-server")
-    ap.add_argument("--redis-cli", default=os.environ.get("REDIS_CLI") or "redis-cli")
+    ap.add_argument("--redis-cli", default=os.environ.get("REDIS_CLI") or _cli_beside(os.environ.get("REDIS_SERVER")))
     args = ap.parse_args()
     rows = args.rows.split(",")
     for r in rows:
