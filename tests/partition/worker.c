@@ -3,8 +3,9 @@
  * while a nemesis partitions the network and pauses or kills servers and
  * workers. Its command line, its output lines and the resource's protocol
  * are the contract in tests/partition/README.md, shared with the Redisson
- * worker (tests/interop/.../PartitionWorker.java) so that the supervisor
- * and the checker treat both alike.
+ * worker (tests/interop/src/main/java/relock/interop/PartitionWorker.java)
+ * and relock the command's (cli_worker.py), so that the supervisor and the
+ * checker treat them alike.
  *
  * It uses only relock's public API, as a user would: a threaded client (the
  * lost callbacks run on its loop thread while the worker thread sleeps in
