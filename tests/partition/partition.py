@@ -49,9 +49,10 @@ RESOURCE_PORT = 7000
 LEASE_MS = 3000
 STARTUP_S = 40  # the longest a row's workers may take to connect
 # the workers run this much longer than the nemesis: their startup (a JVM's
-# takes seconds on a busy machine) and a quiet end
+# takes seconds on a busy machine) and a quiet end, long enough for a master
+# to get its replica back (a full resync waits 5 s) and grant locks again
 SLACK_S = 25
-SLACK_NO_JAVA_S = 8
+SLACK_NO_JAVA_S = 15
 
 
 class WorkerProc:
