@@ -41,7 +41,6 @@ class Network:
         self.hosts = list(hosts)
         self.index = {h: i + 1 for i, h in enumerate(self.hosts)}
         self.made = []
-        self.cut = []  # the groups now apart, as (a, b) pairs
 
     # -- addresses ------------------------------------------------------
     def ns(self, host):
@@ -102,17 +101,9 @@ class Network:
         sb = ", ".join(self.ip(h) for h in b)
         for src, dst in ((sa, sb), (sb, sa)):
             run("nft", "add rule inet partition cuts ip saddr { %s } ip daddr { %s } drop" % (src, dst))
-        self.cut.append((tuple(a), tuple(b)))
 
     def heal(self):
         run("nft", "flush chain inet partition cuts")
-        self.cut = []
-
-    def reachable(self, x, y):
-        for a, b in self.cut:
-            if (x in a and y in b) or (x in b and y in a):
-                return False
-        return True
 
 
 def remove_stale():

@@ -55,11 +55,18 @@ SLACK_S = 25
 SLACK_NO_JAVA_S = 15
 
 
+def worker_id(host, lib, obj):
+    return "%s-%s-%s" % (host, lib, obj)
+
+
+def resource_name(lib, obj):
+    return "%s-%s" % (lib, obj)
+
+
 class WorkerProc:
     def __init__(self, net, host, lib, obj, argv, outdir):
         self.host, self.lib, self.obj = host, lib, obj
-        self.id = "%s-%s-%s" % (host, lib, obj)
-        self.res = "%s-%s" % (lib, obj)
+        self.id, self.res = worker_id(host, lib, obj), resource_name(lib, obj)
         self.out = os.path.join(outdir, self.id + ".out")
         with open(self.out, "w") as o, open(os.path.join(outdir, self.id + ".err"), "w") as e:
             self.p = subprocess.Popen(net.exec_argv(host) + argv, stdout=o, stderr=e, start_new_session=True)
@@ -98,8 +105,8 @@ class Row:
         self.failovers = []
 
     def _worker_argv(self, lib, obj, host, topo, seconds):
-        common = ["--id", "%s-%s-%s" % (host, lib, obj), "--resource", "%s:%d" % (self.net.gateway(host), RESOURCE_PORT),
-                  "--res", "%s-%s" % (lib, obj), "--object", obj, "--name", "{pt}:%s-%s" % (lib, obj),
+        common = ["--id", worker_id(host, lib, obj), "--resource", "%s:%d" % (self.net.gateway(host), RESOURCE_PORT),
+                  "--res", resource_name(lib, obj), "--object", obj, "--name", "{pt}:%s-%s" % (lib, obj),
                   "--topology", self.kind, "--nodes", topo.nodes(), "--synced", str(self.synced),
                   "--lease-ms", str(LEASE_MS), "--seconds", str(seconds),
                   "--seed", str(self.seed + zlib.crc32(host.encode()))]

@@ -32,13 +32,11 @@ class Proc:
     def __init__(self, net, host, argv, logfile):
         self.net, self.host, self.argv, self.logfile = net, host, argv, logfile
         self.p = None
-        self.paused = False
 
     def start(self):
         with open(self.logfile, "a") as out:
             self.p = subprocess.Popen(self.net.exec_argv(self.host) + self.argv, stdout=out,
                                       stderr=subprocess.STDOUT, start_new_session=True)
-        self.paused = False
 
     def signal(self, sig):
         if self.p is not None and self.p.poll() is None:
@@ -46,11 +44,9 @@ class Proc:
 
     def pause(self):
         self.signal(signal.SIGSTOP)
-        self.paused = True
 
     def resume(self):
         self.signal(signal.SIGCONT)
-        self.paused = False
 
     def kill(self):
         if self.p is not None:
@@ -58,9 +54,6 @@ class Proc:
             self.signal(signal.SIGKILL)
             self.p.wait()
             self.p = None
-
-    def alive(self):
-        return self.p is not None and self.p.poll() is None
 
 
 class Topology:
