@@ -273,8 +273,15 @@ const relock_reply_t *relock_future_reply(const relock_future_t *future) {
   return relock_future_ptr(future);
 }
 
+static int script_error(const char **str, size_t *len);
+
 int relock__reply_error_code(const char *str, size_t len) {
-  static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't"};
+  /* NOPERM: a command refused; inside a script, Redis 6 says "The user
+   * executing the script can't ..." after its script prefix, Redis 7.0 the
+   * same after "ERR ", Redis 7.2+ and Valkey "ERR ACL failure in script" */
+  static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't",
+                                    "The user executing the script can't", "ERR ACL failure in script"};
+  script_error(&str, &len);
   for (size_t i = 0; i < sizeof acl / sizeof acl[0]; i++) {
     size_t n = strlen(acl[i]);
     if (len >= n && memcmp(str, acl[i], n) == 0)
@@ -323,6 +330,14 @@ static int script_error(const char **str, size_t *len) {
     return 0;
   while (p < end && *p == ' ')
     p++;
+  /* Redis 6 repeats the place ("@user_script: 1: ") before an error of
+   * redis.call's own (an unknown command, an ACL refusal) */
+  static const char again[] = "@user_script: ";
+  if (starts(p, (size_t)(end - p), again)) {
+    const char *q = memchr(p + sizeof again - 1, ':', (size_t)(end - p) - (sizeof again - 1));
+    if (q != NULL && q + 1 < end && q[1] == ' ')
+      p = q + 2;
+  }
   *len = (size_t)(end - p);
   *str = p;
   return 1;

@@ -583,6 +583,65 @@ static void test_decimal(void **state) {
   assert_string_equal(field, "x:0");
 }
 
+/* -- error replies of every server ------------------------------------------
+ * What each server of the support matrix answers when its ACL refuses one of
+ * relock's commands, directly or inside a script (texts as the servers gave
+ * them, a script's SHA shortened), and script errors that are not an ACL's:
+ * the code relock gives and the words it keeps. An ACL refusal must be
+ * RELOCK_ENOPERM on every server: the operator's to fix, never retried. */
+static void test_error_replies_of_every_server(void **state) {
+  (void)state;
+  static const struct {
+    const char *server, *reply;
+    int code;
+    const char *words;
+  } cases[] = {
+      {"Redis 6.0", "NOPERM this user has no permissions to run the 'eval' command or its subcommand", RELOCK_ENOPERM,
+       "NOPERM this user has no permissions to run the 'eval' command or its subcommand"},
+      {"Redis 6.0",
+       "ERR Error running script (call to f_f801): @user_script:1: @user_script: 1: The user executing the script "
+       "can't run this command or subcommand",
+       RELOCK_ENOPERM,
+       "Redis refused one of relock's commands: The user executing the script can't run this command or subcommand"},
+      {"Redis 6.0",
+       "ERR Error running script (call to f_ac65): @user_script:1: @user_script: 1: Unknown Redis command called "
+       "from Lua script",
+       RELOCK_ESERVER, "Redis refused one of relock's commands: Unknown Redis command called from Lua script"},
+      {"Redis 6.0", "ERR Error running script (call to f_092b): @user_script:1: WRONGTYPE Operation against a key",
+       RELOCK_EWRONGKIND, NULL},
+      {"Redis 7.0",
+       "ERR The user executing the script can't publish to the channel mentioned in the command script: f801, on "
+       "@user_script:1.",
+       RELOCK_ENOPERM,
+       "Redis refused one of relock's commands: The user executing the script can't publish to the channel "
+       "mentioned in the command"},
+      {"Redis 7.0", "NOPERM this user has no permissions to access one of the keys used as arguments", RELOCK_ENOPERM,
+       "NOPERM this user has no permissions to access one of the keys used as arguments"},
+      {"Redis 7.0", "ERR Unknown Redis command called from script script: ac65, on @user_script:1.", RELOCK_ESERVER,
+       "Redis refused one of relock's commands: Unknown Redis command called from script"},
+      {"Redis 8.0, Valkey 8",
+       "ERR ACL failure in script: User u has no permissions to run the 'publish' command script: f801, on "
+       "@user_script:1.",
+       RELOCK_ENOPERM,
+       "Redis refused one of relock's commands: ACL failure in script: User u has no permissions to run the "
+       "'publish' command"},
+      {"Redis 8.0, Valkey 8",
+       "ERR ACL failure in script: No permissions to access a channel script: f801, on @user_script:1.",
+       RELOCK_ENOPERM,
+       "Redis refused one of relock's commands: ACL failure in script: No permissions to access a channel"},
+      {"Redis 8.0, Valkey 8", "NOPERM User u has no permissions to run the 'eval' command", RELOCK_ENOPERM,
+       "NOPERM User u has no permissions to run the 'eval' command"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char words[512];
+    int code = relock__reply_error_words(cases[i].reply, strlen(cases[i].reply), words, sizeof words);
+    if (code != cases[i].code || (cases[i].words != NULL && strcmp(words, cases[i].words) != 0))
+      fail_msg("%s: \"%s\"\n  gave %s \"%s\"\n  want %s \"%s\"", cases[i].server, cases[i].reply,
+               relock_err_name(code), words, relock_err_name(cases[i].code),
+               cases[i].words != NULL ? cases[i].words : "(any)");
+  }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_array),
     cmocka_unit_test(test_nils_and_empty_array),
@@ -595,6 +654,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_reply),
     cmocka_unit_test(test_uuid_v4),
     cmocka_unit_test(test_decimal),
+    cmocka_unit_test(test_error_replies_of_every_server),
 };
 
 RELOCK_TEST_MAIN(tests, NULL, NULL)
