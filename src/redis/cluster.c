@@ -261,22 +261,37 @@ static const relock_reply_t *field(const relock_reply_t *a, const char *key) {
   return NULL;
 }
 
+/* The master among a shard's nodes: the one whose health is "online" if
+ * there is one, else the first. After a failover Valkey 8 lists the failed
+ * master in its old shard still as a master ("health fail"), before the
+ * promoted replica: the first master alone would be the dead one, until
+ * it came back. A shard whose only master has failed is still served by
+ * nothing else until a replica takes over. */
+static const relock_reply_t *shard_master(const relock_reply_t *nodes) {
+  const relock_reply_t *first = NULL;
+  for (size_t k = 0; k < nodes->elements; k++) {
+    const relock_reply_t *role = field(nodes->element[k], "role");
+    if (role == NULL || !str_is(role, "master"))
+      continue;
+    const relock_reply_t *health = field(nodes->element[k], "health");
+    if (health != NULL && str_is(health, "online"))
+      return nodes->element[k];
+    if (first == NULL)
+      first = nodes->element[k];
+  }
+  return first;
+}
+
 /* CLUSTER SHARDS: [{slots: [from, to, ...], nodes: [{ip, endpoint, port,
- * tls-port, role, health, ...}, ...]}, ...]. A shard's master serves its
- * slots, whatever its health: nothing else does until a replica takes
- * over. Over TLS, the node's TLS port. */
+ * tls-port, role, health, ...}, ...]}, ...]. Over TLS, the node's TLS
+ * port. */
 static int parse_shards(relock__cluster_t *cl, const relock_reply_t *reply, uint16_t *owner) {
   for (size_t i = 0; i < reply->elements; i++) {
     const relock_reply_t *slots = field(reply->element[i], "slots");
     const relock_reply_t *nodes = field(reply->element[i], "nodes");
     if (slots == NULL || nodes == NULL || slots->type != RELOCK_REPLY_ARRAY || nodes->type != RELOCK_REPLY_ARRAY)
       return -1;
-    const relock_reply_t *master = NULL;
-    for (size_t k = 0; k < nodes->elements && master == NULL; k++) {
-      const relock_reply_t *role = field(nodes->element[k], "role");
-      if (role != NULL && str_is(role, "master"))
-        master = nodes->element[k];
-    }
+    const relock_reply_t *master = shard_master(nodes);
     if (master == NULL)
       continue; /* a shard without slots or master (a node being added) */
     const relock_reply_t *port = cl->tls != NULL ? field(master, "tls-port") : NULL;
