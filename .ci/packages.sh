@@ -11,9 +11,10 @@
 #
 #   sh .ci/packages.sh [TREE]
 #
-# TREE: a source tree to copy (without its .git); by default git archive of
-# this checkout's HEAD, so that nothing uncommitted and no build product
-# reaches the packages. Needs root or sudo (dpkg -i), the build dependencies
+# TREE: a source tree with debian/ to copy (without its .git); by default
+# git archive of this checkout's HEAD, so that nothing uncommitted and no
+# build product reaches the packages. (A release tarball carries this script
+# but not debian/: run it from git.) Needs root or sudo (dpkg -i), the build dependencies
 # of debian/control, lintian and redis-server (./bootstrap --deps installs
 # them all). Refuses to run when any of the three packages is installed
 # already: it would remove them. Prints "ok N - ..." per step and exits 0
@@ -77,11 +78,15 @@ if [ $# -gt 0 ]; then
   (cd "$1" && tar --exclude=./.git -cf - .) | tar -xf - -C "$src" || fail "copy of the tree $1"
   ok "copy of the tree $1"
 else
+  git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
+    fail "$top is not a git checkout (a release tarball has no debian/): give a tree with debian/"
   git -C "$top" archive --format=tar HEAD | tar -xf - -C "$src" || fail "git archive HEAD of $top"
   [ -z "$(git -C "$top" status --porcelain --untracked-files=no)" ] ||
     echo "# note: $top has uncommitted changes; the packages are built from HEAD without them"
   ok "git archive of HEAD ($(git -C "$top" rev-parse --short HEAD))"
 fi
+
+[ -f "$src/debian/control" ] || fail "the copy has no debian/control"
 
 # -- 2. the packages --------------------------------------------------------
 jobs=$(nproc 2>/dev/null || echo 2)
