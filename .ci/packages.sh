@@ -153,8 +153,9 @@ cc -Wall -Wextra -Werror -o "$work/lock_sync_static" "$work/lock_sync.c" $cflags
 ok "lock_sync.c built with pkg-config: shared ($linked) and static"
 
 # -- 6. a private redis-server ---------------------------------------------
+# Started here rather than with redis.sh's start_redis, whose EXIT trap
+# would replace cleanup's; its free_port picks the port.
 . "$src/tests/support/redis.sh"
-trap cleanup EXIT # redis.sh's start_redis sets its own; this one stops the server too
 port=$(free_port)
 mkdir "$work/redis"
 redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$work/redis" \
