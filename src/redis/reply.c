@@ -344,6 +344,7 @@ static int script_error(const char **str, size_t *len) {
 }
 
 int relock__reply_error_words(const char *str, size_t len, char *buf, size_t size) {
+  int code = relock__reply_error_code(str, len); /* before the strip: it strips once itself */
   int in_script = script_error(&str, &len);
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
     if (starts(str, len, tags[i].tag)) {
@@ -351,7 +352,6 @@ int relock__reply_error_words(const char *str, size_t len, char *buf, size_t siz
       snprintf(buf, size, "%.*s", (int)(len - n), str + n);
       return tags[i].code;
     }
-  int code = relock__reply_error_code(str, len);
   if (starts(str, len, "WRONGTYPE ")) {
     snprintf(buf, size, "a key of it holds a Redis value of another type: the name is used by another kind of "
                         "object (one name holds one kind at a time)");
