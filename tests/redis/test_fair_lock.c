@@ -337,6 +337,35 @@ static void test_force_release_wakes_the_head(void **state) {
   relock_lock_free(lb);
 }
 
+/* -- a server without a command the kind needs ---------------------------------
+ * Redis before 6.0.6 has no LPOS, which a fair lock's waiter needs (README,
+ * "Servers"); a server with LPOS renamed away is such a server. The waiter
+ * fails at once with RELOCK_ESERVER in words that say the server lacks a
+ * command and where to read what each kind needs - never a wait that hangs,
+ * nor a lock wrongly taken; the holder is untouched and releases. */
+static int without_lpos_setup(void **state) {
+  static const char *const args[] = {"--rename-command", "LPOS", "", NULL};
+  relock_test_redis_opts_t opts = {.extra_args = args};
+  return fx_pair_start(state, &opts, 1);
+}
+
+static void test_server_without_lpos(void **state) {
+  fx_t *fx = *state;
+  relock_lock_t *la = fair_of(fx->a), *lb = fair_of(fx->b);
+  assert_int_equal(ACQUIRE(la, 1, 0, 30000), 1);
+  char msg[512];
+  uint64_t t0 = relock__now_ns();
+  int r = fx_error(relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE), msg, sizeof msg);
+  if (r != RELOCK_ESERVER || strstr(msg, "Unknown Redis command") == NULL ||
+      strstr(msg, "the server lacks a command") == NULL)
+    fail_msg("want RELOCK_ESERVER naming the missing command, got %s: %s", relock_err_name(r), msg);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(2000));
+  printf("# %s\n", msg);
+  assert_int_equal(RELEASE(la, 1), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_pair_server_setup, fx_pair_teardown)
 
 int main(void) {
@@ -349,6 +378,7 @@ int main(void) {
       T(test_dead_waiter_leaves_within_the_lease_and_the_wait_timeout),
       T(test_live_waiter_keeps_its_place),
       T(test_force_release_wakes_the_head),
+      cmocka_unit_test_setup_teardown(test_server_without_lpos, without_lpos_setup, fx_pair_teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
   return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);

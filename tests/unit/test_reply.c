@@ -606,7 +606,9 @@ static void test_error_replies_of_every_server(void **state) {
       {"Redis 6.0",
        "ERR Error running script (call to f_ac65): @user_script:1: @user_script: 1: Unknown Redis command called "
        "from Lua script",
-       RELOCK_ESERVER, "Redis refused one of relock's commands: Unknown Redis command called from Lua script"},
+       RELOCK_ESERVER,
+       "Redis refused one of relock's commands: Unknown Redis command called from Lua script: the server lacks a "
+       "command this kind of object needs (what each kind needs of a server: relock's README, \"Servers\")"},
       {"Redis 6.0", "ERR Error running script (call to f_092b): @user_script:1: WRONGTYPE Operation against a key",
        RELOCK_EWRONGKIND, NULL},
       {"Redis 7.0",
@@ -618,7 +620,8 @@ static void test_error_replies_of_every_server(void **state) {
       {"Redis 7.0", "NOPERM this user has no permissions to access one of the keys used as arguments", RELOCK_ENOPERM,
        "NOPERM this user has no permissions to access one of the keys used as arguments"},
       {"Redis 7.0", "ERR Unknown Redis command called from script script: ac65, on @user_script:1.", RELOCK_ESERVER,
-       "Redis refused one of relock's commands: Unknown Redis command called from script"},
+       "Redis refused one of relock's commands: Unknown Redis command called from script: the server lacks a "
+       "command this kind of object needs (what each kind needs of a server: relock's README, \"Servers\")"},
       {"Redis 8.0, Valkey 8",
        "ERR ACL failure in script: User u has no permissions to run the 'publish' command script: f801, on "
        "@user_script:1.",
