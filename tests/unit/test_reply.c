@@ -1,7 +1,8 @@
 /* Unit tests of reply copies: hiredis replies (made by hiredis's own parser
  * from RESP text) copied into relock_reply_t trees in one block, handed out
- * by relock_future_reply; of the random version-4 UUIDs; and of the
- * decimal writer the commands' numbers go through. */
+ * by relock_future_reply; of the random version-4 UUIDs; of the
+ * decimal writer the commands' numbers go through; and of the codes and
+ * words of error replies (an ACL refusal in a script, as each server says it). */
 #include <config.h>
 
 #include <stdalign.h>
@@ -583,6 +584,51 @@ static void test_decimal(void **state) {
   assert_string_equal(field, "x:0");
 }
 
+/* An ACL refusal inside one of relock's scripts is RELOCK_ENOPERM on every
+ * server, in the same words: Redis 7.0 says "ERR The user executing the
+ * script can't ... script: <sha>, on @user_script:1."; Redis 6.0 and 6.1
+ * (the texts are 6.0.16's) wrap it in "ERR Error running script (call to
+ * f_<sha>): @user_script:1: @user_script: 1: ...", and a script that
+ * returns the error of its redis.pcall gives the inner part alone. */
+static void test_acl_refusal_in_a_script(void **state) {
+  (void)state;
+  static const struct {
+    const char *reply, *words;
+  } cases[] = {
+      {"ERR The user executing the script can't run this command or subcommand script: "
+       "0502f398c8d71a359e359b6bef3e5b6fbc799b8f, on @user_script:1.",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+      {"ERR Error running script (call to f_0502f398c8d71a359e359b6bef3e5b6fbc799b8f): @user_script:1: "
+       "@user_script: 1: The user executing the script can't run this command or subcommand",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+      {"ERR Error running script (call to f_733db9816e9c67c4cc15572d4e80f4ebb13b5cdc): @user_script:1: "
+       "@user_script: 1: The user executing the script can't access at least one of the keys mentioned in the "
+       "command arguments",
+       "Redis refused one of relock's commands: The user executing the script can't access at least one of the "
+       "keys mentioned in the command arguments"},
+      {"@user_script: 1: The user executing the script can't run this command or subcommand",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *r = cases[i].reply;
+    char words[512];
+    assert_int_equal(relock__reply_error_code(r, strlen(r)), RELOCK_ENOPERM);
+    assert_int_equal(relock__reply_error_words(r, strlen(r), words, sizeof words), RELOCK_ENOPERM);
+    assert_string_equal(words, cases[i].words);
+  }
+  /* a script's other failures stay RELOCK_ESERVER */
+  static const char other[] = "ERR Error running script (call to f_0502f398c8d71a359e359b6bef3e5b6fbc799b8f): "
+                              "@user_script:1: OOM command not allowed when used memory > 'maxmemory'.";
+  char words[512];
+  assert_int_equal(relock__reply_error_code(other, strlen(other)), RELOCK_ESERVER);
+  assert_int_equal(relock__reply_error_words(other, strlen(other), words, sizeof words), RELOCK_ESERVER);
+  assert_string_equal(words, "Redis refused one of relock's commands (OOM): command not allowed when used memory > "
+                             "'maxmemory'.");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_array),
     cmocka_unit_test(test_nils_and_empty_array),
@@ -595,6 +641,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_future_reply),
     cmocka_unit_test(test_uuid_v4),
     cmocka_unit_test(test_decimal),
+    cmocka_unit_test(test_acl_refusal_in_a_script),
 };
 
 RELOCK_TEST_MAIN(tests, NULL, NULL)
