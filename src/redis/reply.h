@@ -29,6 +29,8 @@ int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
 /* The code for a Redis error reply whose text is str (len bytes):
  * RELOCK_ENOPERM when the server's ACL refused it ("NOPERM ...", and inside
  * a script, where Redis 7.0 says "ERR The user executing the script can't
+ * ..." and Redis 6 "ERR Error running script (call to f_<sha>):
+ * @user_script:1: @user_script: 1: The user executing the script can't
  * ..."), else RELOCK_ESERVER. A missing permission is the operator's to
  * fix, not a failure to retry or to poll around: callers tell it apart. */
 int relock__reply_error_code(const char *str, size_t len);
