@@ -95,6 +95,16 @@ int relock_test_redis_cmd(const relock_test_redis_t *r, char *reply, size_t repl
     __attribute__((sentinel))
 #endif
     ;
+/* ACL SETUSER user with the rules that follow (NULL-terminated), as the
+ * admin, and "&*" - every channel - where the server has channel
+ * permissions (Redis 6.2+; before, every user may use every channel and
+ * the server refuses an '&' rule). 0 when answered +OK; else a negative
+ * errno as relock_test_redis_cmd's, or -EPROTO (the reply is printed). */
+int relock_test_redis_acl_user(const relock_test_redis_t *r, const char *user, ...)
+#if defined(__GNUC__)
+    __attribute__((sentinel))
+#endif
+    ;
 /* The same with counted, possibly binary, arguments (argvlen NULL: strlen). */
 int relock_test_redis_cmdv(const relock_test_redis_t *r, char *reply, size_t replylen, int argc,
                            const char *const *argv, const size_t *argvlen);
