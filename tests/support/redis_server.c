@@ -1108,6 +1108,7 @@ const char *relock_test_redis_log_path(const relock_test_redis_t *r) { return r-
 pid_t relock_test_redis_pid(const relock_test_redis_t *r) { return r->pid; }
 int relock_test_redis_running(const relock_test_redis_t *r) { return r->pid != 0; }
 int relock_test_redis_version(const relock_test_redis_t *r) { return r->version; }
+int relock_test_redis_server_version(void) { return server_version(relock_test_redis_server_path()); }
 
 void relock_test_redis_set_cmd_timeout(relock_test_redis_t *r, int ms) {
   r->cmd_timeout_ms = ms > 0 ? ms : CMD_TIMEOUT_MS;

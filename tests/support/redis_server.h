@@ -50,6 +50,8 @@ typedef struct relock_test_redis_opts {
 int relock_test_redis_available(void);
 /* The redis-server that start() runs (see above). */
 const char *relock_test_redis_server_path(void);
+/* Its version as relock_test_redis_version() says it, before any start. */
+int relock_test_redis_server_version(void);
 
 /* Starts a server and waits until it answers PING (opts may be NULL). On
  * failure returns NULL and prints why, with the tail of the server's log,
