@@ -303,10 +303,10 @@ static int skip_script_line(const char **str, size_t *len) {
  * on @user_script:<line>.", is Redis's and the library's business, not
  * the user's: the text before it. Redis 6 puts it in front: "ERR Error
  * running script (call to f_<sha>): @user_script:<line>: <error>", where
- * an ACL refusal's <error> starts with "@user_script: <line>: " again,
- * the form a script's redis.pcall returns it in. 1 when str is a script's
- * error (*str, *len: the error alone then). */
-static int script_error(const char **str, size_t *len) {
+ * the <error> of a refusal by the server (ACL, OOM, READONLY) starts with
+ * "@user_script: <line>: " again - the form a script's redis.pcall
+ * returns it in - and its code word with the '-' of the protocol. */
+int relock__reply_script_error(const char **str, size_t *len) {
   const char *at = NULL;
   for (const char *p = *str; p + 9 <= *str + *len; p++)
     if (memcmp(p, " script: ", 9) == 0)
@@ -329,7 +329,17 @@ static int script_error(const char **str, size_t *len) {
   }
   while (skip_script_line(str, len))
     ;
+  if (*len > 0 && **str == '-') {
+    ++*str;
+    --*len;
+  }
   return 1;
+}
+
+int relock__reply_error_is(const char *str, size_t len, const char *code) {
+  relock__reply_script_error(&str, &len);
+  size_t n = strlen(code);
+  return len > n && memcmp(str, code, n) == 0 && str[n] == ' ';
 }
 
 /* Our scripts' tags: the code, and the message after the tag. */
@@ -347,7 +357,7 @@ int relock__reply_error_code(const char *str, size_t len) {
    * wrapping off, "The user executing the script can't" */
   static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't",
                                     "The user executing the script can't"};
-  script_error(&str, &len);
+  relock__reply_script_error(&str, &len);
   for (size_t i = 0; i < sizeof acl / sizeof acl[0]; i++) {
     size_t n = strlen(acl[i]);
     if (len >= n && memcmp(str, acl[i], n) == 0)
@@ -360,7 +370,7 @@ int relock__reply_error_code(const char *str, size_t len) {
 }
 
 int relock__reply_error_words(const char *str, size_t len, char *buf, size_t size) {
-  int in_script = script_error(&str, &len);
+  int in_script = relock__reply_script_error(&str, &len);
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
     if (starts(str, len, tags[i].tag)) {
       size_t n = strlen(tags[i].tag);
