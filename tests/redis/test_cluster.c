@@ -329,7 +329,8 @@ static void test_wait_and_wake_on_every_master_classic(void **state) {
     /* no sharded subscriber anywhere (before 7.0 the servers have none:
      * the subcommand is unknown there) */
     for (int i = 0; i < relock_test_cluster_nodes(own); i++)
-      assert_int_equal(shardnumsub(relock_test_cluster_node(own, i), "PUBSUB_HIDDEN", channel), sharded_servers() ? 0 : -1);
+      assert_int_equal(shardnumsub(relock_test_cluster_node(own, i), "PUBSUB_HIDDEN", channel),
+                       sharded_servers() ? 0 : -1);
     release_wakes(la, 1, waiter, lb, 2);
   }
   teardown(NULL);
