@@ -82,12 +82,13 @@ static void call_free(call_t *call) {
 /* Failures that a later attempt may not meet: the connection, and the
  * server saying "not now" (loading its data after a restart, a script
  * running too long, a failover, a master demoted to a replica) rather than
- * "no". */
+ * "no" - itself, or inside a script (Redis 6 wraps a script's READONLY in
+ * "ERR Error running script ..."; the script wrote nothing: a replica
+ * refuses its first write). */
 static int not_now(const char *msg) {
-  static const char *const prefixes[] = {"LOADING ", "BUSY ", "TRYAGAIN ", "MASTERDOWN ", "CLUSTERDOWN ",
-                                         "READONLY "};
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
+  static const char *const codes[] = {"LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY"};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (relock__reply_error_is(msg, strlen(msg), codes[i]))
       return 1;
   return 0;
 }

@@ -273,24 +273,73 @@ const relock_reply_t *relock_future_reply(const relock_future_t *future) {
   return relock_future_ptr(future);
 }
 
-static int script_error(const char **str, size_t *len);
+static int starts(const char *s, size_t len, const char *prefix) {
+  size_t n = strlen(prefix);
+  return len >= n && memcmp(s, prefix, n) == 0;
+}
 
-int relock__reply_error_code(const char *str, size_t len) {
-  /* NOPERM: a command refused; inside a script, Redis 6 says "The user
-   * executing the script can't ..." after its script prefix, Redis 7.0 the
-   * same after "ERR ", Redis 7.2+ and Valkey "ERR ACL failure in script" */
-  static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't",
-                                    "The user executing the script can't", "ERR ACL failure in script"};
-  script_error(&str, &len);
-  for (size_t i = 0; i < sizeof acl / sizeof acl[0]; i++) {
-    size_t n = strlen(acl[i]);
-    if (len >= n && memcmp(str, acl[i], n) == 0)
-      return RELOCK_ENOPERM;
+/* Skips one "@user_script:<line>: " (or "@user_script: <line>: ") at
+ * *str: where Redis 6 says a script's command failed. 1 if there was one. */
+static int skip_script_line(const char **str, size_t *len) {
+  static const char at[] = "@user_script:";
+  if (!starts(*str, *len, at))
+    return 0;
+  const char *p = *str + strlen(at), *end = *str + *len;
+  while (p < end && *p == ' ')
+    p++;
+  const char *digits = p;
+  while (p < end && *p >= '0' && *p <= '9')
+    p++;
+  if (p == digits || p >= end || *p != ':')
+    return 0;
+  for (p++; p < end && *p == ' ';)
+    p++;
+  *len = (size_t)(end - p);
+  *str = p;
+  return 1;
+}
+
+/* Where Redis 7 says a command inside a script failed, " script: <sha>,
+ * on @user_script:<line>.", is Redis's and the library's business, not
+ * the user's: the text before it. Redis 6 puts it in front: "ERR Error
+ * running script (call to f_<sha>): @user_script:<line>: <error>", where
+ * the <error> of a refusal by the server (ACL, OOM, READONLY) starts with
+ * "@user_script: <line>: " again - the form a script's redis.pcall
+ * returns it in - and its code word with the '-' of the protocol. */
+int relock__reply_script_error(const char **str, size_t *len) {
+  const char *at = NULL;
+  for (const char *p = *str; p + 9 <= *str + *len; p++)
+    if (memcmp(p, " script: ", 9) == 0)
+      at = p;
+  if (at != NULL) {
+    *len = (size_t)(at - *str);
+    return 1;
   }
-  /* ours: lua/rwlock_write_acquire.lua refusing an upgrade */
-  if (len >= 15 && memcmp(str, "RELOCK_UPGRADE ", 15) == 0)
-    return RELOCK_EUPGRADE;
-  return RELOCK_ESERVER;
+  static const char old[] = "ERR Error running script";
+  if (starts(*str, *len, old)) {
+    const char *end = *str + *len, *p = memchr(*str, ')', *len);
+    if (p == NULL || end - p < 2 || memcmp(p, "):", 2) != 0)
+      return 0;
+    for (p += 2; p < end && *p == ' ';)
+      p++;
+    *len = (size_t)(end - p);
+    *str = p;
+  } else if (!starts(*str, *len, "@user_script:")) {
+    return 0;
+  }
+  while (skip_script_line(str, len))
+    ;
+  if (*len > 0 && **str == '-') {
+    ++*str;
+    --*len;
+  }
+  return 1;
+}
+
+int relock__reply_error_is(const char *str, size_t len, const char *code) {
+  relock__reply_script_error(&str, &len);
+  size_t n = strlen(code);
+  return len > n && memcmp(str, code, n) == 0 && str[n] == ' ';
 }
 
 /* Our scripts' tags: the code, and the message after the tag. */
@@ -302,50 +351,30 @@ static const struct {
     {"RELOCK_WRONGKIND ", RELOCK_EWRONGKIND},
 };
 
-static int starts(const char *s, size_t len, const char *prefix) {
-  size_t n = strlen(prefix);
-  return len >= n && memcmp(s, prefix, n) == 0;
-}
-
-/* Where Redis 7 says a command inside a script failed, " script: <sha>,
- * on @user_script:<line>.", is Redis's and the library's business, not
- * the user's: the text before it. Redis 6 puts it in front: "ERR Error
- * running script (call to f_<sha>): @user_script:<line>: <error>". */
-static int script_error(const char **str, size_t *len) {
-  const char *at = NULL;
-  for (const char *p = *str; p + 9 <= *str + *len; p++)
-    if (memcmp(p, " script: ", 9) == 0)
-      at = p;
-  if (at != NULL) {
-    *len = (size_t)(at - *str);
-    return 1;
+int relock__reply_error_code(const char *str, size_t len) {
+  /* "NOPERM" outside a script; inside one, Redis 7.0's "ERR The user
+   * executing the script can't", once script_error has taken Redis 6's
+   * wrapping off "The user executing the script can't", and Redis 7.2+'s
+   * and Valkey's "ERR ACL failure in script" */
+  static const char *const acl[] = {"NOPERM", "ERR The user executing the script can't",
+                                    "The user executing the script can't", "ERR ACL failure in script"};
+  relock__reply_script_error(&str, &len);
+  for (size_t i = 0; i < sizeof acl / sizeof acl[0]; i++) {
+    size_t n = strlen(acl[i]);
+    if (len >= n && memcmp(str, acl[i], n) == 0)
+      return RELOCK_ENOPERM;
   }
-  static const char old[] = "ERR Error running script";
-  if (!starts(*str, *len, old))
-    return 0;
-  const char *end = *str + *len, *p = memchr(*str, '@', *len);
-  for (int colons = 0; p != NULL && p < end && colons < 2; p++)
-    colons += *p == ':';
-  if (p == NULL || p >= end)
-    return 0;
-  while (p < end && *p == ' ')
-    p++;
-  /* Redis 6 repeats the place ("@user_script: 1: ") before an error of
-   * redis.call's own (an unknown command, an ACL refusal) */
-  static const char again[] = "@user_script: ";
-  if (starts(p, (size_t)(end - p), again)) {
-    const char *q = memchr(p + sizeof again - 1, ':', (size_t)(end - p) - (sizeof again - 1));
-    if (q != NULL && q + 1 < end && q[1] == ' ')
-      p = q + 2;
-  }
-  *len = (size_t)(end - p);
-  *str = p;
-  return 1;
+  /* ours: lua/rwlock_write_acquire.lua refusing an upgrade */
+  if (len >= 15 && memcmp(str, "RELOCK_UPGRADE ", 15) == 0)
+    return RELOCK_EUPGRADE;
+  return RELOCK_ESERVER;
 }
 
 int relock__reply_error_words(const char *str, size_t len, char *buf, size_t size) {
-  int code = relock__reply_error_code(str, len); /* before the strip: it strips once itself */
-  int in_script = script_error(&str, &len);
+  /* the code from the text as sent: stripped twice, "ERR ACL failure in
+   * script: ..." would be cut at its own " script: " */
+  int code = relock__reply_error_code(str, len);
+  int in_script = relock__reply_script_error(&str, &len);
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
     if (starts(str, len, tags[i].tag)) {
       size_t n = strlen(tags[i].tag);

@@ -26,9 +26,24 @@ relock_reply_t *relock__reply_dup(const relock_reply_t *r);
  * elements: returns -1 (and fills nothing) when r is an aggregate. */
 int relock__reply_view(const struct redisReply *r, relock_reply_t *view);
 
+/* Whether the error reply str (len bytes) is one of a script: 1 if so,
+ * and then *str and *len are the error alone, as Redis 7 puts it in front
+ * ("READONLY You can't write ...", without the " script: <sha>, on
+ * @user_script:1." after it) - Redis 6's "ERR Error running script (call
+ * to f_<sha>): @user_script:1: @user_script: 1: -READONLY You can't write
+ * ..." taken off around it. 0 (nothing changed) for any other error. */
+int relock__reply_script_error(const char **str, size_t *len);
+
+/* Whether the error reply str (len bytes) is code ("READONLY", "BUSY")
+ * followed by a space: said by the server, or by a command inside a script
+ * as relock__reply_script_error finds it. */
+int relock__reply_error_is(const char *str, size_t len, const char *code);
+
 /* The code for a Redis error reply whose text is str (len bytes):
  * RELOCK_ENOPERM when the server's ACL refused it ("NOPERM ...", and inside
  * a script, where Redis 7.0 says "ERR The user executing the script can't
+ * ..." and Redis 6 "ERR Error running script (call to f_<sha>):
+ * @user_script:1: @user_script: 1: The user executing the script can't
  * ..."), else RELOCK_ESERVER. A missing permission is the operator's to
  * fix, not a failure to retry or to poll around: callers tell it apart. */
 int relock__reply_error_code(const char *str, size_t len);

@@ -311,7 +311,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   deliver(f, reply, fn, arg);
   relock_future_release(f);
   relock__requests_drain_check(c);
-  if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0)
+  if (reply->type == REDIS_REPLY_ERROR && relock__reply_error_is(reply->str, reply->len, "READONLY"))
     c->life->relocate(c, RELOCK__RELOCATE_READONLY); /* a demoted master: where is the new one? */
 }
 

@@ -3,7 +3,9 @@
  * enough for every lock operation (and, with the semaphore add-on, every
  * semaphore operation), and each of them is needed: without it something
  * fails with RELOCK_ENOPERM and the server's text, at once, never by
- * hanging. */
+ * hanging. On a server before Redis 6.2, which has no channel permissions,
+ * the page's lines for it (section "Redis 6.0": the same without the `&`
+ * rules) are the ones used and checked. */
 #include <config.h>
 
 #include <stdio.h>
@@ -21,6 +23,7 @@ typedef struct {
 } rules_t;
 
 static rules_t base_rules, addon_rules, wakeup_rules, semaphore_rules; /* from ACL_DOC */
+static rules_t base_rules_60, semaphore_rules_60; /* the same for Redis before 6.2: no '&' rules */
 
 /* Splits the words of an "ACL SETUSER relock ..." line after the user name. */
 static void split(const char *line, rules_t *r) {
@@ -46,9 +49,39 @@ static rules_t *addon_of(const char *heading) {
   return NULL;
 }
 
+/* Whether the rules of b are those of a without its channel ('&') rules,
+ * in a's order. */
+static int without_channels(const rules_t *a, const rules_t *b) {
+  int j = 0;
+  for (int i = 0; i < a->n; i++) {
+    if (a->rule[i][0] == '&')
+      continue;
+    if (j >= b->n || strcmp(a->rule[i], b->rule[j]) != 0)
+      return 0;
+    j++;
+  }
+  return j == b->n;
+}
+
+/* The lines of the section for Redis before 6.2 ("### Redis 6.0"). */
+static int load_rules_60(const char *line) {
+  rules_t *r = strncmp(line, "ACL SETUSER relock reset ", 25) == 0 ? &base_rules_60
+               : strncmp(line, "ACL SETUSER relock +", 20) == 0   ? &semaphore_rules_60
+                                                                   : NULL;
+  if (r == NULL)
+    return 0;
+  if (r->n > 0) {
+    fprintf(stderr, "%s: a third ACL SETUSER line under \"### Redis 6.0\"\n", ACL_DOC);
+    return -1;
+  }
+  split(line, r);
+  return 0;
+}
+
 /* Each add-on line goes to its section's set; a line under an unknown
  * heading, or two in one set, is an error (the page changed: this file
- * must learn it), not a guess. */
+ * must learn it), not a guess. The lines for Redis 6.0 must be the others
+ * without their '&' rules, as the page says. */
 static int load_rules(void) {
   FILE *f = fopen(ACL_DOC, "r");
   if (f == NULL)
@@ -56,8 +89,10 @@ static int load_rules(void) {
   char line[2048], heading[256] = "";
   int bad = 0;
   while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "### ", 4) == 0) {
+    if (strncmp(line, "### ", 4) == 0 || strncmp(line, "## ", 3) == 0) {
       snprintf(heading, sizeof heading, "%.200s", line);
+    } else if (strncmp(heading, "### Redis 6.0", 13) == 0) {
+      bad |= load_rules_60(line) != 0;
     } else if (strncmp(line, "ACL SETUSER relock reset ", 25) == 0) {
       bad |= base_rules.n > 0;
       split(line, &base_rules);
@@ -73,6 +108,10 @@ static int load_rules(void) {
     }
   }
   fclose(f);
+  if (!without_channels(&base_rules, &base_rules_60) || !without_channels(&semaphore_rules, &semaphore_rules_60)) {
+    fprintf(stderr, "%s: the lines for Redis 6.0 are not the others without their '&' rules\n", ACL_DOC);
+    bad = 1;
+  }
   return !bad && base_rules.n > 0 && addon_rules.n > 0 && wakeup_rules.n > 0 && semaphore_rules.n > 0 ? 0 : -1;
 }
 
@@ -124,6 +163,16 @@ static void admin_ok(fx_t *fx, int argc, const char *const *argv) {
     fail_msg("%s %s: %s", argv[0], argc > 1 ? argv[1] : "", reply);
 }
 
+/* Whether the server has channel permissions ('&' rules: Redis 6.2+). */
+static int has_channel_rules(const fx_t *fx) { return relock_test_redis_version(fx->redis) >= 60200; }
+
+/* The documented rules for this server: docs/ACL.md's section "Redis 6.0"
+ * before 6.2. */
+static const rules_t *base_of(const fx_t *fx) { return has_channel_rules(fx) ? &base_rules : &base_rules_60; }
+static const rules_t *semaphore_of(const fx_t *fx) {
+  return has_channel_rules(fx) ? &semaphore_rules : &semaphore_rules_60;
+}
+
 /* The add-ons make_user may add to the base rules. */
 enum { ADD_STATUS = 1, ADD_WAKEUP = 2, ADD_SEMAPHORE = 4 };
 
@@ -137,21 +186,17 @@ static void add_rules(const rules_t *r, const char *omit, const char **argv, int
  * omit (NULL: all of them), with the add-ons asked for (ADD_*; 1: those of
  * status/list and the wake-up). */
 static void make_user(fx_t *fx, const char *omit, int addons) {
-  if (relock_test_redis_version(fx->redis) < 70000) {
-    print_message("# redis-server older than 7.0: its ACL errors differ; skipped\n");
-    skip();
-  }
   if (addons == 1)
     addons = ADD_STATUS | ADD_WAKEUP;
   const char *argv[3 + 4 * MAX_RULES] = {"ACL", "SETUSER", "relock"};
   int argc = 3;
-  add_rules(&base_rules, omit, argv, &argc);
+  add_rules(base_of(fx), omit, argv, &argc);
   if (addons & ADD_STATUS)
     add_rules(&addon_rules, NULL, argv, &argc);
   if (addons & ADD_WAKEUP)
     add_rules(&wakeup_rules, NULL, argv, &argc);
   if (addons & ADD_SEMAPHORE)
-    add_rules(&semaphore_rules, omit, argv, &argc);
+    add_rules(semaphore_of(fx), omit, argv, &argc);
   admin_ok(fx, argc, argv);
   /* a fresh script cache: EVAL (the NOSCRIPT fallback) is exercised too */
   const char *flush[] = {"SCRIPT", "FLUSH"};
@@ -425,8 +470,36 @@ static void test_without_subscribe(void **state) {
   relock_lock_free(la);
 }
 
+/* Before 6.2 there is no channel rule to leave out: the server refuses
+ * one, and the documented user (without it) may wait on, and publish to,
+ * any channel - one outside the patterns its lines would name. */
+static void any_channel_before_6_2(fx_t *fx) {
+  char reply[256];
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "ACL", "SETUSER", "relock",
+                                         "&redisson_lock__channel:{app:*", NULL), 0);
+  if (strstr(reply, "Syntax error") == NULL)
+    fail_msg("a server before 6.2 took a channel rule: %s", reply);
+  make_user(fx, NULL, 0);
+  clients(fx, 0);
+  relock_lock_t *la = lock_of(fx, fx->a, "app:res"), *lb = lock_of(fx, fx->b, "app:res");
+  assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
+  relock_future_t *wait = relock_lock_lock_async(lb, 2, 20000, RELOCK_INFINITE);
+  waiting(fx, wait);
+  assert_int_equal(RELEASE(la, 1), 1); /* its PUBLISH allowed */
+  uint64_t t0 = relock__now_ns();
+  assert_int_equal(value_of(wait), 1);
+  assert_true(fx_ms_since(t0) < fx_slack_ms(1000)); /* woken, not found free at a later try */
+  assert_int_equal(RELEASE(lb, 2), 1);
+  relock_lock_free(la);
+  relock_lock_free(lb);
+}
+
 static void test_without_the_channel_pattern(void **state) {
   fx_t *fx = *state;
+  if (!has_channel_rules(fx)) {
+    any_channel_before_6_2(fx);
+    return;
+  }
   waiter_refused(fx, "&redisson_lock__channel:{app:*");
   /* PUBLISH from the release script is refused too, after the DEL */
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
@@ -520,8 +593,9 @@ static void test_every_rule_is_needed(void **state) {
   assert_int_equal(every_operation(fx, &subscriber_connects, &other), 0);
   assert_int_equal(other, 0);
   assert_int_equal(subscriber_connects, 1); /* b's; a never subscribed */
-  for (int i = 0; i < base_rules.n; i++) {
-    const char *rule = base_rules.rule[i];
+  const rules_t *base = base_of(fx);
+  for (int i = 0; i < base->n; i++) {
+    const char *rule = base->rule[i];
     if (rule[0] != '+' && rule[0] != '~' && rule[0] != '&')
       continue; /* reset, on, the password, -@all */
     make_user(fx, rule, 0);
@@ -631,7 +705,9 @@ static int late_permit(fx_t *fx, relock_client_t *c, relock_permit_semaphore_t *
   size_t failed = c->give_backs_failed;
   char pause[32], reply[64], id[RELOCK_PERMIT_ID_SIZE];
   snprintf(pause, sizeof pause, "%d", 300 * relock_test_slowdown());
-  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", pause, "ALL", NULL), 0);
+  /* no mode argument (ALL, 6.2+): without one every client is paused */
+  assert_int_equal(relock_test_redis_cmd(fx->redis, reply, sizeof reply, "CLIENT", "PAUSE", pause, NULL), 0);
+  assert_string_equal(reply, "+OK\r\n");
   int r = permit_outcome(relock_permit_semaphore_acquire_async(s, 0, 100), id, NULL, 0);
   if (r == 0 && id[0] != '\0')
     fail_msg("a permit with a 100 ms lease answered in time through a %s ms pause", pause);
@@ -756,8 +832,9 @@ static void test_every_semaphore_rule_is_needed(void **state) {
   make_user(fx, NULL, ADD_SEMAPHORE);
   assert_int_equal(every_semaphore_operation(fx, &other), 0);
   assert_int_equal(other, 0);
-  for (int i = 0; i < semaphore_rules.n; i++) {
-    const char *rule = semaphore_rules.rule[i];
+  const rules_t *sem = semaphore_of(fx);
+  for (int i = 0; i < sem->n; i++) {
+    const char *rule = sem->rule[i];
     make_user(fx, rule, ADD_SEMAPHORE);
     other = 0;
     int n = every_semaphore_operation(fx, &other);

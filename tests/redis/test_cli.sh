@@ -1040,7 +1040,8 @@ fi
 # -- least privilege: the ACL user of docs/ACL.md (issue 15) ----------------------
 
 acl_doc="$here/../../docs/ACL.md"
-acl_base=$(grep '^ACL SETUSER relock reset ' "$acl_doc" | sed 's/>CHANGE-ME/>pw/')
+# before Redis 6.2, the page's lines for it (no '&' rules)
+acl_base=$(acl_doc_for_server "$acl_doc" | grep '^ACL SETUSER relock reset ' | sed 's/>CHANGE-ME/>pw/')
 acl_addons=$(grep '^ACL SETUSER relock +type' "$acl_doc")
 set -f # the rules hold '*': words, not globs
 redis $acl_base >"$work/out"

@@ -911,10 +911,14 @@ static relock_test_redis_t *start_node(relock_test_cluster_t *t) {
   }
   if (t->tls) {
     /* The bus always asks for a client certificate (tls-auth-clients
-     * does not apply to it), and server.crt is good for serverAuth only. */
-    args[n++] = "--tls-client-cert-file";
+     * does not apply to it), and server.crt is good for serverAuth only.
+     * Before 6.2 (no tls-client-cert-file) a node shows the bus its own
+     * certificate: node.crt, good for both (given after server.crt's
+     * options, it replaces them). */
+    int own_client_cert = relock_test_redis_server_version() >= 60200;
+    args[n++] = own_client_cert ? "--tls-client-cert-file" : "--tls-cert-file";
     args[n++] = t->tls_client_cert;
-    args[n++] = "--tls-client-key-file";
+    args[n++] = own_client_cert ? "--tls-client-key-file" : "--tls-key-file";
     args[n++] = t->tls_client_key;
     args[n++] = "--tls-cluster";
     args[n++] = "yes";
@@ -984,8 +988,10 @@ relock_test_cluster_t *relock_test_cluster_start(const relock_test_cluster_opts_
   snprintf(t->password, sizeof t->password, "%s", opts->password != NULL ? opts->password : "");
   t->tls = opts->tls_dir != NULL;
   if (t->tls) {
-    snprintf(t->tls_client_cert, sizeof t->tls_client_cert, "%s/client.crt", opts->tls_dir);
-    snprintf(t->tls_client_key, sizeof t->tls_client_key, "%s/client.key", opts->tls_dir);
+    /* the bus's client certificate: node.crt before 6.2 (see start_node) */
+    const char *cert = relock_test_redis_server_version() >= 60200 ? "client" : "node";
+    snprintf(t->tls_client_cert, sizeof t->tls_client_cert, "%s/%s.crt", opts->tls_dir, cert);
+    snprintf(t->tls_client_key, sizeof t->tls_client_key, "%s/%s.key", opts->tls_dir, cert);
   }
   if (start_nodes(t) != 0 || create(t) != 0 || relock_test_cluster_wait_ok(t, t->o.ready_timeout_ms) != 0) {
     fprintf(stderr, LOG "the cluster did not start\n");

@@ -35,6 +35,7 @@
 #define HANG_SETUP_MS 2000    /* filling the listen queue for hang_connect */
 #define MAX_DELAY_MS (INT64_C(24) * 3600 * 1000)
 #define NS_PER_MS UINT64_C(1000000)
+#define WATCH_MAX 64          /* the longest text watch counts */
 
 /* A chunk read at one time: the bytes before end may be sent from due_ns. */
 typedef struct {
@@ -63,12 +64,14 @@ typedef struct {
   int fate;       /* ALIVE, or how to close it */
   dir_t up;       /* client -> upstream */
   dir_t down;     /* upstream -> client */
+  size_t matched; /* how much of the watched text ends the stream down so far */
 } pair_t;
 
 typedef struct {
   int stall, refuse, blackhole, hang, stop;
   int64_t delay_ms;
   unsigned cuts, resets, freezes; /* one more per request */
+  char watch[WATCH_MAX + 1];      /* the text counted in the streams down, "" for none */
 } want_t;
 
 struct relock_test_proxy {
@@ -88,6 +91,7 @@ struct relock_test_proxy {
   int hang_result;
   int nconn;
   uint64_t naccepted;
+  uint64_t nseen;
 
   /* The proxy thread's own. */
   want_t cur;
@@ -98,6 +102,9 @@ struct relock_test_proxy {
   int filler;                     /* hang_connect: our own client in the listen queue */
   struct sockaddr_in filler_addr; /* its address, to know it when accepted */
   uint64_t accepted;
+  size_t watch_len;
+  size_t watch_back[WATCH_MAX]; /* cur.watch's failure function (Knuth-Morris-Pratt) */
+  uint64_t seen;                /* occurrences of cur.watch since it was set */
 };
 
 static uint64_t now_ns(void) {
@@ -386,6 +393,40 @@ fail:
 static void publish(relock_test_proxy_t *p) {
   p->nconn = (int)p->npairs;
   p->naccepted = p->accepted;
+  p->nseen = p->seen;
+}
+
+/* A new text to watch: counted from 0, in every connection from here. */
+static void watch_start(relock_test_proxy_t *p) {
+  const char *w = p->cur.watch;
+  p->watch_len = strlen(w);
+  p->seen = 0;
+  for (size_t i = 0; i < p->npairs; i++) p->pairs[i]->matched = 0;
+  if (p->watch_len == 0) return;
+  p->watch_back[0] = 0;
+  for (size_t i = 1, k = 0; i < p->watch_len; i++) {
+    while (k > 0 && w[i] != w[k]) k = p->watch_back[k - 1];
+    if (w[i] == w[k]) k++;
+    p->watch_back[i] = k;
+  }
+}
+
+/* Counts the watched text in the bytes read down from offset from on
+ * (across reads: pair->matched carries a partial match over). */
+static void watch_scan(relock_test_proxy_t *p, pair_t *pair, uint64_t from) {
+  if (p->watch_len == 0) return;
+  const char *w = p->cur.watch;
+  size_t k = pair->matched;
+  for (uint64_t o = from; o < pair->down.in; o++) {
+    char c = pair->down.buf[o % BUF_SIZE];
+    while (k > 0 && c != w[k]) k = p->watch_back[k - 1];
+    if (c == w[k]) k++;
+    if (k == p->watch_len) {
+      p->seen++;
+      k = p->watch_back[k - 1];
+    }
+  }
+  pair->matched = k;
 }
 
 /* Applies the latest request, if there is one not applied yet; 1 if so. */
@@ -407,7 +448,9 @@ static int apply_requests(relock_test_proxy_t *p) {
   if (want.freezes != p->cur.freezes)
     for (size_t i = 0; i < p->npairs; i++) p->pairs[i]->frozen = 1;
   int hang = p->cur.hang;
+  int rewatch = strcmp(want.watch, p->cur.watch) != 0;
   p->cur = want;
+  if (rewatch) watch_start(p);
   p->cur.delay_ms = want.delay_ms < 0 ? 0 : want.delay_ms > MAX_DELAY_MS ? MAX_DELAY_MS : want.delay_ms;
   int hang_result = 0;
   if (want.stop) {
@@ -462,7 +505,7 @@ static void pair_events(const relock_test_proxy_t *p, pair_t *pair, uint64_t now
   if (dir_due_end(&pair->up, now) > pair->up.out) *uev |= POLLOUT;
 }
 
-static void pair_service(const relock_test_proxy_t *p, pair_t *pair, short crev, short urev, uint64_t now) {
+static void pair_service(relock_test_proxy_t *p, pair_t *pair, short crev, short urev, uint64_t now) {
   if (pair->frozen) return;
   if (pair->held) {
     if (crev) pair->fate = CLOSE_FIN;
@@ -481,7 +524,11 @@ static void pair_service(const relock_test_proxy_t *p, pair_t *pair, short crev,
   int rc = 0;
   if (crev & (POLLIN | POLLHUP | POLLERR)) rc |= dir_read(&pair->up, pair->cfd, now, p->cur.delay_ms);
   if (!pair->connecting) {
-    if (urev & (POLLIN | POLLHUP | POLLERR)) rc |= dir_read(&pair->down, pair->ufd, now, p->cur.delay_ms);
+    if (urev & (POLLIN | POLLHUP | POLLERR)) {
+      uint64_t from = pair->down.in;
+      rc |= dir_read(&pair->down, pair->ufd, now, p->cur.delay_ms);
+      watch_scan(p, pair, from);
+    }
     rc |= dir_write(&pair->up, pair->ufd, now);
   }
   rc |= dir_write(&pair->down, pair->cfd, now);
@@ -707,6 +754,21 @@ uint64_t relock_test_proxy_accepted(relock_test_proxy_t *p) {
   pthread_mutex_lock(&p->mu);
   post_locked(p);
   uint64_t n = p->naccepted;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
+void relock_test_proxy_watch(relock_test_proxy_t *p, const char *text) {
+  pthread_mutex_lock(&p->mu);
+  snprintf(p->want.watch, sizeof p->want.watch, "%s", text != NULL ? text : "");
+  post_locked(p);
+  pthread_mutex_unlock(&p->mu);
+}
+
+uint64_t relock_test_proxy_seen(relock_test_proxy_t *p) {
+  pthread_mutex_lock(&p->mu);
+  post_locked(p);
+  uint64_t n = p->nseen;
   pthread_mutex_unlock(&p->mu);
   return n;
 }

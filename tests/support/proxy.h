@@ -96,6 +96,14 @@ int relock_test_proxy_connections(relock_test_proxy_t *p);
  * accepted first, as above). */
 uint64_t relock_test_proxy_accepted(relock_test_proxy_t *p);
 
+/* Counts, from now on and from 0, the occurrences of text (at most 64
+ * bytes; "" or NULL: none) in what the upstream sends the clients, over
+ * every connection: the replies the clients were given, e.g. "-BUSY ".
+ * relock_test_proxy_seen says how many so far (all the bytes read from
+ * the upstream before the call counted). */
+void relock_test_proxy_watch(relock_test_proxy_t *p, const char *text);
+uint64_t relock_test_proxy_seen(relock_test_proxy_t *p);
+
 /* Closes every connection and the listening socket, stops the thread, frees.
  * NULL is ok. */
 void relock_test_proxy_stop(relock_test_proxy_t *p);

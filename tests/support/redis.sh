@@ -45,3 +45,21 @@ stop_redis() {
   [ -n "${redis_dir:-}" ] && rm -rf "$redis_dir"
   redis_pid=
 }
+
+# The server on $port's version as major * 10000 + minor * 100 + patch
+# (Redis 6.0.16: 60016), from INFO server; 0 when it does not say.
+redis_version() {
+  redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' |
+    awk -F'[:.]' '/^redis_version:/ { v = $2 * 10000 + $3 * 100 + $4 } END { print v + 0 }'
+}
+
+# docs/ACL.md ($1) as it reads for the server on $port: before Redis 6.2
+# (no channel permissions) its section "### Redis 6.0" alone, whose lines
+# are the others without their '&' rules; else the page without it.
+acl_doc_for_server() {
+  if [ "$(redis_version)" -lt 60200 ]; then
+    sed -n '/^### Redis 6.0$/,/^## /p' "$1"
+  else
+    sed '/^### Redis 6.0$/,/^## /{/^## /!d}' "$1"
+  fi
+}

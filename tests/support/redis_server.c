@@ -662,6 +662,33 @@ int relock_test_redis_cmd(const relock_test_redis_t *r, char *reply, size_t repl
   return relock_test_redis_cmdv(r, reply, replylen, argc, argv, NULL);
 }
 
+int relock_test_redis_acl_user(const relock_test_redis_t *r, const char *user, ...) {
+  const char *argv[MAX_CMD_ARGS] = {"ACL", "SETUSER", user};
+  int argc = 3;
+  const char *a;
+  va_list ap;
+
+  va_start(ap, user);
+  for (a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *)) {
+    if (argc == MAX_CMD_ARGS - 1) {
+      va_end(ap);
+      return -E2BIG;
+    }
+    argv[argc++] = a;
+  }
+  va_end(ap);
+  /* Before 6.2 every user may use every channel, and "&*" is refused. */
+  if (r != NULL && r->version >= 60200) argv[argc++] = "&*";
+  char reply[512];
+  int rc = relock_test_redis_cmdv(r, reply, sizeof reply, argc, argv, NULL);
+  if (rc != 0) return rc;
+  if (strcmp(reply, "+OK\r\n") != 0) {
+    fprintf(stderr, "# relock_test_redis: ACL SETUSER %s: %s", user, reply);
+    return -EPROTO;
+  }
+  return 0;
+}
+
 int relock_test_redis_subscribe(const relock_test_redis_t *r, const char *channel) {
   char reply[512];
   int64_t deadline;
@@ -1081,6 +1108,7 @@ const char *relock_test_redis_log_path(const relock_test_redis_t *r) { return r-
 pid_t relock_test_redis_pid(const relock_test_redis_t *r) { return r->pid; }
 int relock_test_redis_running(const relock_test_redis_t *r) { return r->pid != 0; }
 int relock_test_redis_version(const relock_test_redis_t *r) { return r->version; }
+int relock_test_redis_server_version(void) { return server_version(relock_test_redis_server_path()); }
 
 void relock_test_redis_set_cmd_timeout(relock_test_redis_t *r, int ms) {
   r->cmd_timeout_ms = ms > 0 ? ms : CMD_TIMEOUT_MS;

@@ -50,6 +50,8 @@ typedef struct relock_test_redis_opts {
 int relock_test_redis_available(void);
 /* The redis-server that start() runs (see above). */
 const char *relock_test_redis_server_path(void);
+/* Its version as relock_test_redis_version() says it, before any start. */
+int relock_test_redis_server_version(void);
 
 /* Starts a server and waits until it answers PING (opts may be NULL). On
  * failure returns NULL and prints why, with the tail of the server's log,
@@ -91,6 +93,16 @@ void relock_test_redis_set_cmd_timeout(relock_test_redis_t *r, int ms);
  * a whole reply), -EPROTO (not RESP), -EACCES (AUTH refused). */
 int relock_test_redis_cmd(const relock_test_redis_t *r, char *reply, size_t replylen,
                           const char *arg0, ...)
+#if defined(__GNUC__)
+    __attribute__((sentinel))
+#endif
+    ;
+/* ACL SETUSER user with the rules that follow (NULL-terminated), as the
+ * admin, and "&*" - every channel - where the server has channel
+ * permissions (Redis 6.2+; before, every user may use every channel and
+ * the server refuses an '&' rule). 0 when answered +OK; else a negative
+ * errno as relock_test_redis_cmd's, or -EPROTO (the reply is printed). */
+int relock_test_redis_acl_user(const relock_test_redis_t *r, const char *user, ...)
 #if defined(__GNUC__)
     __attribute__((sentinel))
 #endif

@@ -471,7 +471,9 @@ static relock_test_redis_t *start_sentinel(relock_test_sentinel_t *t, int master
                  t->name);
   if (t->password[0] != '\0')
     len += snprintf(conf + len, sizeof conf - (size_t)len, "sentinel auth-pass %s %s\n", t->name, t->password);
-  if (t->sentinel_password[0] != '\0')
+  /* sentinel-pass is 6.2's; before, a sentinel with a requirepass uses it
+   * with the other sentinels (theirs must be the same) */
+  if (t->sentinel_password[0] != '\0' && relock_test_redis_version(t->node[0]) >= 60200)
     snprintf(conf + len, sizeof conf - (size_t)len, "sentinel sentinel-pass %s\n", t->sentinel_password);
   relock_test_redis_opts_t o = {
       .password = t->sentinel_password[0] != '\0' ? t->sentinel_password : NULL,

@@ -30,7 +30,8 @@ typedef struct relock_test_sentinel_opts {
   /* The data nodes' password: requirepass and masterauth on each, and
    * "sentinel auth-pass" on the sentinels. */
   const char *password;
-  /* The sentinels' own requirepass (and sentinel-pass between them). */
+  /* The sentinels' own requirepass (and sentinel-pass between them, on
+   * 6.2+; before, their requirepass serves between them too). */
   const char *sentinel_password;
   /* Certificates of tests/support/tls.sh: data nodes and sentinels listen
    * with TLS only (unix sockets stay plain), with tls-replication yes so

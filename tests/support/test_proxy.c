@@ -1,7 +1,7 @@
 /* Tests of the fault-injecting proxy (tests/support/proxy.c) against a small echo
  * server run by this program in a thread of its own, not Redis: data goes
- * through both ways, and cut, reset, stall, delay, refuse, blackhole_accept
- * and hang_connect do what proxy.h says, as seen by a plain blocking client.
+ * through both ways, and cut, reset, stall, delay, refuse, blackhole_accept,
+ * hang_connect and watch do what proxy.h says, as seen by a plain blocking client.
  * Lower bounds on time are exact; upper bounds are generous deadlines. */
 #include <config.h>
 
@@ -335,6 +335,30 @@ static void test_counts_a_connection_once_connect_returns(void **state) {
   wait_connections(f->proxy, 0);
 }
 
+/* watch counts the text in what the upstream sends back, over reads and
+ * connections, overlapping occurrences included; a new text counts from 0,
+ * and the stream up is not looked at. */
+static void test_watch_counts_text_sent_down(void **state) {
+  fixture_t *f = *state;
+  relock_test_proxy_watch(f->proxy, "-BUSY ");
+  int a = dial(f->port), b = dial(f->port);
+  round_trip(a, "+OK\r\n-BU"); /* split over two reads */
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 0);
+  round_trip(a, "SY Redis is busy\r\n");
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 1);
+  round_trip(b, "-BUSY x\r\n-BUSY y\r\n");
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 3);
+  relock_test_proxy_watch(f->proxy, "aa");
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 0);
+  round_trip(a, "aaaa");
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 3);
+  relock_test_proxy_watch(f->proxy, NULL);
+  round_trip(b, "aaaa -BUSY ");
+  assert_int_equal(relock_test_proxy_seen(f->proxy), 0);
+  close(a);
+  close(b);
+}
+
 /* More than the proxy buffers, both ways at once, byte for byte: the
  * bounded buffers fill, wrap around and drain. */
 static void test_bulk_both_ways(void **state) {
@@ -637,6 +661,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_forwards_and_counts, setup, teardown),
     cmocka_unit_test_setup_teardown(test_counts_a_connection_once_connect_returns, setup, teardown),
     cmocka_unit_test_setup_teardown(test_bulk_both_ways, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_watch_counts_text_sent_down, setup, teardown),
     cmocka_unit_test_setup_teardown(test_passes_half_close_on, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cut_closes_every_connection, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cut_takes_unaccepted_connections, setup, teardown),

@@ -3,6 +3,8 @@
 #   ca.crt ca.key              the test CA
 #   server.crt server.key      for localhost and 127.0.0.1, from the CA
 #   client.crt client.key      a client certificate from the CA (mutual TLS)
+#   node.crt node.key          like server.crt, good as a client's too: a server that
+#                              is its peers' TLS client (a cluster node before 6.2)
 #   expired.crt expired.key    like server.crt, expired a day ago
 #   other.crt other.key        from the CA, for other.example and 10.9.9.9 only
 #   other-ca.crt other-ca.key  a second CA that signed none of the above
@@ -36,6 +38,7 @@ ca ca "relock test CA"
 ca other-ca "another CA"
 leaf server 1 "DNS:localhost,IP:127.0.0.1,IP:::1" serverAuth
 leaf client 1 "DNS:relock-test-client" clientAuth
+leaf node 1 "DNS:localhost,IP:127.0.0.1,IP:::1" serverAuth,clientAuth
 leaf expired -1 "DNS:localhost,IP:127.0.0.1" serverAuth
 leaf other 1 "DNS:other.example,IP:10.9.9.9" serverAuth
 chmod 600 ./*.key

@@ -1,7 +1,8 @@
 /* Unit tests of reply copies: hiredis replies (made by hiredis's own parser
  * from RESP text) copied into relock_reply_t trees in one block, handed out
- * by relock_future_reply; of the random version-4 UUIDs; and of the
- * decimal writer the commands' numbers go through. */
+ * by relock_future_reply; of the random version-4 UUIDs; of the
+ * decimal writer the commands' numbers go through; and of the codes and
+ * words of error replies (an ACL refusal in a script, as each server says it). */
 #include <config.h>
 
 #include <stdalign.h>
@@ -645,6 +646,84 @@ static void test_error_replies_of_every_server(void **state) {
   }
 }
 
+/* An ACL refusal inside one of relock's scripts is RELOCK_ENOPERM on every
+ * server, in the same words: Redis 7.0 says "ERR The user executing the
+ * script can't ... script: <sha>, on @user_script:1."; Redis 6.0 and 6.1
+ * (the texts are 6.0.16's) wrap it in "ERR Error running script (call to
+ * f_<sha>): @user_script:1: @user_script: 1: ...", and a script that
+ * returns the error of its redis.pcall gives the inner part alone. */
+static void test_acl_refusal_in_a_script(void **state) {
+  (void)state;
+  static const struct {
+    const char *reply, *words;
+  } cases[] = {
+      {"ERR The user executing the script can't run this command or subcommand script: "
+       "0502f398c8d71a359e359b6bef3e5b6fbc799b8f, on @user_script:1.",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+      {"ERR Error running script (call to f_0502f398c8d71a359e359b6bef3e5b6fbc799b8f): @user_script:1: "
+       "@user_script: 1: The user executing the script can't run this command or subcommand",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+      {"ERR Error running script (call to f_733db9816e9c67c4cc15572d4e80f4ebb13b5cdc): @user_script:1: "
+       "@user_script: 1: The user executing the script can't access at least one of the keys mentioned in the "
+       "command arguments",
+       "Redis refused one of relock's commands: The user executing the script can't access at least one of the "
+       "keys mentioned in the command arguments"},
+      {"@user_script: 1: The user executing the script can't run this command or subcommand",
+       "Redis refused one of relock's commands: The user executing the script can't run this command or "
+       "subcommand"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *r = cases[i].reply;
+    char words[512];
+    assert_int_equal(relock__reply_error_code(r, strlen(r)), RELOCK_ENOPERM);
+    assert_int_equal(relock__reply_error_words(r, strlen(r), words, sizeof words), RELOCK_ENOPERM);
+    assert_string_equal(words, cases[i].words);
+  }
+  /* a script's other failures stay RELOCK_ESERVER (6.0.16's texts) */
+  static const char oom[] = "ERR Error running script (call to f_71e6319f97b0fe8bdfa1c5df3ce4489946dda479): "
+                            "@user_script:1: @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'.";
+  char words[512];
+  assert_int_equal(relock__reply_error_code(oom, strlen(oom)), RELOCK_ESERVER);
+  assert_int_equal(relock__reply_error_words(oom, strlen(oom), words, sizeof words), RELOCK_ESERVER);
+  assert_string_equal(words, "Redis refused one of relock's commands (OOM): command not allowed when used memory > "
+                             "'maxmemory'.");
+  static const char wrongtype[] = "ERR Error running script (call to f_2b29c71ea3956ea4534dafe23330e76456044121): "
+                                  "@user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value";
+  assert_int_equal(relock__reply_error_code(wrongtype, strlen(wrongtype)), RELOCK_ESERVER);
+  assert_int_equal(relock__reply_error_words(wrongtype, strlen(wrongtype), words, sizeof words), RELOCK_EWRONGKIND);
+}
+
+/* A replica's READONLY - a demoted master, retried - is one whether the
+ * server says it (to a command; inside a script on 7.0) or wraps it in a
+ * script's error (6.0.16's text); the words of other errors are not. */
+static void test_readonly_inside_a_script(void **state) {
+  (void)state;
+  static const char *const readonly[] = {
+      "READONLY You can't write against a read only replica.",
+      "READONLY You can't write against a read only replica. script: 13678a881ecdbd6420d24c9560367807cc1f08c1, on "
+      "@user_script:1.",
+      "ERR Error running script (call to f_f66e23b509187d169fddae81a19447fe07aba5ad): @user_script:1: "
+      "@user_script: 1: -READONLY You can't write against a read only replica.",
+  };
+  for (size_t i = 0; i < sizeof readonly / sizeof readonly[0]; i++) {
+    assert_true(relock__reply_error_is(readonly[i], strlen(readonly[i]), "READONLY"));
+    assert_false(relock__reply_error_is(readonly[i], strlen(readonly[i]), "BUSY"));
+  }
+  static const char *const others[] = {
+      "ERR READONLY You can't write",
+      "ERR Error running script (call to f_f66e23b509187d169fddae81a19447fe07aba5ad): @user_script:1: "
+      "user_script:1: Script attempted to access nonexistent global variable 'READONLY'",
+      "READONLYX something",
+      "READONLY",
+  };
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+    assert_false(relock__reply_error_is(others[i], strlen(others[i]), "READONLY"));
+  static const char busy[] = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+  assert_true(relock__reply_error_is(busy, strlen(busy), "BUSY"));
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_array),
     cmocka_unit_test(test_nils_and_empty_array),
@@ -658,6 +737,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_uuid_v4),
     cmocka_unit_test(test_decimal),
     cmocka_unit_test(test_error_replies_of_every_server),
+    cmocka_unit_test(test_acl_refusal_in_a_script),
+    cmocka_unit_test(test_readonly_inside_a_script),
 };
 
 RELOCK_TEST_MAIN(tests, NULL, NULL)
