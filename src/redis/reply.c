@@ -404,9 +404,12 @@ int relock__reply_error_words(const char *str, size_t len, char *buf, size_t siz
     snprintf(buf, size, "Redis refused one of relock's commands: %.*s", (int)len, str);
   }
   /* A server older than the kind (Redis before 6.0.6 has no LPOS, which
-   * the fair lock's waiters call): the server's words do not say which
-   * command, so say what it means and where the needs are listed */
-  if (strstr(buf, "Unknown Redis command called from") != NULL) {
+   * the fair lock's waiters call): the server's words ("Unknown Redis
+   * command called from ...", Valkey's "Unknown command called from ...")
+   * do not say which command, so say what it means and where the needs
+   * are listed */
+  if (in_script && (strstr(buf, "Unknown Redis command called from") != NULL ||
+                    strstr(buf, "Unknown command called from") != NULL)) {
     size_t n = strlen(buf);
     snprintf(buf + n, size - n, ": the server lacks a command this kind of object needs (what each kind needs of a "
                                 "server: relock's README, \"Servers\")");

@@ -635,6 +635,9 @@ static void test_error_replies_of_every_server(void **state) {
        "Redis refused one of relock's commands: ACL failure in script: No permissions to access a channel"},
       {"Redis 8.0, Valkey 8", "NOPERM User u has no permissions to run the 'eval' command", RELOCK_ENOPERM,
        "NOPERM User u has no permissions to run the 'eval' command"},
+      {"Valkey 8", "ERR Unknown command called from script script: ac65, on @user_script:1.", RELOCK_ESERVER,
+       "Redis refused one of relock's commands: Unknown command called from script: the server lacks a command this "
+       "kind of object needs (what each kind needs of a server: relock's README, \"Servers\")"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char words[512];
