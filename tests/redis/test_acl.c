@@ -503,7 +503,8 @@ static void test_without_the_channel_pattern(void **state) {
   waiter_refused(fx, "&redisson_lock__channel:{app:*");
   /* PUBLISH from the release script is refused too, after the DEL */
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
-  refused(relock_lock_unlock_async(la, 1), words(fx, "can't publish", "ACL failure in script: No permissions to access a channel"));
+  refused(relock_lock_unlock_async(la, 1),
+          words(fx, "can't publish", "ACL failure in script: No permissions to access a channel"));
   assert_int_equal(raw_exists(fx, "app:res"), 0);
   relock_lock_free(la);
 }
@@ -536,7 +537,8 @@ static void test_without_the_channel_key_pattern(void **state) {
   relock_lock_t *la = lock_of(fx, fx->a, "app:res");
   assert_int_equal(ACQUIRE(la, 1, 0, 10000), 1);
   refused(relock_lock_unlock_async(la, 1),
-          words(fx, "NOPERM this user has no permissions to access one of the keys", "NOPERM No permissions to access a key"));
+          words(fx, "NOPERM this user has no permissions to access one of the keys",
+                "NOPERM No permissions to access a key"));
   assert_int_equal(raw_exists(fx, "app:res"), 1);
   relock_lock_free(la);
 }
