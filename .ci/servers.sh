@@ -106,25 +106,28 @@ check() {
 install_server() {
   name=$1
   root=$dir/$name/root
+  # The newest package of the release (an exact Debian revision would
+  # vanish from the archive with the next security update); its upstream
+  # version is checked below.
   case $name in
     redis-6.0)
-      v=5:6.0.16-1+deb11u2 kind=redis loader=
-      set -- redis-server=$v redis-tools=$v libssl1.1/bullseye liblua5.1-0/bullseye lua-bitop/bullseye lua-cjson/bullseye ;;
+      suite=bullseye kind=redis loader=
+      set -- redis-server/$suite redis-tools/$suite libssl1.1/$suite liblua5.1-0/$suite lua-bitop/$suite lua-cjson/$suite ;;
     redis-8.0)
-      v=5:8.0.2-3+deb13u3 kind=redis loader=own
-      set -- redis-server=$v redis-tools=$v ;;
+      suite=trixie kind=redis loader=own
+      set -- redis-server/$suite redis-tools/$suite ;;
     valkey-8.0)
-      v=8.0.1+dfsg1-1~bpo12+1 kind=valkey loader=
-      set -- valkey-server=$v valkey-tools=$v ;;
+      suite=bookworm-backports kind=valkey loader=
+      set -- valkey-server/$suite valkey-tools/$suite ;;
     valkey-8.1)
-      v=8.1.1+dfsg1-3+deb13u3 kind=valkey loader=own
-      set -- valkey-server=$v valkey-tools=$v ;;
+      suite=trixie kind=valkey loader=own
+      set -- valkey-server/$suite valkey-tools/$suite ;;
     *) echo "servers: unknown server $name (redis-6.0 redis-8.0 valkey-8.0 valkey-8.1)" >&2; exit 2 ;;
   esac
   # Debian 13's: its C library and every library its binaries link.
   [ -z "$loader" ] || set -- "$@" libc6/trixie libssl3t64/trixie libjemalloc2/trixie liblzf1/trixie \
     libatomic1/trixie libstdc++6/trixie libgcc-s1/trixie libsystemd0/trixie libcap2/trixie zlib1g/trixie libzstd1/trixie
-  if [ -x "$dir/$name/bin/redis-server" ] && "$dir/$name/bin/redis-server" --version >/dev/null 2>&1; then
+  if [ -x "$dir/$name/bin/redis-server" ] && "$dir/$name/bin/redis-server" --version 2>/dev/null | grep -q " v=${name#*-}\."; then
     echo "servers: $name: $("$dir/$name/bin/redis-server" --version)"
     return
   fi
@@ -140,7 +143,12 @@ install_server() {
     check "$name" "$root" "$program" "$loader"
     wrap "$name" "$root" "$kind-$tool" "redis-$tool" "$loader"
   done
-  echo "servers: $name: $("$dir/$name/bin/redis-server" --version)"
+  version=$("$dir/$name/bin/redis-server" --version) || { echo "servers: $name: the server does not run" >&2; exit 1; }
+  case $version in
+    *" v=${name#*-}."*) echo "servers: $name: $version" ;;
+    *) echo "servers: $name: $suite now has another version ($version): update .ci/servers.sh and the README's \"Servers\"" >&2
+       exit 1 ;;
+  esac
 }
 
 for server in "$@"; do install_server "$server"; done
