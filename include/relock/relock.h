@@ -14,6 +14,7 @@
 #include <relock/permit_semaphore.h>
 #include <relock/reply.h>
 #include <relock/semaphore.h>
+#include <relock/stats.h>
 #include <relock/version.h>
 
 #endif /* RELOCK_RELOCK_H */
