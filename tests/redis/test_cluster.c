@@ -365,6 +365,10 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   assert_int_equal(value_of(relock_lock_is_held_by_thread_async(la, 1)), 1);
   assert_true(renewed_through(la, WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
+  relock_stats_t st;
+  assert_int_equal(relock_client_stats(a, &st, sizeof st), 0);
+  assert_true(st.redirections >= 1); /* ASK followed, counted */
+  assert_int_equal(st.failovers, 0);  /* a resharding is no failover */
   assert_int_equal(relock_test_cluster_migrate_end(topo, slot, to), 0);
   assert_int_equal(field_on(dst, la, 1), 1);
   assert_true(renewed_on(dst, "reshard", WATCHDOG_MS)); /* the owner now: MOVED followed */
@@ -404,6 +408,20 @@ static void test_slot_moves_twice(void **state) {
 
 /* -- c. failover ----------------------------------------------------------------*/
 
+/* The client's statistics say it followed a failover (relock/stats.h):
+ * within ms, polled. */
+static int followed_failover(relock_client_t *c, int64_t ms) {
+  int64_t t0 = now_ms();
+  relock_stats_t st;
+  do {
+    assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+    if (st.failovers >= 1)
+      return 1;
+    pause_ms(10);
+  } while (now_ms() - t0 < ms);
+  return 0;
+}
+
 static void test_cluster_failover_under_held_lock(void **state) {
   (void)state;
   relock_client_t *a = cluster_client(), *b = cluster_client();
@@ -420,6 +438,7 @@ static void test_cluster_failover_under_held_lock(void **state) {
   assert_int_equal(field_on(m, la, 1), 1);
   assert_true(renewed_on(m, "fo", WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
+  assert_true(followed_failover(a, 5000)); /* counted: the promoted replica serves the old master's slots */
   assert_int_equal(await_subscribers(m, "redisson_lock__channel:{fo}", 1), 1);
   assert_false(relock_future_is_done(waiter));
   release_wakes(la, 1, waiter, lb, 2);
