@@ -369,8 +369,10 @@ static void test_statistics_off(void **state) {
 
 static void test_snapshot_size(void **state) {
   fx_t *fx = *state;
+  relock_lock_t *l = lock_new(relock_lock_new, fx->a, "stats:size");
+  assert_int_equal(held_by(l, 1, 0, RELOCK_INFINITE), 1);
+  relock_lock_free(l);
   relock_stats_t full = stats_of(fx->a);
-  (void)full;
   unsigned char buf[sizeof(relock_stats_t) + 64];
   memset(buf, 0x5a, sizeof buf);
   size_t older = offsetof(relock_stats_t, renewals); /* as if built when the struct ended there */
@@ -378,6 +380,13 @@ static void test_snapshot_size(void **state) {
   assert_int_equal(((relock_stats_t *)buf)->size, older);
   for (size_t i = older; i < sizeof buf; i++)
     assert_int_equal(buf[i], 0x5a); /* nothing written past it */
+  /* formatted, the fields it lacks read as 0 (not as what lies past it) */
+  char text[32768];
+  size_t n = relock_stats_prometheus((relock_stats_t *)buf, NULL, text, sizeof text);
+  assert_true(n < sizeof text);
+  assert_non_null(strstr(text, "\nrelock_commands_total 0\n"));
+  assert_non_null(strstr(text, "\nrelock_command_seconds_count 0\n"));
+  assert_true(full.commands > 0);
   assert_int_equal(relock_client_stats(fx->a, (relock_stats_t *)buf, 4), RELOCK_EINVAL);
   assert_int_equal(relock_client_stats(NULL, (relock_stats_t *)buf, sizeof buf), RELOCK_EINVAL);
   assert_int_equal(relock_client_stats(fx->a, NULL, sizeof buf), RELOCK_EINVAL);
