@@ -6,6 +6,7 @@
  * the callers saw of their own futures agree. */
 #include <config.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,6 +535,73 @@ static void test_random_operations_agree(void **state) {
   }
 }
 
+/* -- threaded: read from any thread while the work goes on -------------------------*/
+
+typedef struct worker {
+  relock_client_t *c;
+  int rounds;
+  int failed;
+} worker_t;
+
+static void *work(void *arg) {
+  worker_t *w = arg;
+  relock_lock_t *l = relock_lock_new(w->c, "stats:threads", NULL);
+  for (int i = 0; i < w->rounds && l != NULL; i++)
+    if (relock_lock_lock(l, RELOCK_INFINITE) != 0 || relock_lock_unlock(l) != 0)
+      w->failed++;
+  relock_lock_free(l);
+  return NULL;
+}
+
+static uint64_t thread_events; /* told on the loop thread and the workers', read here: atomic */
+static void count_event(relock_client_t *c, const relock_event_t *ev, void *arg) {
+  (void)c, (void)ev, (void)arg;
+  __atomic_add_fetch(&thread_events, 1, __ATOMIC_RELAXED);
+}
+
+static void test_threaded_reads(void **state) {
+  fx_t *fx = *state;
+  relock_error_t err;
+  relock_client_t *c = relock_client_new(NULL, fx->cfg, &err);
+  if (c == NULL)
+    fail_msg("relock_client_new: %s", err.message);
+  __atomic_store_n(&thread_events, 0, __ATOMIC_RELAXED);
+  assert_int_equal(relock_client_on_event(c, count_event, NULL), 0);
+  enum { WORKERS = 3, ROUNDS = 150 };
+  worker_t w[WORKERS];
+  pthread_t t[WORKERS];
+  for (int i = 0; i < WORKERS; i++) {
+    w[i] = (worker_t){.c = c, .rounds = ROUNDS};
+    assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+  }
+  uint64_t last = 0;
+  for (int reads = 0; reads < 200; reads++) { /* while they work: consistent, never going back */
+    relock_stats_t st;
+    assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+    check_consistent(&st);
+    uint64_t ended = bucket_sum(st.kind[RELOCK_KIND_LOCK].outcome, RELOCK_OUTCOMES);
+    assert_true(ended >= last);
+    last = ended;
+  }
+  for (int i = 0; i < WORKERS; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(w[i].failed, 0);
+  }
+  relock_stats_t st;
+  assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+  const relock_kind_stats_t *k = &st.kind[RELOCK_KIND_LOCK];
+  assert_int_equal(k->started, WORKERS * ROUNDS);
+  assert_int_equal(k->outcome[RELOCK_OUTCOME_ACQUIRED], WORKERS * ROUNDS);
+  assert_int_equal(k->released, WORKERS * ROUNDS);
+  /* start, end and release each (a wait's start and end too) */
+  assert_int_equal(__atomic_load_n(&thread_events, __ATOMIC_RELAXED), 3 * WORKERS * ROUNDS + 2 * k->waited);
+  /* a closed client still answers */
+  assert_int_equal(relock_client_close(c, NULL, NULL), 0);
+  assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+  assert_int_equal(st.kind[RELOCK_KIND_LOCK].released, WORKERS * ROUNDS);
+  relock_client_free(c);
+}
+
 /* -- Prometheus's text format ------------------------------------------------------*/
 
 /* Every line is a comment or "name{labels} value"; every histogram's
@@ -664,6 +732,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_statistics_off, setup, fx_pair_teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_size, setup, fx_pair_teardown),
       cmocka_unit_test_setup_teardown(test_random_operations_agree, setup, fx_pair_teardown),
+      cmocka_unit_test_setup_teardown(test_threaded_reads, setup, fx_pair_teardown),
       cmocka_unit_test_setup_teardown(test_prometheus_text, setup, fx_pair_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
