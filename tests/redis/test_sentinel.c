@@ -132,20 +132,6 @@ static void test_discovery_by_url(void **state) {
 
 /* -- b. SENTINEL FAILOVER under a held lock -------------------------------------*/
 
-/* The client's statistics say it followed a failover (relock/stats.h):
- * within ms, polled. */
-static int followed_failover(relock_client_t *c, int64_t ms) {
-  int64_t t0 = now_ms();
-  relock_stats_t st;
-  do {
-    assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
-    if (st.failovers >= 1)
-      return 1;
-    pause_ms(10);
-  } while (now_ms() - t0 < ms);
-  return 0;
-}
-
 static void test_held_across_sentinel_failover(void **state) {
   (void)state;
   relock_client_t *a = sentinel_client(1), *b = sentinel_client(1);
