@@ -719,10 +719,8 @@ static void test_names_and_bounds(void **state) {
 }
 
 int main(void) {
-  if (!relock_test_redis_available()) {
-    fprintf(stderr, "redis-server not found: these tests need it\n");
-    return 1;
-  }
+  if (!relock_test_redis_available())
+    RELOCK_TEST_CANNOT_RUN("redis-server not found (./bootstrap --deps installs it)");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names_and_bounds),
       cmocka_unit_test_setup_teardown(test_every_outcome_counted, setup, fx_pair_teardown),
@@ -735,5 +733,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_threaded_reads, setup, fx_pair_teardown),
       cmocka_unit_test_setup_teardown(test_prometheus_text, setup, fx_pair_teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name(__FILE__, tests, NULL, NULL);
 }
