@@ -80,6 +80,10 @@ extern "C" {
  * to no client: not released. 0 (Redisson's shutdown): the holds stay in
  * Redis until their leases run out. */
 #define RELOCK_OPT_RELEASE_ON_CLOSE "release-on-close"
+/* int, 1: the client keeps statistics (relock_client_stats, relock_stats(3)).
+ * 0: every count stays 0 - there only to measure what they cost (bench/);
+ * events (relock_client_on_event) are told either way. 0 or 1. */
+#define RELOCK_OPT_STATISTICS "statistics"
 /* ms, 1000: health check. A connection that has received nothing for this
  * long is sent a PING; no answer within the command timeout and it is
  * presumed dead (a silent peer: dropped route, frozen host), its pending

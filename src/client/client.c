@@ -253,6 +253,8 @@ static int client_init(relock_client_t *c) {
   relock__list_init(&c->kept_permits);
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
+  relock__stats_init(&c->stats, c, c->settings.opt.statistics);
+  c->settings.stats = &c->stats;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
   if (r != 0)
     return r;

@@ -13,6 +13,7 @@
 #include "loop/exec.h"
 #include "loop/wheel.h"
 #include "redis/redis.h"
+#include "stats/stats.h"
 #include "watchdog/renewal.h"
 
 struct relock_client {
@@ -31,6 +32,7 @@ struct relock_client {
   relock__htab_t turns;     /* owners' count-changing requests in flight, by lock name and field (objects/lock_turn.h) */
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
+  relock__stats_t stats;    /* statistics and the event callback (settings.stats points here) */
   /* The wait queues of the objects above (objects/wait_queue.c), opaque
    * here: made by their first waiter, which sets waitqs_free for the
    * client to let them go when it goes. NULL: none yet. */

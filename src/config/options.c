@@ -263,6 +263,12 @@ static int check_release_on_close(value_t v, relock_error_t *err) {
   return RELOCK_OK;
 }
 
+static int check_statistics(value_t v, relock_error_t *err) {
+  if (v.n != 0 && v.n != 1)
+    return invalid(err, "statistics must be 0 or 1 (got %d)", (int)v.n);
+  return RELOCK_OK;
+}
+
 /* -- the table --------------------------------------------------------------*/
 
 #define FIELD(f) offsetof(struct relock_options, f)
@@ -302,6 +308,7 @@ static const option_t options[] = {
     {RELOCK_OPT_FAIR_LOCK_WAIT_TIMEOUT, OPT_MS, FIELD(fair_lock_wait_timeout_ms), NULL, 300000,
      check_fair_lock_wait_timeout, 0},
     {RELOCK_OPT_RELEASE_ON_CLOSE, OPT_INT, FIELD(release_on_close), NULL, 0, check_release_on_close, 0},
+    {RELOCK_OPT_STATISTICS, OPT_INT, FIELD(statistics), NULL, 1, check_statistics, 0},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])

@@ -52,6 +52,7 @@ struct relock_options {
   int64_t min_replicas_timeout_ms;
   int64_t fair_lock_wait_timeout_ms;
   int release_on_close;
+  int statistics;
 };
 
 /* Why a TLS option is refused, in a build without TLS (RELOCK_ETLS). */

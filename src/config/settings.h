@@ -22,6 +22,9 @@ typedef struct relock__settings {
   int nsentinels;            /* 0: no Sentinel */
   relock__hostport_t cluster_nodes[RELOCK__CLUSTER_SEEDS_MAX]; /* opt.cluster_nodes, parsed */
   int ncluster_nodes;        /* 0: no Cluster */
+  /* Where statistics and events go: the client's own (client_impl.h), set
+   * by the client once made; the connections reach it through here. */
+  struct relock__stats *stats;
 } relock__settings_t;
 
 /* Validates opts (NULL: the defaults) and copies them, generating the client

@@ -74,6 +74,7 @@ static relock_future_t *fair_leave(relock__lock_call_t *call) {
 
 static const relock__lock_kind_t fair = {
     .what = "fair lock",
+    .stat = RELOCK_KIND_FAIR_LOCK,
     .field_suffix = "",
     .channel_prefix = "redisson_lock__channel",
     .role = RELOCK__ROLE_PLAIN,

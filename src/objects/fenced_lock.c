@@ -49,6 +49,7 @@ static void settle(relock_future_t *out, const relock__answer_t *a, const char *
 
 static const relock__lock_kind_t fenced = {
     .what = "fenced lock",
+    .stat = RELOCK_KIND_FENCED_LOCK,
     .field_suffix = "",
     .channel_prefix = "redisson_lock__channel",
     .role = RELOCK__ROLE_PLAIN,

@@ -22,6 +22,7 @@ static relock_future_t *is_open(relock__lock_call_t *call) {
 
 static const relock__lock_kind_t latch = {
     .what = "count-down latch",
+    .stat = RELOCK_KIND_LATCH,
     .field_suffix = "",
     .channel_prefix = "redisson_countdownlatch__channel__",
     .role = RELOCK__ROLE_PLAIN,

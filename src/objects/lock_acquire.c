@@ -69,6 +69,9 @@ typedef struct acquire {
   int64_t lease_ms;
   uint64_t deadline_ns;     /* UINT64_MAX: wait forever (or try once) */
   uint64_t sent_ns;         /* when the try in flight was first sent */
+  uint64_t start_ns;        /* when the acquisition started (statistics) */
+  uint64_t wait_ns;         /* when a try first found it held and it went on waiting; 0: it never did */
+  uint32_t tries;           /* tries sent */
   acquire_state_t state;
   unsigned watchdog : 1;
   unsigned forever : 1;     /* no lease: no hold for the watchdog (a semaphore's or latch's; a permit's without one) */
@@ -366,6 +369,26 @@ static void abandon(acquire_t *op) {
   relock_future_cancel(op->attempt);
 }
 
+/* How op ends, for statistics: "not acquired" is busy for a single try,
+ * else its wait ran out; so did one Redis did not answer in time. */
+static relock_outcome_t outcome_of(const acquire_t *op, int err, int acquired) {
+  if (err == 0 && acquired)
+    return RELOCK_OUTCOME_ACQUIRED;
+  if (err == 0)
+    return op->try_once ? RELOCK_OUTCOME_BUSY : RELOCK_OUTCOME_TIMED_OUT;
+  return err == RELOCK_ETIMEDOUT ? RELOCK_OUTCOME_TIMED_OUT : RELOCK_OUTCOME_FAILED;
+}
+
+/* Counts op's end in its client's statistics, and tells the event
+ * callback (stats/stats.h). */
+static void record_end(acquire_t *op, relock_outcome_t outcome, int err, const char *msg) {
+  relock_lock_t *lock = op->lock;
+  relock__acquire_end_t e = {.kind = lock->kind->stat, .name = lock->name, .len = lock->len, .owner = op->owner,
+                             .outcome = outcome, .err = err, .msg = msg, .start_ns = op->start_ns,
+                             .wait_ns = op->wait_ns, .tries = op->tries};
+  relock__stats_acquire_end(&lock->client->stats, &e);
+}
+
 /* Ends op, then completes its future: when err is 0 as its kind settles
  * (a, the answer if acquired, else NULL), else with err and the message.
  * Completing comes last because the caller's callback may do anything,
@@ -379,6 +402,7 @@ __attribute__((format(printf, 4, 5))) static void end(acquire_t *op, int err, co
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
   }
+  record_end(op, outcome_of(op, err, a != NULL), err, msg);
   relock_future_t *out = relock_future_retain(op->out);
   relock__settle_fn settle = op->lock->kind->settle;
   relock__answer_t answer = a != NULL ? *a : (relock__answer_t){0};
@@ -510,6 +534,13 @@ static void tell_waiting(acquire_t *op, int64_t ttl_ms) {
     extra->wait_cb(op->lock, op->owner, ttl_ms, extra->wait_arg);
 }
 
+/* A try found the lock held, and op waits from now on (statistics and the
+ * event callback: stats/stats.h). */
+static void wait_started(acquire_t *op) {
+  op->wait_ns = relock__now_ns();
+  relock__stats_wait_start(&op->lock->client->stats, op->lock->kind->stat, op->lock->name, op->lock->len, op->owner);
+}
+
 static void on_try_done(relock_future_t *f, void *arg) {
   acquire_t *op = arg;
   int err = relock_future_error(f);
@@ -519,6 +550,8 @@ static void on_try_done(relock_future_t *f, void *arg) {
   int acquired = answer.acquired;
   if (err == 0 && !acquired)
     tell_waiting(op, answer.ttl_ms);
+  if (err == 0 && !acquired && !op->try_once && op->wait_ns == 0 && !op->abandoned && !relock_future_is_done(op->out))
+    wait_started(op);
   op->attempt = NULL;
   /* A server error means the script did not run (an upgrade refused: it
    * ran and took nothing; so does another kind refused); any other error leaves
@@ -615,6 +648,7 @@ static void send_try(acquire_t *op) {
     op->keep_sent = call.keep_waker != 0;
     op->w.registered |= op->waker_sent; /* in flight: it may register */
     op->sent_ns = relock__now_ns();
+    op->tries++;
     f = lock->kind->acquire(&call);
     free((char *)call.latch);
   }
@@ -683,6 +717,7 @@ static void on_deadline(relock__timer_t *t, int status, void *arg) {
 
 static void on_cancel(relock_future_t *out, void *arg) {
   (void)out;
+  record_end(arg, RELOCK_OUTCOME_CANCELLED, 0, NULL);
   abandon(arg);
 }
 
@@ -732,7 +767,8 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   op->try_once = wait_ms == 0;
   op->wait_ms = wait_ms;
   op->spin_ms = SPIN_MIN_MS;
-  op->deadline_ns = wait_ms > 0 ? relock__deadline_after(relock__now_ns(), wait_ms) : UINT64_MAX;
+  op->start_ns = relock__now_ns();
+  op->deadline_ns = wait_ms > 0 ? relock__deadline_after(op->start_ns, wait_ms) : UINT64_MAX;
   relock__waiter_init(&op->w, &waiter_ops, permits, lock->kind->role == RELOCK__ROLE_WRITE);
   relock__timer_init(&op->timer, on_timer, op);
   relock__timer_init(&op->deadline, on_deadline, op);
@@ -741,6 +777,7 @@ static relock_future_t *acquire_async(relock_lock_t *lock, uint64_t owner, int64
   relock__future_set_cancel(out, on_cancel, op);
   if (wait_ms > 0)
     relock__timer_start(&c->wheel, &op->deadline, wait_ms);
+  relock__stats_acquire_start(&c->stats, lock->kind->stat, lock->name, lock->len, owner);
   try_acquire(op);
   return out;
 }

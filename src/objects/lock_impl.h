@@ -136,7 +136,8 @@ _Static_assert(RELOCK__FIELD_MAX <= RELOCK__HOLD_FIELD_MAX, "a lock's field must
 
 /* owner's hold of lock, as the watchdog knows it. */
 static inline relock__hold_id_t relock__lock_hold(const relock_lock_t *lock, uint64_t owner) {
-  return (relock__hold_id_t){.key = lock->name, .key_len = lock->len, .owner = owner, .role = lock->kind->role};
+  return (relock__hold_id_t){
+      .key = lock->name, .key_len = lock->len, .owner = owner, .role = lock->kind->role, .kind = lock->kind->stat};
 }
 
 /* The lock's extra part, made on first use (NULL when out of memory). */

@@ -30,6 +30,7 @@
 #include <relock/error.h>
 #include <relock/future.h>
 #include <relock/lock.h>
+#include <relock/stats.h>
 
 #include "objects/keys.h"
 #include "redis/call.h"
@@ -95,6 +96,7 @@ typedef enum relock__wait_mode {
 
 typedef struct relock__lock_kind {
   const char *what;           /* in messages: "lock", "fair lock", ... */
+  relock_kind_t stat;         /* what its statistics are counted under (relock/stats.h) */
   const char *field_suffix;   /* after "<client-id>:<owner>": ":write" for a write lock, else "" */
   const char *channel_prefix; /* the channel is "<prefix>:{name}" (keys.h) */
   relock__hold_role_t role;   /* how the watchdog tells and renews its holds */

@@ -162,6 +162,7 @@ static void settle(relock_future_t *out, const relock__answer_t *a, const char *
 
 static const relock__lock_kind_t permit_semaphore = {
     .what = "permit-expirable semaphore",
+    .stat = RELOCK_KIND_PERMIT_SEMAPHORE,
     .field_suffix = "",
     .channel_prefix = "redisson_sc",
     .role = RELOCK__ROLE_PERMIT,

@@ -107,6 +107,7 @@ static relock_future_t *writer_leave(relock__lock_call_t *call) {
 
 static const relock__lock_kind_t read_side = {
     .what = "read lock",
+    .stat = RELOCK_KIND_READ_LOCK,
     .field_suffix = "",
     .channel_prefix = "redisson_rwlock",
     .role = RELOCK__ROLE_READ,
@@ -120,6 +121,7 @@ static const relock__lock_kind_t read_side = {
 
 static const relock__lock_kind_t write_side = {
     .what = "write lock",
+    .stat = RELOCK_KIND_WRITE_LOCK,
     .field_suffix = ":write",
     .channel_prefix = "redisson_rwlock",
     .role = RELOCK__ROLE_WRITE,

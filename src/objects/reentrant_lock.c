@@ -71,6 +71,7 @@ relock_future_t *relock__rlock_force_release(relock__lock_call_t *call) {
 
 static const relock__lock_kind_t reentrant = {
     .what = "lock",
+    .stat = RELOCK_KIND_LOCK,
     .field_suffix = "",
     .channel_prefix = "redisson_lock__channel",
     .role = RELOCK__ROLE_PLAIN,

@@ -36,6 +36,7 @@ static relock_future_t *undo(relock__lock_call_t *call) {
 
 static const relock__lock_kind_t semaphore = {
     .what = "semaphore",
+    .stat = RELOCK_KIND_SEMAPHORE,
     .field_suffix = "",
     .channel_prefix = "redisson_sc",
     .role = RELOCK__ROLE_PLAIN,

@@ -11,6 +11,7 @@
 
 static const relock__lock_kind_t spin = {
     .what = "spin lock",
+    .stat = RELOCK_KIND_SPIN_LOCK,
     .field_suffix = "",
     .channel_prefix = "redisson_lock__channel", /* named in the scripts' keys; only a force release publishes */
     .role = RELOCK__ROLE_PLAIN,

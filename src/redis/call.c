@@ -15,6 +15,7 @@
 #include "base/random.h"
 #include "redis/router.h"
 #include "redis/slot.h"
+#include "stats/stats.h"
 
 typedef struct call {
   relock__redis_t *redis;
@@ -120,6 +121,7 @@ static int redirected(call_t *call, relock_future_t *attempt, const relock_reply
     return 1;
   }
   call->redirects++;
+  RELOCK__STATS_COUNT(call->redis->settings->stats, redirections, 1);
   call->redirect = to;
   call->asking = kind == 2;
   relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);

@@ -13,6 +13,7 @@
 #include "redis/cluster.h"
 #include "redis/reply.h"
 #include "redis/slot.h"
+#include "stats/stats.h"
 
 /* Loads of the map are at least this far apart: a failover sends every
  * connection's signs at once, and a node that stays unreachable is polled
@@ -325,6 +326,28 @@ static void count_slots(relock__cluster_t *cl) {
       cl->nodes[cl->owner[s] - 1]->slots++;
 }
 
+/* Statistics and events: a master that cannot be reached and whose slots
+ * another node serves in the new map (owner) was failed over - a replica
+ * promoted; slots moving between live masters are a resharding, not
+ * counted. Called before the new map replaces the old. */
+static void tell_failovers(relock__cluster_t *cl, const uint16_t *owner) {
+  for (int i = 0; i < cl->nnodes; i++) {
+    const node_t *n = cl->nodes[i];
+    if (n->slots == 0 || n->cmd.state == RELOCK__CONN_READY)
+      continue;
+    for (int s = 0; s < RELOCK__SLOTS; s++) {
+      if (cl->owner[s] != i + 1 || owner[s] == 0 || owner[s] == i + 1)
+        continue;
+      const node_t *to = cl->nodes[owner[s] - 1];
+      char msg[700];
+      snprintf(msg, sizeof msg, "the slots of %s, which cannot be reached, are served by %s now", n->address,
+               to->address);
+      relock__stats_failover(cl->settings->stats, to->address, msg);
+      break;
+    }
+  }
+}
+
 static void on_map_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
   relock__cluster_t *cl = arg;
   if (reply->type == RELOCK_REPLY_ERROR) {
@@ -342,6 +365,7 @@ static void on_map_reply(relock_future_t *f, const relock_reply_t *reply, void *
     relock__future_fail(f, RELOCK_EPROTO, "an unexpected answer to CLUSTER %s", cl->use_slots ? "SLOTS" : "SHARDS");
   } else {
     if (memcmp(owner, cl->owner, sizeof cl->owner) != 0) {
+      tell_failovers(cl, owner);
       memcpy(cl->owner, owner, sizeof cl->owner);
       count_slots(cl);
     }

@@ -22,6 +22,7 @@
 #include "redis/reply.h"
 #include "redis/reply_guard.h"
 #include "redis/tls.h"
+#include "stats/stats.h"
 
 enum { HS_AUTH = 1, HS_SELECT, HS_SETNAME, HS_PING, HS_ROLE, HS_CLUSTER };
 
@@ -137,7 +138,8 @@ static void ready(relock__conn_t *c) {
   c->last_err = 0;
   c->definitive = 0;
   c->last_msg[0] = '\0';
-  c->connects++;
+  if (c->connects++ > 0 && c->counts_reconnects)
+    relock__stats_reconnect(c->settings->stats, c->address);
   if (c->hooks.on_push != NULL)
     relock__raw_start(c);
   if (c->state == RELOCK__CONN_READY)
@@ -461,6 +463,8 @@ void relock__conn_init(relock__conn_t *c, struct ev_loop *loop, relock__wheel_t 
   c->wheel = wheel;
   c->settings = settings;
   c->role = role;
+  c->counts_commands = strcmp(role, "command") == 0;
+  c->counts_reconnects = strncmp(role, "sentinel", 8) != 0;
   if (hooks != NULL)
     c->hooks = *hooks;
   c->rng = rng;

@@ -117,6 +117,8 @@ struct relock__conn {
   relock__wheel_t *wheel;
   const relock__settings_t *settings;
   const char *role;        /* "command" or "subscriber", for messages */
+  unsigned counts_commands : 1;   /* statistics: its commands are counted (a command connection's) */
+  unsigned counts_reconnects : 1; /* ... and its reconnects (a data node's, not a sentinel's) */
   relock__conn_hooks_t hooks;
   const relock__conn_life_t *life;
   uint64_t *rng;           /* the client's, for back-off jitter */

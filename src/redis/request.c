@@ -10,12 +10,14 @@
 
 #include <relock/error.h>
 
+#include "base/clock.h"
 #include "base/decimal.h"
 #include "base/resp.h"
 #include "future/promise.h"
 #include "redis/reply.h"
 #include "redis/request.h"
 #include "redis/tls.h"
+#include "stats/stats.h"
 
 enum { REQ_WAITING = 0, REQ_SENT, REQ_DONE };
 
@@ -145,6 +147,22 @@ static void on_request_cancel(relock_future_t *f, void *arg) {
   relock__requests_drain_check(c);
 }
 
+/* -- statistics (stats/stats.h): a command connection's answers -----------------*/
+
+static void count_answer(const relock__conn_t *c, const relock__request_t *req, int error) {
+  relock__stats_t *st = c->settings->stats;
+  if (!c->counts_commands || !st->on)
+    return;
+  st->s.commands++;
+  st->s.command_errors += error != 0;
+  relock__histogram_add(&st->s.command_time, (uint64_t)relock__ns_between(relock__now_ns(), req->sent_ns));
+}
+
+static void count_failure(const relock__conn_t *c) {
+  if (c->counts_commands)
+    RELOCK__STATS_COUNT(c->settings->stats, command_failures, 1);
+}
+
 static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
   (void)t;
   relock__request_t *req = arg;
@@ -152,6 +170,7 @@ static void on_request_timeout(relock__timer_t *t, int status, void *arg) {
   if (status != 0) {
     request_fail(req, RELOCK_ECLOSED, "client closed");
   } else if (req->state == REQ_SENT) {
+    count_failure(c);
     request_fail(req, RELOCK_ETIMEDOUT, "no reply from %s within the command timeout", c->address);
   } else if (c->last_err != 0) {
     request_fail(req, c->last_err, "not sent: no connection to %s: %s", c->address, c->last_msg);
@@ -293,9 +312,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     else
       request_fail(req, RELOCK_ECONNLOST, "connection to %s lost with the command in flight: %s%s",
                    c->address, why, relock__conn_plain_on_tls_hint(c));
+    if (!c->closing)
+      count_failure(c);
     return;
   }
   if (req->script != NULL && is_noscript(reply)) {
+    if (c->counts_commands)
+      RELOCK__STATS_COUNT(c->settings->stats, script_loads, 1);
     if (resend_as_eval(c, req) == 0)
       return;
     request_fail(req, RELOCK_ENOMEM, "cannot re-send script %s after NOSCRIPT", req->script->name);
@@ -303,6 +326,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
   }
   if (req->script != NULL && reply->type != REDIS_REPLY_ERROR)
     c->scripts_known |= script_bit(req); /* it ran: cached there now */
+  count_answer(c, req, reply->type == REDIS_REPLY_ERROR);
   relock_future_t *f = relock_future_retain(req->future);
   relock__reply_fn fn = req->on_reply;
   void *arg = req->arg;
@@ -332,6 +356,7 @@ static void submit(relock__conn_t *c, relock__request_t *req) {
   relock__list_remove(&req->link);
   c->nwaiting--;
   req->state = REQ_SENT;
+  req->sent_ns = relock__now_ns();
   c->ninflight++;
   c->nflush += req->flush_on_close;
   relock__list_push_back(&c->inflight, &req->link);

@@ -42,6 +42,7 @@ struct relock__request {
   unsigned char in_hiredis; /* hiredis holds a callback for it */
   unsigned char flush_on_close; /* a close waits for its answer (it gives back a hold) */
   unsigned char asking;    /* Cluster ASK: sent right after ASKING */
+  uint64_t sent_ns;        /* when handed to hiredis (statistics) */
   size_t len;
   char cmd[];              /* RESP */
 };

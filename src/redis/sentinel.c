@@ -12,6 +12,7 @@
 #include "base/random.h"
 #include "future/promise.h"
 #include "redis/sentinel.h"
+#include "stats/stats.h"
 
 /* Sentinels known at most: the configured ones and those they tell of. */
 #define KNOWN_MAX 32
@@ -106,6 +107,13 @@ static void steer(relock__sentinel_t *s, const char *host, int port, int told_by
   if (s->has_master && s->master_port == port && strcmp(s->master_host, host) == 0) {
     s->told_by = told_by;
     return;
+  }
+  if (s->has_master) { /* not its discovery: the master moved */
+    char address[300], msg[800];
+    snprintf(address, sizeof address, "%s:%d", host, port);
+    snprintf(msg, sizeof msg, "master %s moved from %s:%d to %s (told by sentinel %s:%d)", s->name, s->master_host,
+             s->master_port, address, s->known[told_by].host, s->known[told_by].port);
+    relock__stats_failover(s->settings->stats, address, msg);
   }
   snprintf(s->master_host, sizeof s->master_host, "%s", host);
   s->master_port = port;

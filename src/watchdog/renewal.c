@@ -14,12 +14,14 @@
 #include "redis/reply.h"
 #include "redis/router.h"
 #include "redis/scripts.h"
+#include "stats/stats.h"
 #include "watchdog/renewal.h"
 
 static void on_cycle(relock__timer_t *t, int status, void *arg);
 static void on_check(relock__timer_t *t, int status, void *arg);
 static void forget(relock__renewal_t *r, relock__hold_t *hold);
 static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason);
+static void count_end(relock__renewal_t *r, relock__hold_t *hold, int loss, const char *msg);
 struct batch;
 static void send_spec(relock__renewal_t *r, struct batch *b, const relock__call_spec_t *spec);
 
@@ -86,10 +88,12 @@ static void maybe_stop_cycle(relock__renewal_t *r) {
  * it expire - or lost, when someone else cut the key's expiry below the
  * lease (kept_for): the holder did not get the lease it asked for. */
 static void lease_over(relock__renewal_t *r, relock__hold_t *hold) {
-  if (hold->cut)
+  if (hold->cut) {
     declare_lost(r, hold, RELOCK_ELOST);
-  else
+  } else {
+    count_end(r, hold, RELOCK_LOSS_LEASE_ENDED, NULL);
     forget(r, hold);
+  }
 }
 
 static void on_lease_end(relock__timer_t *t, int status, void *arg) {
@@ -205,10 +209,34 @@ static void mark_lost(relock__renewal_t *r, relock__hold_t *hold) {
   keep_lost(r, hold);
 }
 
+/* -- statistics (stats/stats.h) ---------------------------------------------*/
+
+/* The cause of a loss told with reason (notify_lost's cases). */
+static relock_loss_t loss_of(const relock__hold_t *hold, int reason) {
+  if (reason == RELOCK_ELOST)
+    return hold->cut ? RELOCK_LOSS_CUT : RELOCK_LOSS_DELETED;
+  return hold->unsynced ? RELOCK_LOSS_UNREPLICATED : RELOCK_LOSS_UNREACHABLE;
+}
+
+/* A hold ended: released by its holder (loss < 0), lost, or its lease
+ * ran out. Counted once, whatever follows (a lost hold is forgotten
+ * later, or released without Redis). */
+static void count_end(relock__renewal_t *r, relock__hold_t *hold, int loss, const char *msg) {
+  relock__stats_t *st = r->redis->settings->stats;
+  if (hold->ended || (!st->on && !relock__stats_observed(st)))
+    return;
+  hold->ended = 1;
+  uint32_t held_ms = (uint32_t)(relock__now_ns() / RELOCK__NS_PER_MS) - hold->since_ms; /* modulo 2^32 */
+  size_t len;
+  const char *key = hold_key(hold, &len);
+  relock__stats_hold_end(st, (relock_kind_t)hold->kind, loss, (uint64_t)held_ms * RELOCK__NS_PER_MS, key, len,
+                         hold->owner, msg);
+}
+
 /* Tells the hold's holder. Its callback may do anything, closing the
  * client included: callers hold a reference on the hold (and so on its
  * holder's arg) and walk no list. */
-static void notify_lost(relock__hold_t *hold, int reason) {
+static void notify_lost(relock__renewal_t *r, relock__hold_t *hold, int reason) {
   char msg[512], name[RELOCK__HOLD_FIELD_MAX];
   size_t key_len;
   const char *key = hold_key(hold, &key_len);
@@ -229,13 +257,14 @@ static void notify_lost(relock__hold_t *hold, int reason) {
     snprintf(msg, sizeof msg,
              "%s %.*s lost: its lease ran out while Redis could not be reached to renew it (holder %s)", what, n, key,
              name);
+  count_end(r, hold, loss_of(hold, reason), msg);
   hold->holder->ops->on_lost(hold->holder, hold->owner, reason, msg);
 }
 
 static void declare_lost(relock__renewal_t *r, relock__hold_t *hold, int reason) {
   hold->refs++;
   mark_lost(r, hold);
-  notify_lost(hold, reason);
+  notify_lost(r, hold, reason);
   hold_unref(hold);
 }
 
@@ -252,10 +281,12 @@ static int taken_away(const relock__hold_t *hold) {
 /* The hold's field is gone: lost, or (a fixed lease run out) forgotten, as
  * its end would. */
 static void found_gone(relock__renewal_t *r, relock__hold_t *hold) {
-  if (taken_away(hold))
+  if (taken_away(hold)) {
     declare_lost(r, hold, RELOCK_ELOST);
-  else
+  } else {
+    count_end(r, hold, RELOCK_LOSS_LEASE_ENDED, NULL);
     forget(r, hold);
+  }
 }
 
 /* A new hold, renewed or with a fixed lease; NULL when out of memory. */
@@ -273,6 +304,8 @@ static relock__hold_t *hold_new(relock__renewal_t *r, const relock__hold_id_t *i
   hold->holder = holder;
   hold->owner = id->owner;
   hold->role = id->role;
+  hold->kind = id->kind;
+  hold->since_ms = (uint32_t)(relock__now_ns() / RELOCK__NS_PER_MS);
   hold->refs = 1;
   relock__htab_insert(&r->holds, &hold->node, hold_hash(id));
   return hold;
@@ -411,6 +444,7 @@ int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *
       hold->count--;
     break;
   case RELOCK__RELEASE_FREED:
+    count_end(r, hold, -1, NULL);
     forget(r, hold);
     break;
   case RELOCK__RELEASE_NOT_OWNER:
@@ -420,6 +454,8 @@ int relock__renewal_release_done(relock__renewal_t *r, const relock__hold_id_t *
     if (!lost && taken_away(hold)) {
       declare_lost(r, hold, RELOCK_ELOST);
       lost = 1;
+    } else if (!lost) {
+      count_end(r, hold, RELOCK_LOSS_LEASE_ENDED, NULL); /* released after its lease ran out */
     }
     if (!hold->removed)
       forget(r, hold);
@@ -533,6 +569,7 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
       if (deadline > hold->deadline_ns)
         hold->deadline_ns = deadline;
       r->renewed++;
+      RELOCK__STATS_COUNT(r->redis->settings->stats, renewals, 1);
     }
   }
   relock__future_succeed(f);
@@ -545,6 +582,8 @@ static void on_batch_done(relock_future_t *f, void *arg) {
    * few replicas acknowledged is no better than one that never arrived:
    * Redis extended the lease on the master, but a failover would lose it. */
   int err = relock_future_error(f);
+  if (err != 0 && !b->check)
+    RELOCK__STATS_COUNT(b->r->redis->settings->stats, renewal_failures, 1);
   if (err == RELOCK_ENOTREPLICATED) {
     b->r->unsynced++;
     for (size_t i = 0; i < b->n; i++)
@@ -700,7 +739,7 @@ static uint64_t check_deadlines(relock__renewal_t *r, uint64_t now) {
     hold->telling = 0;
     if (!hold->removed)
       keep_lost(r, hold);
-    notify_lost(hold, RELOCK_ETIMEDOUT);
+    notify_lost(r, hold, RELOCK_ETIMEDOUT);
     hold_unref(hold);
   }
   return earliest;

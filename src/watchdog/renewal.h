@@ -52,6 +52,7 @@
 #include <stdint.h>
 
 #include <relock/future.h>
+#include <relock/stats.h>
 
 #include "base/hashtab.h"
 #include "base/list.h"
@@ -97,6 +98,7 @@ typedef struct relock__hold_id {
   size_t key_len;
   uint64_t owner;
   relock__hold_role_t role;
+  relock_kind_t kind;       /* what its statistics are counted under */
 } relock__hold_id_t;
 
 typedef struct relock__holder relock__holder_t;
@@ -175,6 +177,12 @@ struct relock__hold {
   unsigned unsynced : 1;      /* its last renewal was not on enough replicas */
   unsigned cut : 1;           /* a fixed lease whose key someone cut shorter: its end is a loss */
   unsigned role : 2;          /* relock__hold_role_t */
+  unsigned kind : 4;          /* relock_kind_t, for statistics */
+  unsigned ended : 1;         /* its end (released, lost, lease run out) was counted */
+  /* When it was taken, in ms on the monotonic clock, wrapping: what fits
+   * the padding before the struct's end, exact for any hold shorter than
+   * 49 days (the difference is taken modulo 2^32). */
+  uint32_t since_ms;
 };
 
 /* 104 bytes, a 112-byte malloc chunk: the release id costs the 16 bytes a
