@@ -105,7 +105,7 @@ holder=$!
 for _ in $(seq $((100 * slack))); do [ "$(redis EXISTS m-wait)" = 1 ] && break; sleep 0.05; done
 (post m-wait "wait=$((10000 * slack))" >"$work/waiter") &
 waiter=$!
-sleep 0.5
+sleep "$(awk "BEGIN { print 0.5 * $slack }")" # its first try finds m-wait held
 : >"$work/release"
 wait "$holder"
 wait "$waiter"
@@ -136,15 +136,21 @@ expect "busy: the one try" 1 "$(value "$work/m1" "${acq}\"busy\"}")"
 expect "timed out: the one that waited 300 ms" 1 "$(value "$work/m1" "${acq}\"timed_out\"}")"
 expect "cancelled and failed: none" "0 0" \
   "$(value "$work/m1" "${acq}\"cancelled\"}") $(value "$work/m1" "${acq}\"failed\"}")"
+expect "waited: the one that timed out, and the one that waited" 2 \
+  "$(value "$work/m1" 'relock_acquisitions_waited_total{kind="lock"}')"
+expect "tries: 8 acquisitions ended, 6 of them after one try" "8 6" \
+  "$(value "$work/m1" 'relock_acquire_tries_count{kind="lock"}') $(value "$work/m1" 'relock_acquire_tries_bucket{kind="lock",le="1"}')"
 expect "started: the 8" 8 "$(value "$work/m1" 'relock_acquisitions_started_total{kind="lock"}')"
-expect "the wait histogram counts the 6 acquired" 6 "$(value "$work/m1" 'relock_acquisition_wait_seconds_count{kind="lock"}')"
+expect "the wait histogram counts the 6 acquired" 6 "$(value "$work/m1" 'relock_acquire_wait_seconds_count{kind="lock"}')"
 expect "the hold histogram counts the 6 holds" 6 "$(value "$work/m1" 'relock_hold_seconds_count{kind="lock"}')"
 expect "released: the 6" 6 "$(value "$work/m1" 'relock_releases_total{kind="lock"}')"
 expect "no other kind is shown" "" \
   "$(grep 'kind="' "$work/m1.samples" | grep -v 'kind="lock"' | head -n 3)"
 commands=$(value "$work/m1" 'relock_commands_total{}')
+expect "no command errors or failures" "0 0" \
+  "$(value "$work/m1" 'relock_command_errors_total{}') $(value "$work/m1" 'relock_command_failures_total{}')"
 expect "the command time histogram counts every command answered" "$commands" \
-  "$(value "$work/m1" 'relock_command_duration_seconds_count{}')"
+  "$(value "$work/m1" 'relock_command_seconds_count{}')"
 
 # -- HTTP ---------------------------------------------------------------------------
 
