@@ -68,7 +68,6 @@ typedef struct conn {
   uint64_t owner;           /* POST /lock: the owner id of this request */
   int64_t wait_ms;
   relock_lock_t *lock;
-  relock_future_t *op;      /* the future in flight (a reference), or NULL */
   char *out;                /* the response (malloc'd) */
   size_t out_len, sent;
   size_t len;               /* of in */
@@ -235,13 +234,13 @@ static void serve_metrics(conn_t *c) {
 
 static void on_lock_step(relock_future_t *f, void *arg);
 
-/* Waits for f, the operation of the step c enters (f NULL: out of memory). */
+/* Waits for f, the operation of the step c enters (f NULL: out of memory).
+ * A future already done calls back at once, inside relock_future_on_done:
+ * c may be past this step, even freed, when this returns. */
 static void start_step(conn_t *c, step_t step, relock_future_t *f) {
   c->step = step;
-  if (f != NULL && relock_future_on_done(f, on_lock_step, c) == 0) {
-    c->op = f;
+  if (f != NULL && relock_future_on_done(f, on_lock_step, c) == 0)
     return;
-  }
   if (f != NULL) {
     relock_future_cancel(f); /* nobody would see it: an acquired lock is given back */
     relock_future_release(f);
@@ -257,7 +256,6 @@ static void on_lock_step(relock_future_t *f, void *arg) {
   if (err != 0)
     snprintf(msg, sizeof msg, "%s", relock_future_message(f));
   relock_future_release(f);
-  c->op = NULL;
   if (c->step == LOCKING && acquired) /* the work under the lock would go here */
     start_step(c, UNLOCKING, relock_lock_unlock_async(c->lock, c->owner));
   else if (c->step == LOCKING && err == 0)
@@ -449,6 +447,22 @@ static void work_done(server_t *srv, long *counter) {
   maybe_close_client(srv);
 }
 
+static void on_work_step(relock_future_t *f, void *arg);
+
+/* Waits for f, the acquisition or (unlocking) the release (f NULL: out of
+ * memory). Set first: a future already done calls back at once. */
+static void wait_work(server_t *srv, relock_future_t *f, int unlocking) {
+  srv->work_op = f;
+  srv->work_unlocking = unlocking;
+  if (f != NULL && relock_future_on_done(f, on_work_step, srv) == 0)
+    return;
+  if (f != NULL) {
+    relock_future_cancel(f); /* nobody would see it: an acquired lock is given back */
+    relock_future_release(f);
+  }
+  work_done(srv, &srv->work_failed);
+}
+
 static void on_work_step(relock_future_t *f, void *arg) {
   server_t *srv = arg;
   int err = relock_future_error(f);
@@ -463,13 +477,8 @@ static void on_work_step(relock_future_t *f, void *arg) {
     work_done(srv, &srv->work_ok);
   else if (!acquired)
     work_done(srv, &srv->work_busy);
-  else if ((srv->work_op = relock_lock_unlock_async(srv->work_lock, srv->work_owner)) != NULL &&
-           relock_future_on_done(srv->work_op, on_work_step, srv) == 0) /* held: the work would go first */
-    srv->work_unlocking = 1;
-  else {
-    relock_future_release(srv->work_op);
-    work_done(srv, &srv->work_failed);
-  }
+  else /* held: the work would go here */
+    wait_work(srv, relock_lock_unlock_async(srv->work_lock, srv->work_owner), 1);
 }
 
 static void on_work_tick(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -479,13 +488,7 @@ static void on_work_tick(struct ev_loop *loop, ev_timer *w, int revents) {
   if (srv->work_op != NULL) /* the last one is still at it */
     return;
   srv->work_owner = ++srv->next_owner;
-  srv->work_op = relock_lock_lock_async(srv->work_lock, srv->work_owner, srv->work_every_ms, RELOCK_INFINITE);
-  if (srv->work_op != NULL && relock_future_on_done(srv->work_op, on_work_step, srv) == 0)
-    return;
-  if (srv->work_op != NULL)
-    relock_future_cancel(srv->work_op); /* nobody would see it: an acquired lock is given back */
-  relock_future_release(srv->work_op);
-  work_done(srv, &srv->work_failed);
+  wait_work(srv, relock_lock_lock_async(srv->work_lock, srv->work_owner, srv->work_every_ms, RELOCK_INFINITE), 0);
 }
 
 /* -- the server -----------------------------------------------------------------*/

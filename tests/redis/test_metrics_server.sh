@@ -103,7 +103,7 @@ expect "POST /lock/m-held?wait=300 on a held lock: 409 after 300 ms" "m-held: no
 relock_bg -q m-wait -- sh -c "while [ ! -e '$work/release' ]; do sleep 0.05; done"
 holder=$!
 for _ in $(seq $((100 * slack))); do [ "$(redis EXISTS m-wait)" = 1 ] && break; sleep 0.05; done
-(post m-wait "wait=$((10000 * slack))" >"$work/waiter") &
+(post m-wait "wait=$((5000 * slack))" >"$work/waiter") &
 waiter=$!
 sleep "$(awk "BEGIN { print 0.5 * $slack }")" # its first try finds m-wait held
 : >"$work/release"
@@ -203,6 +203,7 @@ expect "SIGTERM: it exits 0 (under valgrind: no error, no leak)" 0 "$code" "$(ca
 # -- --work ------------------------------------------------------------------------------
 
 if start_server "$work/w" --work m-work --every 50; then
+  url="http://127.0.0.1:$http_port"
   sleep $((slack)).5
   scrape "$work/w1" >/dev/null
   probe samples "$work/w1" >"$work/w1.samples"
@@ -210,12 +211,24 @@ if start_server "$work/w" --work m-work --every 50; then
   r=$(value "$work/w1" 'relock_releases_total{kind="lock"}')
   expect "--work m-work --every 50: it takes and releases m-work over and over" "yes" \
     "$([ "$a" != none ] && [ "$a" -ge 5 ] && [ "$r" -ge $((a - 1)) ] && [ "$r" -le "$a" ] && echo yes || echo "acquired $a, released $r")"
+  # a POST that waits for a lock held elsewhere: the first signal waits
+  # for it, the second stops it
+  redis HSET m-slow "other-client:1" 1 >/dev/null
+  redis PEXPIRE m-slow 600000 >/dev/null
+  (post m-slow wait=60000 >"$work/slow") &
+  slow=$!
+  sleep "$(awk "BEGIN { print 0.3 * $slack }")"
+  kill -INT "$server_pid"
+  sleep "$(awk "BEGIN { print 0.3 * $slack }")"
+  expect "SIGINT with a POST waiting for its lock: it waits for it (and serves no more)" "running 000" \
+    "$(kill -0 "$server_pid" 2>/dev/null && echo running || echo gone) $(curl -s -o /dev/null -w '%{http_code}' "$url/metrics")"
   kill -TERM "$server_pid"
   wait "$server_pid"
   code=$?
   server_pid=
-  expect "SIGTERM with work in progress: it exits 0, having released the lock" "0 0" "$code $(redis EXISTS m-work)" \
-    "$(cat "$work/w.err")"
+  wait "$slow"
+  expect "a second signal stops the wait: the POST gets 503, and it exits 0, the work's lock released" \
+    "503 0 0" "$(sed 's/.* //' "$work/slow") $code $(redis EXISTS m-work)" "$(cat "$work/slow" "$work/w.err")"
 else
   not_ok "--work m-work: starts" "$(cat "$work/w" "$work/w.err")"
 fi
