@@ -122,6 +122,7 @@ static inline relock_client_t *bench_client(struct ev_loop *loop, const char *ho
   relock_options_t *opts = relock_options_new(&err);
   const char *ca = getenv("BENCH_TLS_CA");
   const char *acked = getenv("BENCH_MIN_REPLICAS_ACKED");
+  const char *stats = getenv("BENCH_STATISTICS"); /* 0: statistics off, to measure what they cost (part stats) */
   int url = strstr(host, "://") != NULL; /* a URL (bench/cluster: redis+cluster://...); port unused */
   if (opts == NULL || (url && relock_options_set_url(opts, host, &err) != 0) ||
       (!url && relock_options_set_string(opts, RELOCK_OPT_HOST, host, &err) != 0) ||
@@ -130,7 +131,8 @@ static inline relock_client_t *bench_client(struct ev_loop *loop, const char *ho
       (watchdog_ms > 0 && relock_options_set_ms(opts, RELOCK_OPT_WATCHDOG_TIMEOUT, watchdog_ms, &err) != 0) ||
       (ca != NULL && (relock_options_set_int(opts, RELOCK_OPT_TLS, 1, &err) != 0 ||
                       relock_options_set_string(opts, RELOCK_OPT_TLS_CA_FILE, ca, &err) != 0)) ||
-      (acked != NULL && relock_options_set(opts, RELOCK_OPT_MIN_REPLICAS_ACKED, acked, &err) != 0)) {
+      (acked != NULL && relock_options_set(opts, RELOCK_OPT_MIN_REPLICAS_ACKED, acked, &err) != 0) ||
+      (stats != NULL && relock_options_set(opts, RELOCK_OPT_STATISTICS, stats, &err) != 0)) {
     fprintf(stderr, "options: %s\n", err.message);
     exit(1);
   }

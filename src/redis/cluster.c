@@ -31,6 +31,7 @@ typedef struct node {
   relock__conn_t cmd;       /* commands for the slots it serves */
   relock__pubsub_t *sub;    /* its sharded subscriber, on first use */
   int slots;                /* how many it serves in the current map */
+  int loaded_slots;         /* ... in the last map loaded (statistics: tell_failovers) */
 } node_t;
 
 /* A connection the cluster steers from node to node (the "any" connection,
@@ -326,26 +327,37 @@ static void count_slots(relock__cluster_t *cl) {
       cl->nodes[cl->owner[s] - 1]->slots++;
 }
 
-/* Statistics and events: a master that cannot be reached and whose slots
- * another node serves in the new map (owner) was failed over - a replica
- * promoted; slots moving between live masters are a resharding, not
- * counted. Called before the new map replaces the old. */
+/* Statistics and events: a master serving slots in the last map loaded
+ * that serves none in this one (owner), while a node that served none
+ * serves exactly as many now, was failed over to it - a replica promoted,
+ * after a crash or by CLUSTER FAILOVER. Slots moving between masters that
+ * keep serving are a resharding, not counted. The counts are the loaded
+ * maps' (n->loaded_slots), not cl->owner's, which MOVED answers change
+ * slot by slot in between. */
 static void tell_failovers(relock__cluster_t *cl, const uint16_t *owner) {
+  int *now = calloc((size_t)cl->nnodes + 1, sizeof(*now));
+  if (now == NULL)
+    return; /* not counted */
+  for (int s = 0; s < RELOCK__SLOTS; s++)
+    if (owner[s] != 0)
+      now[owner[s] - 1]++;
   for (int i = 0; i < cl->nnodes; i++) {
     const node_t *n = cl->nodes[i];
-    if (n->slots == 0 || n->cmd.state == RELOCK__CONN_READY)
+    if (n->loaded_slots == 0 || now[i] != 0)
       continue;
-    for (int s = 0; s < RELOCK__SLOTS; s++) {
-      if (cl->owner[s] != i + 1 || owner[s] == 0 || owner[s] == i + 1)
+    for (int j = 0; j < cl->nnodes; j++) {
+      const node_t *to = cl->nodes[j];
+      if (to->loaded_slots != 0 || now[j] != n->loaded_slots)
         continue;
-      const node_t *to = cl->nodes[owner[s] - 1];
       char msg[700];
-      snprintf(msg, sizeof msg, "the slots of %s, which cannot be reached, are served by %s now", n->address,
-               to->address);
+      snprintf(msg, sizeof msg, "the %d slots of %s are served by %s now", n->loaded_slots, n->address, to->address);
       relock__stats_failover(cl->settings->stats, to->address, msg);
       break;
     }
   }
+  for (int i = 0; i < cl->nnodes; i++)
+    cl->nodes[i]->loaded_slots = now[i];
+  free(now);
 }
 
 static void on_map_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
@@ -364,8 +376,8 @@ static void on_map_reply(relock_future_t *f, const relock_reply_t *reply, void *
   if (bad) {
     relock__future_fail(f, RELOCK_EPROTO, "an unexpected answer to CLUSTER %s", cl->use_slots ? "SLOTS" : "SHARDS");
   } else {
+    tell_failovers(cl, owner);
     if (memcmp(owner, cl->owner, sizeof cl->owner) != 0) {
-      tell_failovers(cl, owner);
       memcpy(cl->owner, owner, sizeof cl->owner);
       count_slots(cl);
     }

@@ -197,6 +197,14 @@ size_t relock_stats_prometheus(const relock_stats_t *st, const char *labels, cha
     buf[0] = '\0';
   if (st == NULL)
     return 0;
+  /* A snapshot an older program took holds the fields of its size only:
+   * the later ones read as 0 (0: a struct the caller filled, whole). */
+  relock_stats_t whole;
+  if (st->size != 0 && st->size < sizeof whole) {
+    memset(&whole, 0, sizeof whole);
+    memcpy(&whole, st, st->size);
+    st = &whole;
+  }
   int used[RELOCK_STATS_KINDS];
   int nused = used_kinds(st, used);
   acquisitions(&o, st, used, nused);

@@ -365,6 +365,10 @@ static void test_reshard_under_held_and_waited_lock(void **state) {
   assert_int_equal(value_of(relock_lock_is_held_by_thread_async(la, 1)), 1);
   assert_true(renewed_through(la, WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
+  relock_stats_t st;
+  assert_int_equal(relock_client_stats(a, &st, sizeof st), 0);
+  assert_true(st.redirections >= 1); /* ASK followed, counted */
+  assert_int_equal(st.failovers, 0);  /* a resharding is no failover */
   assert_int_equal(relock_test_cluster_migrate_end(topo, slot, to), 0);
   assert_int_equal(field_on(dst, la, 1), 1);
   assert_true(renewed_on(dst, "reshard", WATCHDOG_MS)); /* the owner now: MOVED followed */
@@ -420,6 +424,7 @@ static void test_cluster_failover_under_held_lock(void **state) {
   assert_int_equal(field_on(m, la, 1), 1);
   assert_true(renewed_on(m, "fo", WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
+  assert_true(followed_failover(a, 5000)); /* counted: the promoted replica serves the old master's slots */
   assert_int_equal(await_subscribers(m, "redisson_lock__channel:{fo}", 1), 1);
   assert_false(relock_future_is_done(waiter));
   release_wakes(la, 1, waiter, lb, 2);

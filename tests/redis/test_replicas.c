@@ -311,6 +311,11 @@ static void test_unsynced_renewals_lose_the_lock(void **state) {
   assert_true(at < fx_slack_ms(900 + 300));
   assert_true(unsynced >= 2); /* the renewals at 300 and 600 ms */
   assert_int_equal(renewed, 0);
+  relock_stats_t st; /* counted under its cause, the failed renewals too */
+  assert_int_equal(relock_client_stats(fx->a, &st, sizeof st), 0);
+  assert_int_equal(st.kind[RELOCK_KIND_LOCK].lost[RELOCK_LOSS_UNREPLICATED], 1);
+  assert_int_equal(st.kind[RELOCK_KIND_LOCK].lost[RELOCK_LOSS_UNREACHABLE], 0);
+  assert_true(st.renewal_failures >= 2);
   char msg[256];
   assert_int_equal(error_of(relock_lock_unlock_async(l, 1), msg, sizeof msg), RELOCK_ELOST);
 

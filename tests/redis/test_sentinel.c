@@ -159,6 +159,7 @@ static void test_held_across_sentinel_failover(void **state) {
   /* Renewed there (every third of the lease). */
   assert_true(renewed_on(nm, "fo-lock", WATCHDOG_MS));
   assert_int_equal(lost_count(&lost), 0);
+  assert_true(followed_failover(a, 5000)); /* counted: the master moved */
   assert_false(relock_future_is_done(waiter));
   /* Where b listens for the release (its unlock channel). */
   for (int i = 0; i < relock_test_sentinel_nodes(topo); i++)

@@ -117,6 +117,20 @@ static inline void on_lost(relock_lock_t *lock, uint64_t owner, int reason, cons
 
 static inline int lost_count(lost_t *lost) { return __atomic_load_n(&lost->count, __ATOMIC_SEQ_CST); }
 
+/* The client's statistics say it followed a failover (relock/stats.h):
+ * within ms, polled. */
+static inline int followed_failover(relock_client_t *c, int64_t ms) {
+  int64_t t0 = now_ms();
+  relock_stats_t st;
+  do {
+    assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+    if (st.failovers >= 1)
+      return 1;
+    pause_ms(10);
+  } while (now_ms() - t0 < ms);
+  return 0;
+}
+
 /* A port nothing listens on (bound, then closed). */
 static inline int dead_port(void) {
   struct sockaddr_in sa;

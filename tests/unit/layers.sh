@@ -23,7 +23,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$edges" "$work"' EXIT
 
 # The layers, lowest first.
-layers="base loop future config redis watchdog client objects"
+layers="base stats loop future config redis watchdog client objects"
 
 rank() { # LAYER: its position in $layers, or nothing if it is not one
   i=0
