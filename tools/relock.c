@@ -221,6 +221,8 @@ static int connect_client(cli_t *r) {
       [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
       [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
       [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
+  if (r->top)
+    return 0; /* top shows Redis down on its screen, and tries again */
   if ((rc = reach_redis(r)) != 0)
     return rc;
   if (r->latch_op != NULL)
@@ -271,6 +273,7 @@ int main(int argc, char **argv) {
   r.what = r.opt.semaphore > 0 ? "semaphore" : "lock";
   r.latch_op = a.latch_op;
   r.latch_count = a.latch_count;
+  r.top = a.mode == ARGS_TOP;
   verbosity = r.opt.verbosity;
 
   r.loop = ev_default_loop(EVFLAG_AUTO); /* ev_child needs the default loop */
@@ -288,6 +291,8 @@ int main(int argc, char **argv) {
     code = list_locks(&r);
   else if (a.mode == ARGS_LATCH)
     code = latch_command(&r);
+  else if (a.mode == ARGS_TOP)
+    code = top_command(&r);
   else
     code = run_command(&r);
   relock_lock_free(r.lock);
