@@ -21,7 +21,7 @@
 
 static const char usage_text[] =
     "usage: relock [options] NAME -- COMMAND [ARG...]   run COMMAND holding lock NAME\n"
-    "       relock [options] status NAME | list PATTERN  who holds NAME | the locks matching\n"
+    "       relock [options] status NAME | list PATTERN | top [PATTERN]  who holds NAME | matches | live\n"
     "       relock [options] release --force NAME       delete NAME whoever holds it\n"
     "       relock [options] latch NAME count|down|await|set N   a count-down latch\n"
     "\n"
@@ -41,8 +41,8 @@ static const char usage_text[] =
     "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
     "      --fair | --read | --write | --fenced | --spin  the kind of lock (man relock)\n"
     "      --semaphore N      hold one of N leased permits (--rsemaphore N: never expiring)\n"
-    "  -q, --quiet | -v, --verbose  print nothing but errors | say what happens\n"
-    "      --json             status, list: JSON lines;  -h, --help;  -V, --version\n"
+    "  -q, --quiet | -v, --verbose  only errors | say what happens;  -h, --help;  -V, --version\n"
+    "      --json             status, list: JSON lines;  top: --interval D, --once, -n N\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
     "Exit: the command's status (128+N if killed by signal N); 64 usage, 69 Redis\n"
     "unreachable or failing, 75 lock busy / not acquired in time, 76 lock lost while\n"
