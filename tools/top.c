@@ -45,12 +45,15 @@ typedef struct top {
   size_t nseen;
   int64_t now_ms;       /* monotonic, at the last look */
   int64_t looks;
+  int seen_once;        /* a look has worked: holds found later began after top's start */
   sort_key_t sort;
   int reverse;
   int64_t interval_ms;
 } top_t;
 
 static const char *const sort_names[] = {"waiters", "age", "name", "ttl"};
+
+#define MAX_WIDTH 1000 /* columns drawn at most; a wider terminal's rest stays blank */
 
 /* -- the terminal --------------------------------------------------------------*/
 
@@ -185,11 +188,12 @@ static void remember(top_t *t) {
       s->at_start = old->at_start;
     } else {
       s->since_ms = t->now_ms;
-      s->at_start = t->looks == 0;
+      s->at_start = !t->seen_once;
     }
     n++;
   }
   qsort(next, n, sizeof *next, seen_cmp);
+  t->seen_once = 1;
   free_seen(t->seen, t->nseen);
   t->seen = next;
   t->nseen = n;
@@ -294,9 +298,9 @@ static void draw_screen(top_t *t) {
   int rows, cols;
   screen_size(&rows, &cols);
   size_t width = (size_t)cols;
-  char line[4096], name[1024], holder[1024], ttl[32], held[40], waiters[24], now[32];
-  if (width > sizeof line - 64)
-    width = sizeof line - 64;
+  char line[4 * MAX_WIDTH], name[MAX_WIDTH + 3], holder[MAX_WIDTH + 3], ttl[32], held[40], waiters[24], now[32];
+  if (width > MAX_WIDTH)
+    width = MAX_WIDTH; /* the buffers below hold a line of it */
   time_t wall = time(NULL);
   strftime(now, sizeof now, "%H:%M:%S UTC", gmtime(&wall));
   fputs("\033[H", stdout);
@@ -316,8 +320,9 @@ static void draw_screen(top_t *t) {
   for (size_t i = 0; i < t->snap.n; i++)
     if (t->snap.rows[i].len > name_w)
       name_w = t->snap.rows[i].len;
-  if (name_w > 40)
-    name_w = 40;
+  size_t most = width / 3 > 8 ? width / 3 : 8; /* at most 40 columns, a third of a narrow screen */
+  if (name_w > (most < 40 ? most : 40))
+    name_w = most < 40 ? most : 40;
   /* NAME KIND HOLDER HOLDS TTL HELD-FOR WAITERS: the holder gets what is left */
   size_t fixed = name_w + 1 + 6 + 1 + 1 + 5 + 1 + 8 + 1 + 10 + 1 + 7;
   size_t holder_w = width > fixed + 10 ? width - fixed : 10, longest = 6;
@@ -341,7 +346,7 @@ static void draw_screen(top_t *t) {
     }
     if (used >= rows)
       break;
-    char cell[1024];
+    char cell[4 * MAX_WIDTH];
     fit(name, row->name, row->len, name_w, 0);
     if (row->nholders > 1)
       snprintf(cell, sizeof cell, "%s (%zu)", row->holders, row->nholders);
