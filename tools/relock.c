@@ -221,8 +221,17 @@ static int connect_client(cli_t *r) {
       [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
       [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
       [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
-  if (r->top)
-    return 0; /* top shows Redis down on its screen, and tries again */
+  if (r->top) {
+    /* top shows Redis down on its screen, and tries again; but a PING
+     * first all the same: with Sentinel, the master's address (which top
+     * sends its commands to) is known once a connection found it */
+    static const char *const ping[] = {"PING"};
+    relock_future_t *f = relock_client_command_async(r->client, 1, ping, NULL);
+    if (f != NULL)
+      relock_future_wait(f, RELOCK_INFINITE);
+    relock_future_release(f);
+    return 0;
+  }
   if ((rc = reach_redis(r)) != 0)
     return rc;
   if (r->latch_op != NULL)
