@@ -1,28 +1,24 @@
 /* relock top [PATTERN]: a live view of the locks matching PATTERN, looked
  * at again every --interval (snapshot.c gathers, this file shows). On a
  * terminal: a full screen redrawn in place with ANSI escapes, keys read raw
- * (termios), the terminal given back on q, on exit and on SIGINT, SIGTERM
- * and SIGHUP. Otherwise: plain lines, a header and a line per lock per look,
+ * (term.c gives the terminal back on q and on the signals). Otherwise: plain lines, a header and a line per lock per look,
  * for a pipe or a log.
  *
  * "Held for" is what top itself saw: Redis keeps no time of acquisition,
  * so a hold's age is counted from the first look that found the lock held
  * by the same holders; a hold already there at top's start shows ">=". */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
 #include "snapshot.h"
+#include "term.h"
 
 /* What top remembers of a hold between looks. */
 typedef struct seen {
@@ -54,73 +50,6 @@ typedef struct top {
 static const char *const sort_names[] = {"waiters", "age", "name", "ttl"};
 
 #define MAX_WIDTH 1000 /* columns drawn at most; a wider terminal's rest stays blank */
-
-/* -- the terminal --------------------------------------------------------------*/
-
-static struct termios saved_termios;
-static volatile sig_atomic_t termios_saved, screen_on, resized;
-
-#define ENTER_SCREEN "\033[?1049h\033[?25l"
-#define LEAVE_SCREEN "\033[?25h\033[?1049l"
-
-/* Gives the terminal back as it was: async-signal-safe. */
-static void restore_terminal(void) {
-  if (screen_on) {
-    ssize_t w = write(STDOUT_FILENO, LEAVE_SCREEN, sizeof LEAVE_SCREEN - 1);
-    (void)w;
-    screen_on = 0;
-  }
-  if (termios_saved) {
-    tcsetattr(STDIN_FILENO, TCSANOW, &saved_termios);
-    termios_saved = 0;
-  }
-}
-
-/* SIGINT, SIGTERM, SIGHUP: the terminal back, then the signal's own end
- * (the shell sees 128 + N, as for any program it stops so). */
-static void on_fatal_signal(int sig) {
-  restore_terminal();
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-static void on_winch(int sig) {
-  (void)sig;
-  resized = 1;
-}
-
-static void handle(int sig, void (*fn)(int)) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = fn;
-  sigemptyset(&sa.sa_mask);
-  sigaction(sig, &sa, NULL);
-}
-
-static void start_screen(top_t *t) {
-  handle(SIGINT, on_fatal_signal);
-  handle(SIGTERM, on_fatal_signal);
-  handle(SIGHUP, on_fatal_signal);
-  handle(SIGWINCH, on_winch);
-  if (t->keys && tcgetattr(STDIN_FILENO, &saved_termios) == 0) {
-    struct termios raw = saved_termios;
-    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO); /* ISIG stays: ^C is SIGINT */
-    raw.c_cc[VMIN] = 0;
-    raw.c_cc[VTIME] = 0;
-    termios_saved = 1;
-    tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-  }
-  fputs(ENTER_SCREEN, stdout);
-  fflush(stdout);
-  screen_on = 1;
-}
-
-static void screen_size(int *rows, int *cols) {
-  struct winsize ws;
-  *rows = 24, *cols = 80;
-  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0)
-    *rows = ws.ws_row, *cols = ws.ws_col;
-}
 
 /* -- what top saw ---------------------------------------------------------------*/
 
@@ -294,72 +223,83 @@ static void cell_held(char *out, size_t size, const top_t *t, const lock_row_t *
   snprintf(out, size, "%s%s", at_start ? ">=" : "", d);
 }
 
-static void draw_screen(top_t *t) {
-  int rows, cols;
-  screen_size(&rows, &cols);
-  size_t width = (size_t)cols;
-  char line[4 * MAX_WIDTH], name[MAX_WIDTH + 3], holder[MAX_WIDTH + 3], ttl[32], held[40], waiters[24], now[32];
-  if (width > MAX_WIDTH)
-    width = MAX_WIDTH; /* the buffers below hold a line of it */
+/* The header, the error line (blank without one) and the column titles. */
+static void draw_header(const top_t *t, size_t width, size_t name_w, size_t holder_w) {
+  char line[4 * MAX_WIDTH], out[MAX_WIDTH + 3], now[32];
   time_t wall = time(NULL);
   strftime(now, sizeof now, "%H:%M:%S UTC", gmtime(&wall));
-  fputs("\033[H", stdout);
   snprintf(line, sizeof line, "relock top %s  %s  %zu lock%s  every %.1fs  sort: %s%s   q quit, w a n t sort, r reverse",
            t->c->name, now, t->snap.n, t->snap.n == 1 ? "" : "s", (double)t->interval_ms / 1000,
            sort_names[t->sort], t->reverse ? " (reversed)" : "");
-  fit(name, line, strlen(line), width, 0);
-  printf("%s\033[K\r\n", name);
+  fit(out, line, strlen(line), width, 0);
+  printf("\033[H%s\033[K\r\n", out);
   if (t->snap.error[0] != '\0') {
     snprintf(line, sizeof line, "error: %s (trying again)", t->snap.error);
-    fit(name, line, strlen(line), width, 0);
-    printf("\033[7m%s\033[m\033[K\r\n", name);
+    fit(out, line, strlen(line), width, 0);
+    printf("\033[7m%s\033[m\033[K\r\n", out);
   } else {
     printf("\033[K\r\n");
   }
-  size_t name_w = 4;
-  for (size_t i = 0; i < t->snap.n; i++)
-    if (t->snap.rows[i].len > name_w)
-      name_w = t->snap.rows[i].len;
-  size_t most = width / 3 > 8 ? width / 3 : 8; /* at most 40 columns, a third of a narrow screen */
-  if (name_w > (most < 40 ? most : 40))
-    name_w = most < 40 ? most : 40;
-  /* NAME KIND HOLDER HOLDS TTL HELD-FOR WAITERS: the holder gets what is left */
-  size_t fixed = name_w + 1 + 6 + 1 + 1 + 5 + 1 + 8 + 1 + 10 + 1 + 7;
-  size_t holder_w = width > fixed + 10 ? width - fixed : 10, longest = 6;
-  for (size_t i = 0; i < t->snap.n; i++) {
-    size_t n = strlen(t->snap.rows[i].holders) + (t->snap.rows[i].nholders > 1 ? 6 : 0);
-    longest = n > longest ? n : longest;
-  }
-  if (holder_w > longest)
-    holder_w = longest; /* the numbers stay near the names */
   snprintf(line, sizeof line, "%-*s %-6s %-*s %5s %8s %10s %7s", (int)name_w, "NAME", "KIND", (int)holder_w,
            "HOLDER", "HOLDS", "TTL", "HELD FOR", "WAITERS");
-  fit(name, line, strlen(line), width, 0);
-  printf("\033[1m%s\033[m\033[K\r\n", name);
-  int used = 3;
-  for (size_t i = 0; i < t->snap.n; i++, used++) {
+  fit(out, line, strlen(line), width, 0);
+  printf("\033[1m%s\033[m\033[K\r\n", out);
+}
+
+/* The widths of the name and holder columns: the longest name, at most 40
+ * columns and a third of a narrow screen; the holder what is left, at most
+ * the longest holder (the numbers stay near the names). */
+static void column_widths(const top_t *t, size_t width, size_t *name_w, size_t *holder_w) {
+  size_t n = 4, longest = 6, most = width / 3 > 8 ? width / 3 : 8;
+  for (size_t i = 0; i < t->snap.n; i++) {
     const lock_row_t *row = &t->snap.rows[i];
+    n = row->len > n ? row->len : n;
+    size_t h = strlen(row->holders) + (row->nholders > 1 ? 6 : 0);
+    longest = h > longest ? h : longest;
+  }
+  most = most < 40 ? most : 40;
+  *name_w = n < most ? n : most;
+  size_t fixed = *name_w + 1 + 6 + 1 + 1 + 5 + 1 + 8 + 1 + 10 + 1 + 7; /* KIND HOLDS TTL HELD-FOR WAITERS */
+  *holder_w = width > fixed + 10 ? width - fixed : 10;
+  if (*holder_w > longest)
+    *holder_w = longest;
+}
+
+/* One lock's row, at most width columns, into out. */
+static void format_row(const top_t *t, const lock_row_t *row, size_t width, size_t name_w, size_t holder_w,
+                       char *out) {
+  char line[4 * MAX_WIDTH], cell[4 * MAX_WIDTH], name[MAX_WIDTH + 3], holder[MAX_WIDTH + 3], ttl[32], held[40],
+      waiters[24];
+  fit(name, row->name, row->len, name_w, 0);
+  if (row->nholders > 1)
+    snprintf(cell, sizeof cell, "%s (%zu)", row->holders, row->nholders);
+  else
+    snprintf(cell, sizeof cell, "%s", row->holders);
+  fit(holder, cell, strlen(cell), holder_w, 1);
+  cell_ttl(ttl, sizeof ttl, row->ttl_ms);
+  cell_held(held, sizeof held, t, row);
+  cell_waiters(waiters, sizeof waiters, row->waiters);
+  snprintf(line, sizeof line, "%-*s %-6s %-*s %5lld %8s %10s %7s", (int)name_w, name, row->kind, (int)holder_w,
+           holder, (long long)row->holds, ttl, held, waiters);
+  fit(out, line, strlen(line), width, 0);
+}
+
+/* The whole screen, redrawn in place: as many rows as fit, then "... N more". */
+static void draw_screen(top_t *t) {
+  int rows, cols;
+  term_size(&rows, &cols);
+  size_t width = (size_t)cols < MAX_WIDTH ? (size_t)cols : MAX_WIDTH, name_w, holder_w;
+  column_widths(t, width, &name_w, &holder_w);
+  draw_header(t, width, name_w, holder_w);
+  int used = 3;
+  for (size_t i = 0; i < t->snap.n && used < rows; i++, used++) {
     if (used == rows - 1 && i + 1 < t->snap.n) {
       printf("... %zu more\033[K", t->snap.n - i);
-      used++;
       break;
     }
-    if (used >= rows)
-      break;
-    char cell[4 * MAX_WIDTH];
-    fit(name, row->name, row->len, name_w, 0);
-    if (row->nholders > 1)
-      snprintf(cell, sizeof cell, "%s (%zu)", row->holders, row->nholders);
-    else
-      snprintf(cell, sizeof cell, "%s", row->holders);
-    fit(holder, cell, strlen(cell), holder_w, 1);
-    cell_ttl(ttl, sizeof ttl, row->ttl_ms);
-    cell_held(held, sizeof held, t, row);
-    cell_waiters(waiters, sizeof waiters, row->waiters);
-    snprintf(line, sizeof line, "%-*s %-6s %-*s %5lld %8s %10s %7s", (int)name_w, name, row->kind, (int)holder_w,
-             holder, (long long)row->holds, ttl, held, waiters);
-    fit(cell, line, strlen(line), width, 0);
-    printf("%s\033[K%s", cell, used + 1 < rows ? "\r\n" : "");
+    char out[MAX_WIDTH + 3];
+    format_row(t, &t->snap.rows[i], width, name_w, holder_w, out);
+    printf("%s\033[K%s", out, used + 1 < rows ? "\r\n" : "");
   }
   fputs("\033[J", stdout);
   fflush(stdout);
@@ -433,10 +373,8 @@ static int wait_next(top_t *t, int64_t due_ms) {
       return 0;
     struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
     int n = poll(&p, t->keys ? 1 : 0, (int)left);
-    if (resized) {
-      resized = 0;
+    if (term_redraw_due())
       show(t);
-    }
     if (n <= 0 || !(p.revents & (POLLIN | POLLHUP)))
       continue;
     char buf[64];
@@ -459,7 +397,7 @@ int top_command(cli_t *c) {
   t.keys = t.tty && isatty(STDIN_FILENO);
   t.interval_ms = c->opt.interval_ms > 0 ? c->opt.interval_ms : 1000;
   if (t.tty)
-    start_screen(&t);
+    term_start(t.keys);
   int64_t due = monotonic_ms();
   int quit = 0;
   for (int64_t k = 0; !quit; k++) {
@@ -472,9 +410,10 @@ int top_command(cli_t *c) {
     due += t.interval_ms;
     quit = wait_next(&t, due);
   }
-  restore_terminal();
+  if (t.tty)
+    term_restore();
   int code = t.failed && !quit ? EXIT_REDIS : 0; /* q: the user's choice, whatever Redis said */
-  if (t.failed && t.tty)
+  if (code != 0 && t.tty)
     say(0, "%s", t.snap.error); /* the screen that said it is gone */
   snapshot_free(&t.snap);
   free_seen(t.seen, t.nseen);

@@ -138,7 +138,7 @@ await_screen() {
 # the names of the lock lines on the screen, in order
 on_screen() { screen | grep -o '^top-[a-z]*' | tr '\n' ' ' | sed 's/ $//'; }
 
-tmx new-session -d -s top -x 160 -y 40 "env PS1='$ ' sh" || { echo "Bail out! tmux cannot start"; exit 1; }
+tmx new-session -d -s top -x 160 -y 40 "env PS1='$ ' bash --norc --noprofile" || { echo "Bail out! tmux cannot start"; exit 1; }
 tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'; echo \"exit=\$?\"" Enter
 await_screen "top-idle"
 expect "top shows the locks, sorted by waiters, then age, then name" \
@@ -177,6 +177,26 @@ await_screen "icanon"
 expect "and the terminal is restored: canonical mode and echo on" 1 \
   "$(screen | grep -c '^icanon echo *$')" "$(screen)"
 
+# ^Z: the terminal given back while stopped; fg: the screen again
+tmx send-keys -t top clear Enter
+tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'" Enter
+await_screen "top-queue"
+tmx send-keys -t top C-z
+for _ in $(seq $((200 * slack))); do
+  screen | grep -q 'HELD FOR' || break
+  sleep 0.05
+done
+tmx send-keys -t top "stty -a | grep -o -- '-*icanon\|-*echo ' | tr '\n' ' '; echo" Enter
+await_screen "icanon"
+expect "^Z: top stops, the terminal given back (canonical mode and echo on, its screen gone)" "1 0" \
+  "$(screen | grep -c '^icanon echo *$') $(screen | grep -c 'HELD FOR')" "$(screen)"
+tmx send-keys -t top fg Enter
+await_screen "HELD FOR"
+tmx send-keys -t top w
+await_screen "sort: waiters"
+expect "fg: top's screen again, its keys read" "top-queue top-busy top-run top-new" "$(on_screen)" "$(screen)"
+tmx send-keys -t top q
+await_screen "\$ "
 tmx send-keys -t top clear Enter
 tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'; echo \"exit=\$?\"" Enter
 await_screen "top-queue"
