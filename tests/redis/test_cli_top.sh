@@ -135,6 +135,32 @@ await_screen() {
   done
   return 1
 }
+# until a whole line of the screen matches the regular expression $1, 10 s at most
+await_line() {
+  for _ in $(seq $((200 * slack))); do
+    screen | grep -Eqx -- "$1" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# until top's screen is gone (it stopped or ended), 10 s at most
+await_top_gone() {
+  for _ in $(seq $((200 * slack))); do
+    screen | grep -q 'HELD FOR' || return 0
+    sleep 0.05
+  done
+  return 1
+}
+# a clear screen, then top started from the shell with $1 after it
+start_top() {
+  tmx send-keys -t top clear Enter
+  for _ in $(seq $((200 * slack))); do
+    [ "$(screen | grep -c .)" -le 1 ] && break
+    sleep 0.05
+  done
+  tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'$1" Enter
+  await_screen "top-queue"
+}
 # the names of the lock lines on the screen, in order
 on_screen() { screen | grep -o '^top-[a-z]*' | tr '\n' ' ' | sed 's/ $//'; }
 
@@ -173,44 +199,34 @@ await_screen "exit=0"
 expect "key q: top exits 0, the full screen gone (the shell's own screen back)" "1 0" \
   "$(screen | grep -c '^exit=0$') $(screen | grep -c 'HELD FOR')" "$(screen)"
 tmx send-keys -t top "stty -a | grep -o -- '-*icanon\|-*echo ' | tr '\n' ' '; echo" Enter
-await_screen "icanon"
+await_line 'icanon echo *'
 expect "and the terminal is restored: canonical mode and echo on" 1 \
   "$(screen | grep -c '^icanon echo *$')" "$(screen)"
 
 # ^Z: the terminal given back while stopped; fg: the screen again
-tmx send-keys -t top clear Enter
-tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'" Enter
-await_screen "top-queue"
+start_top ""
 tmx send-keys -t top C-z
-for _ in $(seq $((200 * slack))); do
-  screen | grep -q 'HELD FOR' || break
-  sleep 0.05
-done
+await_top_gone
 tmx send-keys -t top "stty -a | grep -o -- '-*icanon\|-*echo ' | tr '\n' ' '; echo" Enter
-await_screen "icanon"
+await_line 'icanon echo *'
 expect "^Z: top stops, the terminal given back (canonical mode and echo on, its screen gone)" "1 0" \
   "$(screen | grep -c '^icanon echo *$') $(screen | grep -c 'HELD FOR')" "$(screen)"
 tmx send-keys -t top fg Enter
 await_screen "HELD FOR"
-tmx send-keys -t top w
-await_screen "sort: waiters"
-expect "fg: top's screen again, its keys read" "top-queue top-busy top-run top-new" "$(on_screen)" "$(screen)"
+tmx send-keys -t top n
+await_screen "sort: name"
+expect "fg: top's screen again, its keys read" "top-busy top-new top-queue top-run" "$(on_screen)" "$(screen)"
 tmx send-keys -t top q
-await_screen "\$ "
-tmx send-keys -t top clear Enter
-tmx send-keys -t top "RELOCK_URL=$RELOCK_URL $wrapper $(realpath "$relock_bin") top 'top-*'; echo \"exit=\$?\"" Enter
-await_screen "top-queue"
+await_top_gone
+start_top ""
 tmx send-keys -t top C-c
-# an interactive shell drops the rest of a line whose command died of SIGINT:
-# $? asked apart, once top's screen is gone
-for _ in $(seq $((200 * slack))); do
-  screen | grep -q 'HELD FOR' || break
-  sleep 0.05
-done
+# an interactive shell drops the rest of a line whose command died of
+# SIGINT: $? asked apart, once top's screen is gone
+await_top_gone
 tmx send-keys -t top 'echo "exit=$?"' Enter
-await_screen "exit=130"
+await_line 'exit=130'
 tmx send-keys -t top "stty -a | grep -o -- '-*icanon\|-*echo ' | tr '\n' ' '; echo" Enter
-await_screen "icanon"
+await_line 'icanon echo *'
 expect "^C: top dies of SIGINT (130) with the terminal restored" "1 1 0" \
   "$(screen | grep -c '^exit=130$') $(screen | grep -c '^icanon echo *$') $(screen | grep -c 'HELD FOR')" "$(screen)"
 
