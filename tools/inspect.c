@@ -16,7 +16,12 @@
  * when NAME has a '{') of its taken permits: each member the 16 bytes of a
  * permit id, its score the expiry in ms on the server's clock. relock's ids
  * begin with the first 16 hex digits of its client id: the holder. An
- * RSemaphore (relock --rsemaphore) records no permits: only its count shows. */
+ * RSemaphore (relock --rsemaphore) records no permits: only its count shows.
+ *
+ * With --json each object also says who waits (waiters.h: a fair lock's
+ * queue length, else the subscribers of the kind's channel), and "age_ms"
+ * null: no layout records when a hold began (relock top times holds by
+ * watching them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,7 +392,7 @@ int show_status(cli_t *c) {
     const char *argv[] = {commands[i], c->name};
     f[i] = relock_client_command_async(c->client, 2, argv, NULL);
   }
-  f[3] = send_llen(c, c->name, strlen(c->name));
+  f[3] = c->opt.json ? send_llen(c, c->name, strlen(c->name)) : NULL;
   for (int i = 0; i < 4; i++)
     reply[i] = wait_reply(f[i]);
   /* HGETALL fails (WRONGTYPE) when the key is not a hash: TYPE says what it is */
@@ -439,7 +444,7 @@ static void send_key(cli_t *c, const name_t *name, relock_future_t **f) {
   f[1] = relock_client_command_async(c->client, 2, pttl, pttl_lens);
   f[2] = relock_client_command_async(c->client, 2, get, get_lens);
   f[3] = key != NULL ? relock_client_command_async(c->client, 5, zrange, zlens) : NULL;
-  f[4] = send_llen(c, name->s, name->len);
+  f[4] = c->opt.json ? send_llen(c, name->s, name->len) : NULL; /* the text says nothing of waiters */
   free(key);
 }
 
@@ -513,7 +518,8 @@ static int print_batch(cli_t *c, const name_t *names, size_t n, size_t *printed)
   for (size_t i = 0; i < n && code == 0; i++)
     code = print_key(c, &names[i], f + PER_KEY * i, waiters[i], &now_ms, printed);
   for (size_t i = 0; i < PER_KEY * n; i++) {
-    relock_future_wait(f[i], RELOCK_INFINITE); /* those an error left unread */
+    if (f[i] != NULL)
+      relock_future_wait(f[i], RELOCK_INFINITE); /* those an error left unread */
     relock_future_release(f[i]);
   }
   return code;
