@@ -120,7 +120,7 @@ expect "top -- COMMAND still runs COMMAND holding a lock named top" "0 0" "$? $(
 
 # -- top on a terminal (tmux) ---------------------------------------------------
 if ! command -v tmux >/dev/null; then
-  for t in "screen" "keys" "q" "SIGINT"; do
+  for t in "screen" "keys" "q" "^Z and fg" "SIGINT"; do
     n=$((n + 1)); echo "ok $n - top on a terminal: $t # SKIP tmux not found (./bootstrap --deps installs it)"
   done
   echo "1..$n"
