@@ -75,6 +75,8 @@ enum {
   OPT_TLS_INSECURE,
   OPT_SEMAPHORE,
   OPT_RSEMAPHORE,
+  OPT_INTERVAL,
+  OPT_ONCE,
   OPT_KIND /* --fair ... --spin: OPT_KIND + the kind */
 };
 
@@ -102,6 +104,14 @@ static int semaphore_opt(args_t *a, int rsemaphore, const char *text) {
     return usage(a, "--semaphore and --rsemaphore: NAME is a semaphore of one layout");
   a->opt.rsemaphore = rsemaphore;
   return count_opt(a, name, text, &a->opt.semaphore);
+}
+
+/* top's --interval: a duration of at least TOP_MIN_INTERVAL_MS. */
+static int interval_opt(args_t *a, const char *text) {
+  int r = duration_opt(a, "--interval", text, &a->opt.interval_ms, 0);
+  if (r == ARGS_OK && a->opt.interval_ms < TOP_MIN_INTERVAL_MS)
+    return usage(a, "--interval %.40s is too short: at least %dms", text, TOP_MIN_INTERVAL_MS);
+  return r;
 }
 
 /* One kind only: "--read --write" is a mistake, not a choice. */
@@ -135,13 +145,16 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       {"spin", no_argument, NULL, OPT_KIND + KIND_SPIN},
       {"semaphore", required_argument, NULL, OPT_SEMAPHORE},
       {"rsemaphore", required_argument, NULL, OPT_RSEMAPHORE},
+      {"interval", required_argument, NULL, OPT_INTERVAL},
+      {"once", no_argument, NULL, OPT_ONCE},
+      {"count", required_argument, NULL, 'n'},
       {NULL, 0, NULL, 0}};
   options_t *o = &a->opt;
   int c, r;
   opterr = 0;
   optind = 0; /* glibc: start over, as on the first call */
   /* '+': stop at the first non-option, so COMMAND's own options are its own */
-  while ((c = getopt_long(argc, argv, "+u:w:l:k:o:qvhV", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+u:w:l:k:o:n:qvhV", longopts, NULL)) != -1) {
     switch (c) {
     case 'u': o->url = optarg; break;
     case 'F': o->url_file = optarg; break;
@@ -181,6 +194,9 @@ static int parse_options(int argc, char **argv, args_t *a, int *first) {
       if ((r = semaphore_opt(a, c == OPT_RSEMAPHORE, optarg)) != ARGS_OK)
         return r;
       break;
+    case OPT_INTERVAL: if ((r = interval_opt(a, optarg)) != 0) return r; break;
+    case OPT_ONCE: o->refreshes = 1; break;
+    case 'n': if ((r = count_opt(a, "-n", optarg, &o->refreshes)) != 0) return r; break;
     case 'h': return ARGS_HELP;
     case 'V': return ARGS_VERSION;
     default:
@@ -240,6 +256,39 @@ static int run_operands(args_t *a, int nargs, char **args) {
   return usage(a, "missing -- between the lock NAME and the COMMAND: relock NAME -- COMMAND");
 }
 
+/* top's operands: [PATTERN] and its options, in any order after "top"
+ * (--interval D, --interval=D, --once, -n N, --count N). */
+static int top_operands(args_t *a, int nargs, char **args) {
+  a->mode = ARGS_TOP;
+  a->name = NULL;
+  int code;
+  for (int i = 1; i < nargs; i++) {
+    const char *s = args[i];
+    const char *value = i + 1 < nargs ? args[i + 1] : NULL;
+    if (strncmp(s, "--interval=", 11) == 0)
+      code = interval_opt(a, s + 11);
+    else if (strcmp(s, "--once") == 0)
+      code = (a->opt.refreshes = 1, ARGS_OK);
+    else if (strcmp(s, "--interval") == 0 || strcmp(s, "-n") == 0 || strcmp(s, "--count") == 0) {
+      if (value == NULL)
+        return usage(a, "top %s needs a value", s);
+      code = s[1] == 'n' || s[2] == 'c' ? count_opt(a, "-n", value, &a->opt.refreshes) : interval_opt(a, value);
+      i++;
+    } else if (s[0] == '-' && s[1] != '\0')
+      return usage(a, "top: unknown option %.*s (top [PATTERN] [--interval DURATION] [--once | -n COUNT])",
+                   (int)strcspn(s, "="), s);
+    else if (a->name != NULL)
+      return usage(a, "top takes one PATTERN (quote it: the shell expands '*')");
+    else
+      code = (a->name = s, ARGS_OK);
+    if (code != ARGS_OK)
+      return code;
+  }
+  if (a->name == NULL)
+    a->name = "*";
+  return ARGS_OK;
+}
+
 int args_parse(int argc, char **argv, args_t *a) {
   *a = (args_t){
       .opt = {.wait_ms = RELOCK_INFINITE, .lease_ms = RELOCK_INFINITE, .grace_ms = 10000, .verbosity = 1,
@@ -274,6 +323,9 @@ int args_parse(int argc, char **argv, args_t *a) {
     a->name = args[nargs - 1];
     if (!a->opt.force)
       return usage(a, "release needs --force: it deletes the lock whoever holds it");
+  } else if (nargs >= 1 && strcmp(args[0], "top") == 0 && (nargs == 1 || strcmp(args[1], "--") != 0)) {
+    if ((code = top_operands(a, nargs, args)) != ARGS_OK)
+      return code; /* "top -- COMMAND": a command holding the lock "top", as it always was */
   } else if ((code = run_operands(a, nargs, args)) != ARGS_OK) {
     return code;
   }
@@ -288,6 +340,10 @@ int args_parse(int argc, char **argv, args_t *a) {
     return usage(a, "%s and %s: NAME is a semaphore or a lock", sem, kind_options[a->opt.kind]);
   if (a->opt.rsemaphore && a->opt.lease_ms != RELOCK_INFINITE)
     return usage(a, "--rsemaphore and --lease: an RSemaphore's permits have no lease (--semaphore's have)");
+  if (a->mode != ARGS_TOP && (a->opt.interval_ms > 0 || a->opt.refreshes > 0))
+    return usage(a, "--interval, --once and -n are for top");
+  if (a->mode == ARGS_TOP && a->opt.kind != KIND_LOCK)
+    return usage(a, "top shows locks of every kind: no %s", kind_options[a->opt.kind]);
   if (a->mode == ARGS_LATCH && a->opt.kind != KIND_LOCK)
     return usage(a, "latch and %s: a latch is no lock", kind_options[a->opt.kind]);
   return ARGS_OK;

@@ -33,7 +33,13 @@ typedef struct options {
   lock_kind_t kind;
   int64_t semaphore;    /* --semaphore N, --rsemaphore N: run holding one of N permits; 0 unless given */
   int rsemaphore;       /* --rsemaphore: Redisson's RSemaphore, permits that never expire */
+  int64_t interval_ms;  /* top --interval: 0 (one second) unless given; >= TOP_MIN_INTERVAL_MS */
+  int64_t refreshes;    /* top -n COUNT, --once (1): 0 (until quit) unless given */
 } options_t;
+
+/* top's shortest --interval: a shorter one would load Redis for nothing
+ * a person can read. */
+#define TOP_MIN_INTERVAL_MS 100
 
 typedef enum args_mode {
   ARGS_RUN,     /* NAME -- COMMAND [ARG...] */
@@ -41,13 +47,14 @@ typedef enum args_mode {
   ARGS_RELEASE, /* release --force NAME */
   ARGS_LIST,    /* list PATTERN */
   ARGS_LATCH,   /* latch NAME count|down|await|set N */
+  ARGS_TOP,     /* top [PATTERN] */
 } args_mode_t;
 
 typedef struct args {
   options_t opt;
   args_mode_t mode;
   const char *name; /* the lock's name (never empty); points into argv;
-                       ARGS_LIST: the pattern */
+                       ARGS_LIST, ARGS_TOP: the pattern */
   char **command;   /* ARGS_RUN: the command and its arguments, the tail of
                        argv after NAME --, so NULL-terminated as argv is */
   const char *latch_op; /* ARGS_LATCH: count, down, await or set */

@@ -36,6 +36,7 @@ typedef struct cli {
   relock_permit_semaphore_t *permits; /* --semaphore: NAME is one, run holds a watched permit */
   const char *latch_op;          /* latch: count, down, await, set */
   int64_t latch_count;           /* latch set N */
+  int top;                       /* relock top: no lock object, Redis may be down */
   uint64_t owner;     /* the process id: the holder field is "<client-id>:<pid>" */
 } cli_t;
 
@@ -51,5 +52,6 @@ int show_status(cli_t *c);   /* inspect.c */
 int force_release(cli_t *c); /* inspect.c */
 int list_locks(cli_t *c);    /* inspect.c */
 int latch_command(cli_t *c); /* latch.c */
+int top_command(cli_t *c);   /* top.c */
 
 #endif /* RELOCK_TOOLS_CLI_H */

@@ -16,7 +16,12 @@
  * when NAME has a '{') of its taken permits: each member the 16 bytes of a
  * permit id, its score the expiry in ms on the server's clock. relock's ids
  * begin with the first 16 hex digits of its client id: the holder. An
- * RSemaphore (relock --rsemaphore) records no permits: only its count shows. */
+ * RSemaphore (relock --rsemaphore) records no permits: only its count shows.
+ *
+ * With --json each object also says who waits (waiters.h: a fair lock's
+ * queue length, else the subscribers of the kind's channel), and "age_ms"
+ * null: no layout records when a hold began (relock top times holds by
+ * watching them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,61 +29,16 @@
 #include <relock/relock.h>
 
 #include "cli.h"
+#include "hold.h"
 #include "json.h"
+#include "scan.h"
+#include "waiters.h"
 
-#define SCAN_COUNT "1000"
-#define BATCH 500 /* keys whose HGETALL, PTTL, GET and ZRANGE are in flight together */
-#define PER_KEY 4
+#define BATCH 500 /* keys whose HGETALL, PTTL, GET, ZRANGE and LLEN are in flight together */
+#define PER_KEY 5
 
 /* A permit's score that means "never expires" (Redisson's, in ms). */
 #define NEVER_MS 922337203685477LL
-
-/* -- reading a lock ---------------------------------------------------------*/
-
-/* A hold count: a decimal integer from 1 on, as Redisson writes it. */
-static int hold_count(const relock_reply_t *v, int64_t *count) {
-  if (v->type != RELOCK_REPLY_STRING || v->len == 0 || v->len > 18 || v->str[0] == '0')
-    return -1;
-  int64_t n = 0;
-  for (size_t i = 0; i < v->len; i++) {
-    if (v->str[i] < '0' || v->str[i] > '9')
-      return -1;
-    n = n * 10 + (v->str[i] - '0');
-  }
-  *count = n;
-  return 0;
-}
-
-/* Where the owner begins in a holder field "<client-id>:<owner>" (after the
- * last ':'; client ids may have some), or 0 if it is not one. */
-static size_t owner_at(const relock_reply_t *field) {
-  if (field->type != RELOCK_REPLY_STRING)
-    return 0;
-  size_t i = field->len;
-  while (i > 0 && field->str[i - 1] != ':')
-    i--;
-  return i > 1 && i < field->len ? i : 0;
-}
-
-static int is_string(const relock_reply_t *v, const char *s) {
-  return v->type == RELOCK_REPLY_STRING && v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
-}
-
-/* Whether HGETALL's pair at i is a read-write lock's "mode". */
-static int is_mode(const relock_reply_t *fields, size_t i) {
-  const relock_reply_t *v = fields->element[i + 1];
-  return is_string(fields->element[i], "mode") && (is_string(v, "read") || is_string(v, "write"));
-}
-
-/* HGETALL's reply: the first field that is not a lock's holder, or NULL if
- * they all are. */
-static const relock_reply_t *bad_field(const relock_reply_t *fields) {
-  int64_t count;
-  for (size_t i = 0; i + 1 < fields->elements; i += 2)
-    if (!is_mode(fields, i) && (owner_at(fields->element[i]) == 0 || hold_count(fields->element[i + 1], &count) != 0))
-      return fields->element[i];
-  return fields->elements % 2 == 0 ? NULL : fields->element[fields->elements - 1];
-}
 
 /* -- printing a lock ---------------------------------------------------------*/
 
@@ -89,7 +49,18 @@ static int is_number(const char *s, size_t len) {
   return len < 20 || memcmp(s, "18446744073709551615", 20) <= 0; /* a uint64_t */
 }
 
-static void print_json(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl) {
+/* ,"waiters":N (null: unknown) and ,"age_ms":null: Redis keeps no time of
+ * acquisition (Redisson's layout has none), so one look cannot tell how
+ * long a hold has lasted; relock top measures it by watching. */
+static void print_waiters_age(int64_t waiters) {
+  if (waiters >= 0)
+    printf(",\"waiters\":%lld", (long long)waiters);
+  else
+    fputs(",\"waiters\":null", stdout);
+  fputs(",\"age_ms\":null", stdout);
+}
+
+static void print_json(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl, int64_t waiters) {
   fputs("{\"name\":", stdout);
   json_string(stdout, name, len);
   printf(",\"held\":%s,\"holders\":[", fields->elements > 0 ? "true" : "false");
@@ -119,7 +90,9 @@ static void print_json(const char *name, size_t len, const relock_reply_t *field
   for (size_t i = 0; i + 1 < fields->elements; i += 2)
     if (is_mode(fields, i))
       printf(",\"mode\":\"%.*s\"", (int)fields->element[i + 1]->len, fields->element[i + 1]->str);
-  printf(",\"ttl_ms\":%lld,\"format\":%s}\n", (long long)ttl, fields->elements > 0 ? "\"redisson\"" : "null");
+  printf(",\"ttl_ms\":%lld", (long long)ttl);
+  print_waiters_age(waiters);
+  printf(",\"format\":%s}\n", fields->elements > 0 ? "\"redisson\"" : "null");
 }
 
 static void print_text(const char *name, size_t len, const relock_reply_t *fields, int64_t ttl) {
@@ -145,14 +118,15 @@ static void print_text(const char *name, size_t len, const relock_reply_t *field
   }
 }
 
-/* Prints a lock (fields empty: a free one) with PTTL's reply. */
+/* Prints a lock (fields empty: a free one) with PTTL's reply and its
+ * waiters (-1: unknown). */
 static void print_lock(const cli_t *c, const char *name, size_t len, const relock_reply_t *fields,
-                       const relock_reply_t *pttl) {
+                       const relock_reply_t *pttl, int64_t waiters) {
   int64_t ttl = pttl->type == RELOCK_REPLY_INTEGER && pttl->integer >= 0 ? pttl->integer : -1;
   if (verbosity == 0) /* -q: the exit status says it */
     return;
   if (c->opt.json)
-    print_json(name, len, fields, ttl);
+    print_json(name, len, fields, ttl, waiters);
   else
     print_text(name, len, fields, ttl);
 }
@@ -227,6 +201,7 @@ typedef struct semaphore_view {
   int64_t free;                  /* GET NAME */
   const relock_reply_t *permits; /* ZRANGE ... WITHSCORES: member, score, ... */
   int64_t now_ms;                /* the server's TIME */
+  int64_t waiters;               /* the subscribers of its channel; -1 unknown */
 } semaphore_view_t;
 
 /* Whether GET's and ZRANGE's replies are a semaphore's; fills *v. */
@@ -237,6 +212,7 @@ static int is_semaphore(const relock_reply_t *get, const relock_reply_t *zrange,
     return 0;
   v->permits = zrange;
   v->now_ms = now_ms;
+  v->waiters = -1;
   return 1;
 }
 
@@ -265,7 +241,9 @@ static void print_semaphore_json(const char *name, size_t len, const semaphore_v
     else
       printf("%lld}", (long long)ttl);
   }
-  fputs("],\"format\":\"redisson\"}\n", stdout);
+  fputs("]", stdout);
+  print_waiters_age(v->waiters);
+  fputs(",\"format\":\"redisson\"}\n", stdout);
 }
 
 static void print_semaphore_text(const char *name, size_t len, const semaphore_view_t *v) {
@@ -310,6 +288,67 @@ static int failed(relock_future_t *f) {
   return EXIT_REDIS;
 }
 
+/* The length of a fair lock's queue (LLEN's reply; 0 for none or an
+ * error: a key of another type is no fair lock's queue). */
+static int64_t queue_length(const relock_reply_t *llen) {
+  return llen != NULL && llen->type == RELOCK_REPLY_INTEGER && llen->integer > 0 ? llen->integer : 0;
+}
+
+/* The channel of a name's waiters (malloc'ed): a semaphore's, a
+ * read-write lock's (HGETALL's fields with a mode), else a lock's. */
+static char *channel_of(const name_t *name, int semaphore, const relock_reply_t *fields, size_t *n) {
+  const char *prefix = semaphore ? SEMAPHORE_CHANNEL
+                       : fields != NULL && fields->type == RELOCK_REPLY_ARRAY && rw_mode(fields) != NULL
+                           ? RWLOCK_CHANNEL
+                           : LOCK_CHANNEL;
+  return derived_key(prefix, name->s, name->len, n);
+}
+
+/* The waiters of n names (--json only: the text says nothing of them) into
+ * waiters: a fair lock's queue length (llen[i]'s), else the subscribers of
+ * the name's channel; -1 each when they cannot be counted, with why said
+ * once (at the normal verbosity: the JSON then has null). */
+static void count_waiters(cli_t *c, const name_t *names, size_t n, const int *semaphore,
+                          const relock_reply_t *const *fields, const relock_reply_t *const *llen, int64_t *waiters) {
+  for (size_t i = 0; i < n; i++)
+    waiters[i] = -1;
+  if (!c->opt.json || n == 0)
+    return;
+  char why[512] = "out of memory";
+  const relock_reply_t *masters = NULL;
+  relock_future_t *mf = masters_of(c->client, &masters, why, sizeof why);
+  char **channels = calloc(n, sizeof *channels);
+  size_t *lens = calloc(n, sizeof *lens);
+  int ok = masters != NULL && channels != NULL && lens != NULL;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = (channels[i] = channel_of(&names[i], semaphore[i], fields[i], &lens[i])) != NULL;
+  if (ok && count_subscribers(c->client, masters, channels, lens, n, waiters, why, sizeof why) == 0) {
+    for (size_t i = 0; i < n; i++)
+      if (!semaphore[i] && queue_length(llen[i]) > 0)
+        waiters[i] = queue_length(llen[i]);
+  } else {
+    for (size_t i = 0; i < n; i++)
+      waiters[i] = -1;
+    say(1, "cannot count the waiters: %s", why);
+  }
+  for (size_t i = 0; channels != NULL && i < n; i++)
+    free(channels[i]);
+  free(channels);
+  free(lens);
+  relock_future_release(mf);
+}
+
+/* The length of NAME's fair queue, if it has one; NULL otherwise. */
+static relock_future_t *send_llen(cli_t *c, const char *name, size_t len) {
+  size_t qlen;
+  char *queue = derived_key(FAIR_QUEUE, name, len, &qlen);
+  const char *argv[] = {"LLEN", queue};
+  const size_t lens[] = {4, qlen};
+  relock_future_t *f = queue != NULL ? relock_client_command_async(c->client, 2, argv, lens) : NULL;
+  free(queue);
+  return f;
+}
+
 /* status of a string key: a semaphore's count and permits, in one round
  * trip (GET, ZRANGE, TIME), or not a lock. */
 static int show_semaphore(cli_t *c) {
@@ -333,6 +372,10 @@ static int show_semaphore(cli_t *c) {
   else if (!is_semaphore(reply[0], reply[1], time_ms(reply[2]), &v))
     code = not_a_lock(c->name, "string", NULL) /* and no semaphore's count */;
   else {
+    name_t name = {(char *)c->name, len};
+    const int semaphore = 1;
+    const relock_reply_t *none = NULL;
+    count_waiters(c, &name, 1, &semaphore, &none, &none, &v.waiters);
     print_semaphore(c, c->name, len, &v);
     code = v.permits->elements > 0 ? 0 : EXIT_FREE;
   }
@@ -343,13 +386,14 @@ static int show_semaphore(cli_t *c) {
 
 int show_status(cli_t *c) {
   static const char *const commands[] = {"TYPE", "HGETALL", "PTTL"};
-  relock_future_t *f[3];
-  const relock_reply_t *reply[3];
+  relock_future_t *f[4];
+  const relock_reply_t *reply[4];
   for (int i = 0; i < 3; i++) { /* pipelined: one round trip */
     const char *argv[] = {commands[i], c->name};
     f[i] = relock_client_command_async(c->client, 2, argv, NULL);
   }
-  for (int i = 0; i < 3; i++)
+  f[3] = c->opt.json ? send_llen(c, c->name, strlen(c->name)) : NULL;
+  for (int i = 0; i < 4; i++)
     reply[i] = wait_reply(f[i]);
   /* HGETALL fails (WRONGTYPE) when the key is not a hash: TYPE says what it is */
   const char *type = reply[0] != NULL && reply[0]->str != NULL ? reply[0]->str : "";
@@ -366,94 +410,19 @@ int show_status(cli_t *c) {
   else if ((bad = bad_field(reply[1])) != NULL)
     code = not_a_lock(c->name, "hash", bad);
   else {
-    print_lock(c, c->name, strlen(c->name), reply[1], reply[2]);
+    name_t name = {(char *)c->name, strlen(c->name)};
+    const int semaphore = 0;
+    int64_t waiters;
+    count_waiters(c, &name, 1, &semaphore, &reply[1], &reply[3], &waiters);
+    print_lock(c, c->name, name.len, reply[1], reply[2], waiters);
     code = reply[1]->elements > 0 ? 0 : EXIT_FREE;
   }
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     relock_future_release(f[i]);
   return code;
 }
 
 /* -- relock list ----------------------------------------------------------------*/
-
-typedef struct name {
-  char *s;
-  size_t len;
-} name_t;
-
-typedef struct names {
-  name_t *at;
-  size_t n, cap;
-} names_t;
-
-static int add_name(names_t *v, const relock_reply_t *key) {
-  if (key->type != RELOCK_REPLY_STRING)
-    return 0;
-  if (v->n == v->cap) {
-    size_t cap = v->cap ? 2 * v->cap : 1024;
-    name_t *at = realloc(v->at, cap * sizeof *at);
-    if (at == NULL)
-      return -1;
-    v->at = at, v->cap = cap;
-  }
-  name_t *k = &v->at[v->n];
-  if ((k->s = malloc(key->len + 1)) == NULL)
-    return -1;
-  memcpy(k->s, key->str, key->len + 1);
-  k->len = key->len;
-  v->n++;
-  return 0;
-}
-
-static int by_bytes(const void *pa, const void *pb) {
-  const name_t *a = pa, *b = pb;
-  int d = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
-  return d != 0 ? d : (a->len > b->len) - (a->len < b->len);
-}
-
-/* Sorts the names and drops the duplicates SCAN may return. */
-static void sort_unique(names_t *v) {
-  if (v->n == 0)
-    return;
-  qsort(v->at, v->n, sizeof *v->at, by_bytes);
-  size_t kept = 1;
-  for (size_t i = 1; i < v->n; i++) {
-    if (by_bytes(&v->at[i], &v->at[kept - 1]) == 0)
-      free(v->at[i].s);
-    else
-      v->at[kept++] = v->at[i];
-  }
-  v->n = kept;
-}
-
-/* One SCAN call on the master at node from cursor (which it advances;
- * *done when it is back to 0): the keys of type into v. Redis before 6.0 has no
- * TYPE filter; *typed is then cleared, and the keys that are neither hashes
- * nor strings fall out later (HGETALL and GET fail on them with WRONGTYPE). */
-static int scan_step(cli_t *c, const char *node, const char *type, char *cursor, size_t size, int *typed, int *done,
-                     names_t *v) {
-  const char *argv[] = {"SCAN", cursor, "MATCH", c->name, "COUNT", SCAN_COUNT, "TYPE", type};
-  relock_future_t *f = relock_client_command_at_async(c->client, node, *typed ? 8 : 6, argv, NULL);
-  const relock_reply_t *r = wait_reply(f);
-  int code = 0;
-  if (r == NULL && *typed && strcmp(cursor, "0") == 0 && relock_future_error(f) == RELOCK_ESERVER) {
-    *typed = 0;
-  } else if (r == NULL) {
-    code = failed(f);
-  } else if (r->type != RELOCK_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != RELOCK_REPLY_STRING ||
-             r->element[0]->len >= size || r->element[1]->type != RELOCK_REPLY_ARRAY) {
-    say(0, "unexpected reply to SCAN");
-    code = EXIT_REDIS;
-  } else {
-    for (size_t i = 0; i < r->element[1]->elements && code == 0; i++)
-      if (add_name(v, r->element[1]->element[i]) != 0)
-        code = failed(NULL);
-    memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
-    *done = strcmp(cursor, "0") == 0;
-  }
-  relock_future_release(f);
-  return code;
-}
 
 /* Whether f failed because its key is of another type (WRONGTYPE). */
 static int wrong_type(relock_future_t *f) {
@@ -462,7 +431,8 @@ static int wrong_type(relock_future_t *f) {
 }
 
 /* The commands of one name: HGETALL and PTTL (a lock), GET and ZRANGE of
- * its permits (a semaphore); one of the pairs fails with WRONGTYPE. */
+ * its permits (a semaphore); one of the pairs fails with WRONGTYPE; and
+ * LLEN of its fair queue (a fair lock's waiters). */
 static void send_key(cli_t *c, const name_t *name, relock_future_t **f) {
   size_t klen = 0;
   char *key = timeout_key(name->s, name->len, &klen);
@@ -474,6 +444,7 @@ static void send_key(cli_t *c, const name_t *name, relock_future_t **f) {
   f[1] = relock_client_command_async(c->client, 2, pttl, pttl_lens);
   f[2] = relock_client_command_async(c->client, 2, get, get_lens);
   f[3] = key != NULL ? relock_client_command_async(c->client, 5, zrange, zlens) : NULL;
+  f[4] = c->opt.json ? send_llen(c, name->s, name->len) : NULL; /* the text says nothing of waiters */
   free(key);
 }
 
@@ -496,12 +467,13 @@ static int server_time(cli_t *c, int64_t *now_ms) {
 
 /* Prints name if it is a lock that is held or a semaphore with permits
  * taken (f: send_key's futures); a key of another kind is passed over. */
-static int print_key(cli_t *c, const name_t *name, relock_future_t **f, int64_t *now_ms, size_t *printed) {
+static int print_key(cli_t *c, const name_t *name, relock_future_t **f, int64_t waiters, int64_t *now_ms,
+                     size_t *printed) {
   const relock_reply_t *fields = wait_reply(f[0]), *ttl = wait_reply(f[1]), *get = wait_reply(f[2]),
                        *permits = wait_reply(f[3]);
   if (fields != NULL && ttl != NULL) {
     if (fields->elements > 0 && bad_field(fields) == NULL) {
-      print_lock(c, name->s, name->len, fields, ttl);
+      print_lock(c, name->s, name->len, fields, ttl, waiters);
       ++*printed;
     }
     return 0;
@@ -514,12 +486,13 @@ static int print_key(cli_t *c, const name_t *name, relock_future_t **f, int64_t 
     if (code != 0)
       return code;
     v.now_ms = *now_ms;
+    v.waiters = waiters;
     print_semaphore(c, name->s, name->len, &v);
     ++*printed;
     return 0;
   }
   /* a key that is neither (now) fails with WRONGTYPE: no lock */
-  for (int i = 0; i < PER_KEY; i++)
+  for (int i = 0; i < 4; i++)
     if (wait_reply(f[i]) == NULL && !wrong_type(f[i]))
       return failed(f[i]);
   return 0;
@@ -531,48 +504,43 @@ static int print_batch(cli_t *c, const name_t *names, size_t n, size_t *printed)
   relock_future_t *f[PER_KEY * BATCH];
   for (size_t i = 0; i < n; i++)
     send_key(c, &names[i], f + PER_KEY * i);
+  int semaphore[BATCH];
+  const relock_reply_t *fields[BATCH], *llen[BATCH];
+  int64_t waiters[BATCH];
+  for (size_t i = 0; i < n; i++) {
+    fields[i] = wait_reply(f[PER_KEY * i]);
+    semaphore[i] = fields[i] == NULL && wait_reply(f[PER_KEY * i + 2]) != NULL;
+    llen[i] = wait_reply(f[PER_KEY * i + 4]);
+  }
+  count_waiters(c, names, n, semaphore, fields, llen, waiters);
   int64_t now_ms = -1;
   int code = 0;
   for (size_t i = 0; i < n && code == 0; i++)
-    code = print_key(c, &names[i], f + PER_KEY * i, &now_ms, printed);
+    code = print_key(c, &names[i], f + PER_KEY * i, waiters[i], &now_ms, printed);
   for (size_t i = 0; i < PER_KEY * n; i++) {
-    relock_future_wait(f[i], RELOCK_INFINITE); /* those an error left unread */
+    if (f[i] != NULL)
+      relock_future_wait(f[i], RELOCK_INFINITE); /* those an error left unread */
     relock_future_release(f[i]);
   }
   return code;
 }
 
-/* The keys matching on every master: SCAN answers for one node, and a
- * Cluster's keys are spread over its masters. */
-static int scan_masters(cli_t *c, names_t *v) {
-  relock_future_t *f = relock_client_masters_async(c->client);
-  const relock_reply_t *masters = wait_reply(f);
-  int typed = 1, code = 0;
-  if (masters == NULL)
-    code = failed(f);
-  /* locks are hashes, semaphores strings; untyped (old Redis), one pass finds both */
-  static const char *const types[] = {"hash", "string"};
-  for (size_t m = 0; code == 0 && m < masters->elements; m++)
-    for (int t = 0; code == 0 && t < 2 && (t == 0 || typed); t++) {
-      char cursor[32] = "0";
-      int done = 0;
-      while (code == 0 && !done)
-        code = scan_step(c, masters->element[m]->str, types[t], cursor, sizeof cursor, &typed, &done, v);
-    }
-  relock_future_release(f);
-  return code;
-}
-
 int list_locks(cli_t *c) {
   names_t v = {NULL, 0, 0};
-  int code = scan_masters(c, &v);
-  sort_unique(&v); /* SCAN's order is no order: sorted, the output can be compared */
+  static const char *const types[] = {"hash", "string", NULL}; /* locks, semaphores */
+  const relock_reply_t *masters;
+  char why[512];
+  relock_future_t *mf = masters_of(c->client, &masters, why, sizeof why);
+  int code = masters == NULL || scan_names(c->client, masters, c->name, types, &v, why, sizeof why) != 0;
+  if (code != 0) {
+    say(0, "%s", why);
+    code = EXIT_REDIS;
+  }
   size_t printed = 0;
   for (size_t i = 0; i < v.n && code == 0; i += BATCH)
     code = print_batch(c, v.at + i, v.n - i < BATCH ? v.n - i : BATCH, &printed);
-  for (size_t i = 0; i < v.n; i++)
-    free(v.at[i].s);
-  free(v.at);
+  names_free(&v);
+  relock_future_release(mf);
   return code != 0 ? code : printed > 0 ? 0 : EXIT_FREE;
 }
 

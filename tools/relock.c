@@ -21,7 +21,7 @@
 
 static const char usage_text[] =
     "usage: relock [options] NAME -- COMMAND [ARG...]   run COMMAND holding lock NAME\n"
-    "       relock [options] status NAME | list PATTERN  who holds NAME | the locks matching\n"
+    "       relock [options] status NAME | list PATTERN | top [PATTERN]  who holds NAME | matches | live\n"
     "       relock [options] release --force NAME       delete NAME whoever holds it\n"
     "       relock [options] latch NAME count|down|await|set N   a count-down latch\n"
     "\n"
@@ -41,8 +41,8 @@ static const char usage_text[] =
     "  -o, --option NAME=VALUE  a library option (relock_options(3)): -o min-replicas-acked=1\n"
     "      --fair | --read | --write | --fenced | --spin  the kind of lock (man relock)\n"
     "      --semaphore N      hold one of N leased permits (--rsemaphore N: never expiring)\n"
-    "  -q, --quiet | -v, --verbose  print nothing but errors | say what happens\n"
-    "      --json             status, list: JSON lines;  -h, --help;  -V, --version\n"
+    "  -q, --quiet | -v, --verbose  only errors | say what happens;  -h, --help;  -V, --version\n"
+    "      --json             status, list: JSON lines;  top: --interval D, --once, -n N\n"
     "DURATION: 500ms, 10s, 5m, 1h, or plain seconds (1.5).\n"
     "Exit: the command's status (128+N if killed by signal N); 64 usage, 69 Redis\n"
     "unreachable or failing, 75 lock busy / not acquired in time, 76 lock lost while\n"
@@ -221,6 +221,17 @@ static int connect_client(cli_t *r) {
       [KIND_LOCK] = relock_lock_new,        [KIND_FAIR] = relock_fair_lock_new,
       [KIND_READ] = relock_read_lock_new,   [KIND_WRITE] = relock_write_lock_new,
       [KIND_FENCED] = relock_fenced_lock_new, [KIND_SPIN] = relock_spin_lock_new};
+  if (r->top) {
+    /* top shows Redis down on its screen, and tries again; but a PING
+     * first all the same: with Sentinel, the master's address (which top
+     * sends its commands to) is known once a connection found it */
+    static const char *const ping[] = {"PING"};
+    relock_future_t *f = relock_client_command_async(r->client, 1, ping, NULL);
+    if (f != NULL)
+      relock_future_wait(f, RELOCK_INFINITE);
+    relock_future_release(f);
+    return 0;
+  }
   if ((rc = reach_redis(r)) != 0)
     return rc;
   if (r->latch_op != NULL)
@@ -271,6 +282,7 @@ int main(int argc, char **argv) {
   r.what = r.opt.semaphore > 0 ? "semaphore" : "lock";
   r.latch_op = a.latch_op;
   r.latch_count = a.latch_count;
+  r.top = a.mode == ARGS_TOP;
   verbosity = r.opt.verbosity;
 
   r.loop = ev_default_loop(EVFLAG_AUTO); /* ev_child needs the default loop */
@@ -288,6 +300,8 @@ int main(int argc, char **argv) {
     code = list_locks(&r);
   else if (a.mode == ARGS_LATCH)
     code = latch_command(&r);
+  else if (a.mode == ARGS_TOP)
+    code = top_command(&r);
   else
     code = run_command(&r);
   relock_lock_free(r.lock);

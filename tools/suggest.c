@@ -18,7 +18,8 @@ static const struct {
 /* Each subcommand's word, and how to write it (release needs --force). */
 static const struct {
   const char *word, *meant;
-} subcommands[] = {{"status", "status"}, {"list", "list"}, {"release", "release --force"}, {"latch", "latch"}};
+} subcommands[] = {{"status", "status"}, {"list", "list"}, {"release", "release --force"}, {"latch", "latch"},
+                   {"top", "top"}};
 
 #define MAX_WORD 32 /* longer words are no typo of a subcommand */
 

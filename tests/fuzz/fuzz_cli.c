@@ -17,7 +17,9 @@
  * non-empty tail of argv after NAME --; for status and list the
  * name last after the mode's word, or with --json before or after it;
  * --json for no other mode; latch NAME and its operation (set with a count
- * in range) last; --semaphore N in range, only to run a command. */
+ * in range) last; --semaphore N in range, only to run a command; top
+ * with its PATTERN from argv after the word "top" (or "*" when none is
+ * given), --interval and -n in their ranges and for top alone. */
 #include <ctype.h>
 #include <signal.h>
 #include <stddef.h>
@@ -170,12 +172,17 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
   FUZZ_CHECK(o->semaphore == 0 || (a->mode == ARGS_RUN && o->kind == KIND_LOCK));
   FUZZ_CHECK(!o->rsemaphore || (o->semaphore > 0 && o->lease_ms == RELOCK_INFINITE));
 
+  /* top's --interval (at least TOP_MIN_INTERVAL_MS) and -n (1 to 2^31 - 1), for top alone */
+  FUZZ_CHECK(o->interval_ms == 0 || (o->interval_ms >= TOP_MIN_INTERVAL_MS && o->interval_ms <= MAX_MS));
+  FUZZ_CHECK(o->refreshes >= 0 && o->refreshes <= INT32_MAX);
+  FUZZ_CHECK(a->mode == ARGS_TOP || (o->interval_ms == 0 && o->refreshes == 0));
+
   FUZZ_CHECK(a->name != NULL && a->name[0] != '\0');
   int name_at = 0;
   for (int i = 1; i < argc; i++)
     if (argv[i] == a->name)
       name_at = i;
-  FUZZ_CHECK(name_at > 0);
+  FUZZ_CHECK(name_at > 0 || (a->mode == ARGS_TOP && strcmp(a->name, "*") == 0));
   switch (a->mode) {
   case ARGS_RUN: {
     FUZZ_CHECK(a->command != NULL && a->command > argv && a->command < argv + argc);
@@ -210,6 +217,16 @@ static void check_parsed(int argc, char **argv, int rc, const args_t *a) {
     FUZZ_CHECK(o->kind == KIND_LOCK);
     break;
   }
+  case ARGS_TOP: {
+    /* top [PATTERN] [its options]: the pattern after the word, not "--" right after it */
+    int word = 0;
+    for (int i = 1; i < argc && word == 0; i++)
+      if (strcmp(argv[i], "top") == 0)
+        word = i;
+    FUZZ_CHECK(a->command == NULL && word > 0 && (name_at == 0 || name_at > word) && o->kind == KIND_LOCK);
+    FUZZ_CHECK(word == argc - 1 || strcmp(argv[word + 1], "--") != 0);
+    break;
+  }
   default: FUZZ_CHECK(!"a mode args.h does not have");
   }
 }
@@ -220,7 +237,8 @@ static int same_args(const args_t *a, const args_t *b) {
          x->grace_ms == y->grace_ms && x->timeout_ms == y->timeout_ms && x->watchdog_ms == y->watchdog_ms &&
          x->verbosity == y->verbosity && x->force == y->force && x->json == y->json && a->mode == b->mode && a->name == b->name &&
          a->command == b->command && x->semaphore == y->semaphore && x->rsemaphore == y->rsemaphore &&
-         a->latch_op == b->latch_op && a->latch_count == b->latch_count &&
+         a->latch_op == b->latch_op && a->latch_count == b->latch_count && x->interval_ms == y->interval_ms &&
+         x->refreshes == y->refreshes &&
          (a->message == NULL ? b->message == NULL : b->message != NULL && strcmp(a->message, b->message) == 0);
 }
 

@@ -892,8 +892,9 @@ relock status s-free >"$work/out"
 expect "status of a free lock exits 1" "1 s-free: free" "$? $(cat "$work/out")"
 relock status --json s-free >"$work/out"
 expect "status --json of a free lock exits 1" 1 $?
-jexpect "and prints one object: not held, no holders, no ttl, no format" \
-  "[{'name': 's-free', 'held': False, 'holders': [], 'ttl_ms': -1, 'format': None}]" "$work/out" "L"
+jexpect "and prints one object: not held, no holders, no ttl, no waiters, no age, no format" \
+  "[{'name': 's-free', 'held': False, 'holders': [], 'ttl_ms': -1, 'waiters': 0, 'age_ms': None, 'format': None}]" \
+  "$work/out" "L"
 
 redis HSET s-held "3f2a9c4e-0000-4000-8000-000000000001:42" 2 >/dev/null
 redis PEXPIRE s-held 30000 >/dev/null

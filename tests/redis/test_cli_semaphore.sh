@@ -273,10 +273,10 @@ ttl=$(sed -n "s/^s-st: permit $id held by $holder, expires in \([0-9]*\) ms$/\1/
 expect "its TTL is within the watchdog's lease (5 s)" yes "$([ -n "$ttl" ] && [ "$ttl" -le 5000 ] && echo yes)" "$ttl"
 relock status --json s-st >"$work/json"
 expect "status --json of a semaphore" 0 $?
-grep -Eq "^\\{\"name\":\"s-st\",\"semaphore\":true,\"held\":true,\"free\":1,\"permits\":\\[.*\\],\"format\":\"redisson\"\\}$" "$work/json" &&
+grep -Eq "^\\{\"name\":\"s-st\",\"semaphore\":true,\"held\":true,\"free\":1,\"permits\":\\[.*\\],\"waiters\":[0-9]+,\"age_ms\":null,\"format\":\"redisson\"\\}$" "$work/json" &&
   grep -Eq "\\{\"id\":\"$id\",\"holder\":\"$holder\",\"ttl_ms\":[0-9]+\\}" "$work/json" &&
   grep -q "{\"id\":\"$never\",\"holder\":\"0011223344556677\",\"ttl_ms\":null,\"never\":true}" "$work/json"
-expect "and shows the count and both permits, the one that never expires with ttl_ms null" 0 $? "$(cat "$work/json")"
+expect "and shows the count, both permits (the one that never expires with ttl_ms null), waiters and age_ms null" 0 $? "$(cat "$work/json")"
 if command -v python3 >/dev/null; then
   python3 -c 'import json, sys; json.loads(sys.stdin.read())' <"$work/json"
   expect "status --json is JSON" 0 $?

@@ -1185,6 +1185,52 @@ static void test_tool_list_covers_every_master(void **state) {
   }
 }
 
+/* relock top on a cluster: the locks of every master, one look (--once,
+ * plain lines: not a terminal), and their waiters: one waiting client on
+ * the first lock (subscribed on its master, sharded where the servers have
+ * it), none on the others (held by the library, which watches nothing). */
+static void test_tool_top_covers_every_master(void **state) {
+  (void)state;
+  relock_client_t *c = cluster_client(), *w = cluster_client();
+  char names[8][64];
+  int m[16], n = current_masters(m, 16);
+  assert_true(n >= 3 && n < 8);
+  for (int i = 0; i < n; i++) {
+    name_on_master(m[i], "topped", names[i], sizeof names[i]);
+    assert_int_equal(ACQUIRE(lock_of(c, names[i]), 1, 0), 1);
+  }
+  relock_future_t *waiter = relock_lock_lock_async(lock_of(w, names[0]), 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_non_null(waiter);
+  char channel[128];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", names[0]);
+  int64_t deadline = now_ms() + fx_slack_ms(3000);
+  while (now_ms() < deadline &&
+         (sharded_servers() ? shardnumsub(owner_node(names[0]), "PUBSUB", channel) : classic_subscribers("PUBSUB", channel)) != 1)
+    pause_ms(10);
+  char out[8192];
+  const char *top[] = {"relock", "-o", tool_seeds(), "top", "--once", "topped-*", NULL};
+  int code = run_tool_out(top, out, sizeof out);
+  printf("# relock top --once:\n%s", out);
+  assert_int_equal(code, 0);
+  assert_int_equal(lines_with(out, " kind=lock holds=1 "), n);
+  for (int i = 0; i < n; i++) {
+    char line[160];
+    snprintf(line, sizeof line, "\n%.63s kind=lock holds=1 ", names[i]);
+    const char *at = strstr(out, line);
+    if (at == NULL)
+      fail_msg("%s (on master %d) not shown", names[i], m[i]);
+    const char *want = i == 0 ? " waiters=1 " : " waiters=0 ";
+    const char *end = strchr(at + 1, '\n');
+    const char *found = strstr(at, want);
+    if (found == NULL || (end != NULL && found > end))
+      fail_msg("%s: not%s:\n%s", names[i], want, out);
+  }
+  /* sorted by waiters: the waited-for lock first */
+  assert_true(strncmp(strchr(out, '\n') + 1, names[0], strlen(names[0])) == 0);
+  relock_future_cancel(waiter);
+  relock_future_release(waiter);
+}
+
 /* relock_client_masters_async lists every master of the map (each once,
  * whatever node the client started on), and relock_client_command_at_async
  * asks each for its own keys: their DBSIZEs add up to every key (a held
@@ -1316,6 +1362,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_name_without_usable_tag, setup, teardown),
       cmocka_unit_test_setup_teardown(test_url, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tool_list_covers_every_master, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_top_covers_every_master, setup, teardown),
       cmocka_unit_test_setup_teardown(test_masters_and_command_at, setup, teardown),
       cmocka_unit_test_setup_teardown(test_standalone_seeds_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_password, NULL, teardown),

@@ -5,7 +5,8 @@
  * kill -9 of the master under a held lock never leaves two silent holders;
  * the errors (no sentinel, unknown master, sentinels down after discovery,
  * a sentinel that lies); a split brain (the master frozen while the
- * sentinels fail over, then thawed); and TLS with passwords on both sides.
+ * sentinels fail over, then thawed); TLS with passwords on both sides;
+ * and relock top through the sentinels.
  *
  * The clients are threaded (their own loop thread), so renewals and
  * failover handling go on while the test waits on futures or polls the
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/sentinel.h"
@@ -584,6 +586,68 @@ static void test_more_replicas_asked_than_there_are(void **state) {
  * nodes and another on the sentinels: the client finds the master over
  * rediss+sentinel:// with each side's credentials, and follows a kill -9
  * of it. A build without TLS refuses the URL (RELOCK_ETLS). */
+/* -- relock top ------------------------------------------------------------------*/
+
+/* The relock tool with args (argv[0] included, NULL-terminated), its
+ * standard output and error into out: its exit status, -1 if it did not
+ * exit. */
+static int run_tool_out(const char *const *args, char *out, size_t size) {
+  FILE *tmp = tmpfile();
+  assert_non_null(tmp);
+  const char *bin = getenv("RELOCK") != NULL ? getenv("RELOCK") : "tools/relock";
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fileno(tmp), 1);
+    dup2(fileno(tmp), 2);
+    execv(bin, (char *const *)args);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  ssize_t n = pread(fileno(tmp), out, size - 1, 0);
+  out[n > 0 ? n : 0] = '\0';
+  fclose(tmp);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* relock top --once through the sentinels: the master they name, found
+ * before top asks for the masters to SCAN (on its first look, not only
+ * from its second), a held lock and its waiter's subscription. */
+static void test_tool_top(void **state) {
+  (void)state;
+  relock_client_t *a = sentinel_client(0), *b = sentinel_client(0);
+  assert_int_equal(ACQUIRE(lock_of(a, "st-held"), 1, 0), 1);
+  assert_int_equal(ACQUIRE(lock_of(a, "st-idle"), 1, 0), 1);
+  relock_future_t *waiter = relock_lock_lock_async(lock_of(b, "st-held"), 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  assert_non_null(waiter);
+  relock_test_redis_t *m = relock_test_sentinel_master_node(topo);
+  int64_t deadline = now_ms() + fx_slack_ms(3000);
+  char buf[256] = "";
+  while (now_ms() < deadline &&
+         (relock_test_redis_cmd(m, buf, sizeof buf, "PUBSUB", "NUMSUB", "redisson_lock__channel:{st-held}", NULL) != 0 ||
+          strstr(buf, ":1") == NULL))
+    pause_ms(10);
+  char url[512], out[4096];
+  snprintf(url, sizeof url, "redis+sentinel://%s/%s", relock_test_sentinel_addrs(topo),
+           relock_test_sentinel_master_name(topo));
+  const char *top[] = {"relock", "-u", url, "top", "--once", "st-*", NULL};
+  int code = run_tool_out(top, out, sizeof out);
+  printf("# relock top --once:\n%s", out);
+  assert_int_equal(code, 0);
+  assert_non_null(strstr(out, "relock top st-*: 2 locks\n"));
+  assert_null(strstr(out, "# error"));
+  const char *held = strstr(out, "\nst-held kind=lock holds=1 "), *idle = strstr(out, "\nst-idle kind=lock holds=1 ");
+  assert_non_null(held);
+  assert_non_null(idle);
+  assert_true(held < idle); /* the waited-for first */
+  assert_true(strstr(held, " waiters=1 ") != NULL && strstr(held, " waiters=1 ") < idle);
+  assert_non_null(strstr(idle, " waiters=0 "));
+  relock_future_cancel(waiter);
+  relock_future_release(waiter);
+}
+
 static void test_tls_and_passwords(void **state) {
   (void)state;
   relock_options_t *opts = relock_options_new(NULL);
@@ -652,6 +716,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lying_sentinel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_split_brain, setup, teardown),
       cmocka_unit_test_setup_teardown(test_more_replicas_asked_than_there_are, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tool_top, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tls_and_passwords, NULL, teardown),
   };
   cmocka_set_message_output(CM_OUTPUT_TAP);
