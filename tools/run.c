@@ -24,6 +24,7 @@
 #include <relock/relock.h>
 
 #include "cli.h"
+#include "hold.h"
 #include "members.h"
 
 /* What the loop's callbacks share. */
@@ -571,15 +572,18 @@ static void on_wait(relock_lock_t *lock, uint64_t owner, int64_t ttl_ms, void *a
 static void on_holder_ttl(relock_future_t *f, void *arg) {
   run_t *r = arg;
   const relock_reply_t *all = relock_future_reply(r->holders), *ttl = relock_future_reply(f);
+  size_t i = 0; /* the first holder: a read-write lock's hash has its "mode" too */
+  while (i + 1 < all->elements && is_mode(all, i))
+    i += 2;
   if (r->acquire != NULL && relock_future_error(f) == 0 && ttl->type == RELOCK_REPLY_INTEGER) {
-    if (all->elements < 2 || ttl->integer == -2)
+    if (i + 1 >= all->elements || ttl->integer == -2)
       say(1, "waiting for lock %s: it is being released", r->c->name);
     else if (ttl->integer == -1)
-      say(1, "waiting for lock %s, held by %s (hold count %s), with no expiry", r->c->name, all->element[0]->str,
-          all->element[1]->str);
+      say(1, "waiting for lock %s, held by %s (hold count %s), with no expiry", r->c->name, all->element[i]->str,
+          all->element[i + 1]->str);
     else
       say(1, "waiting for lock %s, held by %s (hold count %s), expires in %lld ms", r->c->name,
-          all->element[0]->str, all->element[1]->str, (long long)ttl->integer);
+          all->element[i]->str, all->element[i + 1]->str, (long long)ttl->integer);
   }
   relock_future_release(r->holders);
   r->holders = NULL;

@@ -91,6 +91,17 @@ relock -w 500ms held -- true 2>"$work/err"
 expect "not before" "75 0" "$? $(grep -c "waiting for lock" "$work/err")" "$(cat "$work/err")"
 relock -q -w 1500ms held -- true 2>"$work/err"
 expect "nor with -q" "75 " "$? $(cat "$work/err")"
+# a read-write lock's hash starts with its mode: the holder named is its
+# first holder, never "mode"
+relock_bg -q --read rwheld -- sh -c "while [ ! -e '$work/release' ]; do sleep 0.05; done"
+reader=$!
+wait_held rwheld
+relock --write -w 1500ms rwheld -- true 2>"$work/err"
+code=$?
+grep -c "^relock: waiting for lock rwheld, held by [0-9a-f-]*:$reader (hold count 1), expires in [0-9]* ms$" \
+  "$work/err" >"$work/count"
+expect "a write lock waiting behind a reader names the reader, not the mode" "75 1" "$code $(cat "$work/count")" \
+  "$(cat "$work/err")"
 relock -v -w 1s held -- true 2>"$work/err"
 code=$?
 # at least the first try, and the try once subscribed to the unlock channel
