@@ -89,7 +89,7 @@ typedef struct relock_histogram {
 typedef struct relock_kind_stats {
   uint64_t started;                  /* acquisitions started */
   uint64_t outcome[RELOCK_OUTCOMES]; /* ... ended, by outcome (started - their sum: in progress) */
-  uint64_t waited;                   /* ... ended after waiting: a try found it held and another followed */
+  uint64_t waited;                   /* ... ended after waiting: a try found it held (cancelled ones too) */
   uint64_t tries;                    /* tries sent by the ended ones, in all */
   uint64_t tries_bucket[RELOCK_STATS_TRY_BUCKETS]; /* ended ones by their tries (relock_stats_try_bound) */
   relock_histogram_t wait;           /* acquired ones: from the call to "acquired" */

@@ -148,7 +148,7 @@ static void acquisitions(out_t *o, const relock_stats_t *st, const int *used, in
       sample(o, "relock_acquisitions_total", both, st->kind[used[j]].outcome[out]);
     }
   header(o, "relock_acquisitions_waited_total", "counter",
-         "Acquisitions ended after waiting: a try found the lock held and another followed.");
+         "Acquisitions ended that waited: a try found the lock held (cancelled ones too).");
   for (int j = 0; j < nused; j++) {
     kind_label(used[j], own);
     sample(o, "relock_acquisitions_waited_total", own, st->kind[used[j]].waited);
