@@ -333,14 +333,23 @@ static void count_slots(relock__cluster_t *cl) {
  * after a crash or by CLUSTER FAILOVER. Slots moving between masters that
  * keep serving are a resharding, not counted. The counts are the loaded
  * maps' (n->loaded_slots), not cl->owner's, which MOVED answers change
- * slot by slot in between. */
+ * slot by slot in between; a map with slots no master serves (one loaded
+ * during the failover) is passed over, so that the old master is compared
+ * with the next whole map, not with a gap. */
 static void tell_failovers(relock__cluster_t *cl, const uint16_t *owner) {
   int *now = calloc((size_t)cl->nnodes + 1, sizeof(*now));
   if (now == NULL)
     return; /* not counted */
+  int unowned = 0;
   for (int s = 0; s < RELOCK__SLOTS; s++)
     if (owner[s] != 0)
       now[owner[s] - 1]++;
+    else
+      unowned++;
+  if (unowned > 0) { /* a map in the middle of a failover: the next whole one tells */
+    free(now);
+    return;
+  }
   for (int i = 0; i < cl->nnodes; i++) {
     const node_t *n = cl->nodes[i];
     if (n->loaded_slots == 0 || now[i] != 0)
