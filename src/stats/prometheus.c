@@ -98,7 +98,7 @@ static void histogram(out_t *o, const char *name, const char *own, const relock_
 
 static void tries_histogram(out_t *o, const char *own, const relock_kind_stats_t *k) {
   char labels[160], le[32];
-  uint64_t cumulative = 0, count = 0;
+  uint64_t cumulative = 0;
   for (int i = 0; i < RELOCK_STATS_TRY_BUCKETS; i++) {
     cumulative += k->tries_bucket[i];
     int64_t bound = relock_stats_try_bound(i);
@@ -109,9 +109,8 @@ static void tries_histogram(out_t *o, const char *own, const relock_kind_stats_t
     snprintf(labels, sizeof labels, "%s,le=\"%s\"", own, le);
     sample(o, "relock_acquire_tries_bucket", labels, cumulative);
   }
-  count = cumulative;
   sample(o, "relock_acquire_tries_sum", own, k->tries);
-  sample(o, "relock_acquire_tries_count", own, count);
+  sample(o, "relock_acquire_tries_count", own, cumulative); /* the +Inf bucket: every ended one */
 }
 
 static int kind_used(const relock_kind_stats_t *k) {
