@@ -114,6 +114,13 @@ typedef struct relock_stats {
   uint64_t command_errors;         /* ... answered with an error */
   uint64_t command_failures;       /* commands that got no answer: timed out, connection lost */
   relock_histogram_t command_time; /* answered ones: from sent to answered */
+  /* Releases that got no answer (Redis out of reach, the command timed
+   * out): the hold is let go at once - never renewed again - and the
+   * release is retried in the background until Redis answers or the
+   * hold's lease has ended (docs/SAFETY.md, "Letting go"). */
+  uint64_t release_retries;        /* background attempts sent */
+  uint64_t releases_settled;       /* ... releases that Redis then answered */
+  uint64_t releases_expired;       /* ... releases given up at the lease's end: Redis lets the key expire */
 } relock_stats_t;
 
 /* Fills stats (size bytes: sizeof the caller's relock_stats_t) with the
@@ -148,7 +155,9 @@ typedef enum relock_event_type {
   RELOCK_EVENT_RELEASE,           /* a hold was released (its last release): duration held */
   RELOCK_EVENT_LOSS,              /* a hold ended otherwise: loss, duration held, message */
   RELOCK_EVENT_RECONNECT,         /* a connection was made again: address */
-  RELOCK_EVENT_FAILOVER           /* a new master is followed: address (the new master), message */
+  RELOCK_EVENT_FAILOVER,          /* a new master is followed: address (the new master), message */
+  RELOCK_EVENT_RELEASE_RETRIED    /* a release got no answer: the hold is let go, the release retried in the
+                                     background; duration_ns: until the lock is free at the latest; message */
 } relock_event_type_t;
 
 /* What an event tells; fields that do not apply to its type are 0 or

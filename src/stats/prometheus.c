@@ -210,6 +210,12 @@ size_t relock_stats_prometheus(const relock_stats_t *st, const char *labels, cha
   holds(&o, st, used, nused);
   counter(&o, "relock_renewals_total", "Holds renewed by the watchdog.", st->renewals);
   counter(&o, "relock_renewal_failures_total", "Renewal batches that failed.", st->renewal_failures);
+  counter(&o, "relock_release_retries_total", "Background attempts of releases that got no answer.",
+          st->release_retries);
+  counter(&o, "relock_releases_settled_total", "Releases retried in the background that Redis then answered.",
+          st->releases_settled);
+  counter(&o, "relock_releases_expired_total",
+          "Releases retried in the background until the hold's lease ended.", st->releases_expired);
   counter(&o, "relock_reconnects_total", "Connections made again after one was lost.", st->reconnects);
   counter(&o, "relock_failovers_total", "New masters followed after a failover.", st->failovers);
   counter(&o, "relock_redirections_total", "MOVED and ASK answers followed.", st->redirections);

@@ -1,0 +1,248 @@
+/* Letting go is a state of its own (docs/SAFETY.md, "Letting go"): once an
+ * owner has asked to release its last hold, nothing renews that hold
+ * again, whatever the release's answer; a release that got no answer is
+ * retried in the background until Redis answers or the lease has ended,
+ * so the lock is free within one lease of the ask at the latest - and as
+ * soon as Redis is back, in practice. The owner's next acquisition counts
+ * what Redis answers, never the hold it let go of.
+ *
+ * The cases are generated: every kind of hold (each lock kind, a watched
+ * permit) x lease (the watchdog's, a fixed one) x re-entry (one hold or
+ * two; the last release is the one that fails) x outage (shorter than the
+ * lease, or longer), each against a real redis-server behind the test
+ * proxy, which black-holes the connections the release goes on. The seed
+ * (RELOCK_TEST_SEED) picks the outages' lengths. */
+#include <config.h>
+
+#include <string.h>
+
+#include <relock/permit_semaphore.h>
+
+#include "support/client_fixture.h"
+#include "base/random.h"
+#include "objects/lock_impl.h"
+#include "support/proxy.h"
+#include "redis/scripts.h"
+
+#define WATCHDOG_MS 3000
+#define FIXED_MS 4000
+
+typedef enum { K_LOCK, K_FAIR, K_READ, K_WRITE, K_FENCED, K_SPIN, K_PERMIT, KINDS } kind_t;
+static const char *const kind_names[KINDS] = {"lock", "fair lock", "read lock", "write lock",
+                                              "fenced lock", "spin lock", "permit"};
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_test_proxy_t *proxy;
+  relock_options_t *via; /* through the proxy */
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
+  if (fx->proxy == NULL)
+    return -1;
+  relock_options_t *cfg = fx_options(fx->redis, 0);
+  fx->via = fx_copy(cfg);
+  relock_options_free(cfg);
+  fx_set_int(fx->via, RELOCK_OPT_PORT, relock_test_proxy_port(fx->proxy));
+  fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(250));
+  fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
+  fx_set_ms(fx->via, RELOCK_OPT_RETRY_INTERVAL, 100);
+  fx_set_ms(fx->via, RELOCK_OPT_PING_INTERVAL, 200);
+  for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
+    assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_test_proxy_stop(fx->proxy);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->via);
+  free(fx);
+  return 0;
+}
+
+/* One case: what is held, and how the release's outage goes. */
+typedef struct {
+  kind_t kind;
+  int watchdog;      /* the watchdog's lease, or a fixed one */
+  int holds;         /* 1, or 2 (re-entered: the first release is answered) */
+  int64_t outage_ms; /* from the ask, how long Redis stays out of reach */
+} case_t;
+
+typedef struct {
+  fx_t *fx;
+  relock_client_t *c;
+  relock_lock_t *l;             /* a lock kind's */
+  relock_permit_semaphore_t *s; /* the permit's */
+  char permit[RELOCK_PERMIT_ID_SIZE];
+  char name[64];
+  uint64_t owner;
+} held_t;
+
+/* Whether Redis still has what h's owner let go of: its field in the
+ * lock's hash, or its permit in the semaphore's timeout zset. */
+static int still_there(held_t *h) {
+  if (h->s != NULL) {
+    char zset[80];
+    snprintf(zset, sizeof zset, "{%s}:timeout", h->name);
+    return fx_raw_int(h->fx->redis, "ZCARD", zset, NULL) > 0;
+  }
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_field(h->l, h->owner, field);
+  return fx_raw_int(h->fx->redis, "HEXISTS", h->name, field, NULL) == 1;
+}
+
+static int gone(void *arg) { return !still_there(arg); }
+
+static relock_lock_t *new_lock(relock_client_t *c, kind_t kind, const char *name) {
+  switch (kind) {
+  case K_FAIR: return relock_fair_lock_new(c, name, NULL);
+  case K_READ: return relock_read_lock_new(c, name, NULL);
+  case K_WRITE: return relock_write_lock_new(c, name, NULL);
+  case K_FENCED: return relock_fenced_lock_new(c, name, NULL);
+  case K_SPIN: return relock_spin_lock_new(c, name, NULL);
+  default: return relock_lock_new(c, name, NULL);
+  }
+}
+
+static void take(held_t *h, const case_t *k) {
+  int64_t lease = k->watchdog ? RELOCK_INFINITE : FIXED_MS;
+  if (k->kind == K_PERMIT) {
+    assert_int_equal(relock_test_redis_cmd(h->fx->redis, NULL, 0, "DEL", h->name, NULL), 0);
+    h->s = relock_permit_semaphore_new(h->c, h->name, NULL);
+    assert_non_null(h->s);
+    assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(h->s, 1)), 1);
+    relock_future_t *f = relock_permit_semaphore_acquire_async(h->s, 0, lease);
+    assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+    size_t len;
+    const char *id = relock_future_string(f, &len);
+    assert_non_null(id);
+    memcpy(h->permit, id, len + 1);
+    relock_future_release(f);
+    return;
+  }
+  h->l = new_lock(h->c, k->kind, h->name);
+  assert_non_null(h->l);
+  for (int i = 0; i < k->holds; i++)
+    assert_int_equal(fx_value(relock_lock_lock_async(h->l, h->owner, 0, lease)), 1);
+}
+
+static relock_future_t *release(held_t *h) {
+  return h->s != NULL ? relock_permit_semaphore_release_async(h->s, h->permit)
+                      : relock_lock_unlock_async(h->l, h->owner);
+}
+
+static int64_t validity(held_t *h) {
+  return h->s != NULL ? relock_permit_semaphore_validity_ms(h->s, h->permit)
+                      : relock_lock_validity_ms(h->l, h->owner);
+}
+
+static void run_case(fx_t *fx, const case_t *k, int n) {
+  held_t h = {.fx = fx, .owner = 7};
+  snprintf(h.name, sizeof h.name, "letgo-%d", n);
+  h.c = fx_client(fx->via);
+  struct ev_loop *loop = relock_client_loop(h.c);
+  take(&h, k);
+  for (int i = 1; i < k->holds; i++) /* the earlier releases are answered */
+    assert_int_equal(fx_value(release(&h)), 0);
+  int64_t lease = k->watchdog ? WATCHDOG_MS : FIXED_MS;
+  print_message("# case %d: %s, %s lease, %d hold(s), outage %lld ms\n", n, kind_names[k->kind],
+                k->watchdog ? "watchdog" : "fixed", k->holds, (long long)k->outage_ms);
+
+  /* Redis out of reach: what is sent is swallowed, new connections too. */
+  relock_test_proxy_blackhole_accept(fx->proxy, 1);
+  relock_test_proxy_blackhole_current(fx->proxy);
+  uint64_t asked = relock__now_ns();
+  char msg[512];
+  relock_future_t *f = release(&h);
+  assert_non_null(f);
+  int err = relock_future_wait(f, fx_slack_ms(5000));
+  assert_int_not_equal(err, RELOCK_EPENDING);
+  snprintf(msg, sizeof msg, "%s", relock_future_message(f));
+  relock_future_release(f);
+  print_message("# the release: %s (%s)\n", relock_err_name(err), msg);
+  assert_true(err == RELOCK_ETIMEDOUT || err == RELOCK_ECONNLOST || err == RELOCK_ECONNREFUSED);
+  /* The caller is told that the release goes on, and by when the lock is
+   * free at the latest. */
+  assert_non_null(strstr(msg, "retried in the background"));
+  assert_non_null(strstr(msg, "at the latest"));
+  /* Let go: the owner holds nothing any more, whatever Redis has. */
+  assert_int_equal(validity(&h), RELOCK_ENOTOWNER);
+
+  fx_run_for(loop, k->outage_ms - (int64_t)fx_ms_since(asked));
+  relock_test_proxy_blackhole_accept(fx->proxy, 0);
+  relock_test_proxy_cut(fx->proxy); /* the swallowed connections end: the client connects again at once */
+  uint64_t back = relock__now_ns();
+  /* Gone within one lease of the ask (nothing renews it), and once Redis is
+   * back, within a reconnect and a retry interval or two (the background
+   * retry) - whichever comes later. */
+  int64_t bound = lease + fx_slack_ms(300) - (int64_t)fx_ms_since(asked);
+  int64_t prompt = fx_slack_ms(2000);
+  if (bound < prompt)
+    bound = prompt;
+  int ok = fx_run_until(loop, gone, &h, bound);
+  print_message("# gone %.0f ms after the ask, %.0f ms after Redis was back\n", fx_ms_since(asked),
+                fx_ms_since(back));
+  assert_true(ok);
+  assert_true(fx_ms_since(back) < (double)prompt + fx_slack_ms(300));
+
+  relock_stats_t st;
+  assert_int_equal(relock_client_stats(h.c, &st, sizeof st), 0);
+  assert_true(st.release_retries >= 1);
+
+  /* The owner takes it again: Redis's count is the owner's, one hold. */
+  if (h.l != NULL) {
+    assert_int_equal(fx_value(relock_lock_lock_async(h.l, h.owner, 0, RELOCK_INFINITE)), 1);
+    assert_true(validity(&h) > 0);
+    assert_int_equal(fx_value(relock_lock_unlock_async(h.l, h.owner)), 1);
+    assert_true(gone(&h));
+    relock_lock_free(h.l);
+  } else {
+    relock_permit_semaphore_free(h.s);
+  }
+  relock_client_free(h.c);
+}
+
+static void test_a_release_that_gets_no_answer_lets_go(void **state) {
+  fx_t *fx = *state;
+  uint64_t rng = fx_seed("a release that gets no answer lets go") * 2654435761u + 1;
+  int n = 0;
+  for (kind_t kind = 0; kind < KINDS; kind++)
+    for (int watchdog = 1; watchdog >= 0; watchdog--)
+      for (int holds = 1; holds <= 2; holds++) {
+        /* Every kind with the watchdog's lease; re-entry, and a fixed
+         * lease, where a kind's release differs (the plain hash, the read
+         * holds' timeout keys, the permit's zset): the others' releases
+         * are the reentrant lock's, and the run stays short. */
+        int differs = kind == K_LOCK || kind == K_READ || kind == K_PERMIT;
+        if ((holds == 2 || !watchdog) && !differs)
+          continue;
+        if (holds == 2 && (kind == K_PERMIT || !watchdog))
+          continue;
+        case_t k = {kind, watchdog, holds, 0};
+        /* Shorter than the lease, or (one case in four) longer. */
+        int64_t lease = watchdog ? WATCHDOG_MS : FIXED_MS;
+        k.outage_ms = relock__random(&rng) % 4 == 0 ? lease + 200 + (int64_t)(relock__random(&rng) % 300)
+                                                    : 500 + (int64_t)(relock__random(&rng) % 500);
+        run_case(fx, &k, n++);
+      }
+  print_message("# %d cases\n", n);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_a_release_that_gets_no_answer_lets_go, setup, teardown),
+  };
+  if (!relock_test_redis_available())
+    RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("let_go", tests, NULL, NULL);
+}
