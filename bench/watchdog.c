@@ -57,10 +57,11 @@ typedef struct bench {
 
 static void take(bench_t *b, snapshot_t *s) {
   const relock__renewal_t *r = &b->client->renewal;
+  const relock__ledger_t *l = &b->client->ledger;
   s->cycles = r->cycles;
   s->batches = r->batches;
   s->renewed = r->renewed;
-  s->lost = r->lost;
+  s->lost = l->lost;
   s->cpu = bench_cpu_s();
   s->ns = bench_now_ns();
   s->iterations = ev_iteration(b->loop);

@@ -127,11 +127,10 @@ static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   c->close_cb = cb;
   c->close_arg = arg;
   if (c->settings.opt.release_on_close) { /* sent before the connections close, which wait for them */
-    relock__renewal_release_all(&c->renewal);
-    if (c->kept_permits_release != NULL)
-      c->kept_permits_release(c);
+    relock__ledger_release_all(&c->ledger);
   }
   relock__renewal_close(&c->renewal); /* no renewal outlives close */
+  relock__ledger_close(&c->ledger);
   relock__call_hurry(&c->redis);       /* give-backs waiting to retry: now, within the close */
   relock__redis_close(&c->redis);
   return 0;
@@ -250,7 +249,6 @@ static int client_init(relock_client_t *c) {
   c->loop = c->exec->loop;
   c->rng = seed();
   relock__list_init(&c->blocked);
-  relock__list_init(&c->kept_permits);
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
   relock__stats_init(&c->stats, c, c->settings.opt.statistics);
@@ -262,8 +260,9 @@ static int client_init(relock_client_t *c) {
     r = RELOCK_ENOMEM;
     goto fail_turns;
   }
-  if ((r = relock__renewal_init(&c->renewal, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
-    goto fail_renewal;
+  if ((r = relock__ledger_init(&c->ledger, &c->redis, &c->wheel, c->settings.opt.watchdog_timeout_ms)) != 0)
+    goto fail_ledger;
+  relock__renewal_init(&c->renewal, &c->redis, &c->wheel, &c->ledger);
   if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, c->tls, &c->rng, on_redis_closed,
                               c)) != 0)
     goto fail_redis;
@@ -271,7 +270,8 @@ static int client_init(relock_client_t *c) {
 
 fail_redis:
   relock__renewal_close(&c->renewal);
-fail_renewal:
+  relock__ledger_close(&c->ledger);
+fail_ledger:
   relock__htab_cleanup(&c->turns);
 fail_turns:
   relock__wheel_close(&c->wheel);
@@ -372,9 +372,9 @@ int relock_client_released(const relock_client_t *c, size_t *released, size_t *n
   if (!__atomic_load_n(&c->down, __ATOMIC_ACQUIRE))
     return RELOCK_EPENDING; /* the close's releases may still be unanswered */
   if (released != NULL)
-    *released = c->renewal.close_released;
+    *released = c->ledger.close_released;
   if (not_released != NULL)
-    *not_released = c->renewal.close_unreleased;
+    *not_released = c->ledger.close_unreleased;
   return 0;
 }
 

@@ -28,7 +28,8 @@ struct relock_client {
   relock__tls_t *tls;            /* the TLS context, NULL without TLS */
   relock__wheel_t wheel;
   relock__redis_t redis;    /* the connections: commands, scripts, pub/sub */
-  relock__renewal_t renewal; /* the watchdog: what this client holds */
+  relock__ledger_t ledger;  /* what this client holds (watchdog/hold.h) */
+  relock__renewal_t renewal; /* the watchdog's renewal of it */
   relock__htab_t turns;     /* owners' count-changing requests in flight, by lock name and field (objects/lock_turn.h) */
   relock__link_t blocked;   /* blocking acquisitions, for relock_lock_interrupt */
   uint64_t rng;             /* xorshift state for jitter and request ids */
@@ -38,12 +39,6 @@ struct relock_client {
    * client to let them go when it goes. NULL: none yet. */
   struct relock__waitqs *waitqs;
   void (*waitqs_free)(struct relock__waitqs *waitqs);
-  /* release-on-close: the permits of permit-expirable semaphores this
-   * client took without a lease and has not released
-   * (objects/permit_semaphore.c's, opaque here), and what releases them
-   * all, set with the first. */
-  relock__link_t kept_permits;
-  void (*kept_permits_release)(relock_client_t *c);
   /* Give-backs (lock_acquire.c's undo): those not yet answered, and those
    * over without an answer (relock_client_unreturned). Changed on the loop
    * thread, read from any (atomic). */

@@ -22,10 +22,11 @@ relock_future_t *relock__counter_update(relock_lock_t *obj, int script, const ch
 /* The same with a fourth key after the latch, and (if not NULL) a fifth
  * argument after the publish command (the permit-expirable semaphore's
  * permits and a permit id); on_close: a release the client's close waits
- * for (release-on-close). */
+ * for (release-on-close); answer_by_ns: 0, or a release retried in the
+ * background until answered or then (watchdog/hold.h). */
 relock_future_t *relock__counter_update_with(relock_lock_t *obj, int script, const char *what, int64_t n, int boolean,
                                             const char *key4, size_t key4_len, const char *arg5, size_t arg5_len,
-                                            int on_close);
+                                            int on_close, uint64_t answer_by_ns);
 
 /* The count: GET, 0 when there is none. */
 relock_future_t *relock__counter_get(relock_lock_t *obj);

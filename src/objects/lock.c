@@ -20,6 +20,7 @@
 #include "redis/call.h"
 #include "redis/reply.h"
 #include "redis/router.h"
+#include "watchdog/hold.h"
 #include "watchdog/renewal.h"
 
 /* -- the watchdog's holder ---------------------------------------------------*/
@@ -70,16 +71,19 @@ static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const c
 
 static void holder_drop(relock__holder_t *h) { relock__lock_unref(lock_of(h)); }
 
-static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, int64_t lease_ms) {
-  return relock__lock_send_release(lock_of(h), owner, lease_ms, 1);
+static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, const relock__release_req_t *req) {
+  return relock__lock_send_release(lock_of(h), owner, req);
 }
 
 static void holder_name(const relock__holder_t *h, uint64_t owner, char name[RELOCK__HOLD_FIELD_MAX]) {
   relock__lock_field(lock_of(h), owner, name);
 }
 
+static const char *holder_kind_what(const relock__holder_t *h) { return lock_of(h)->kind->what; }
+
 static const relock__holder_ops_t holder_ops = {
     .what = "lock",
+    .kind_what = holder_kind_what,
     .key = holder_key,
     .field = holder_field,
     .name = holder_name,
@@ -248,25 +252,25 @@ int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
 }
 
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
-                          int64_t count) {
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns,
+                          int64_t count, const uint64_t *release_id) {
   relock__hold_id_t id = relock__lock_hold(lock, owner);
-  return relock__renewal_acquired(&lock->client->renewal, &id, &relock__lock_ref(lock)->holder, watchdog, lease_ms,
-                                  sent_ns, count);
+  return relock__hold_acquired(&lock->client->ledger, &id, &relock__lock_ref(lock)->holder,
+                               lease, lease_ms, sent_ns, count,
+                               release_id);
 }
 
-void relock__lock_pass_latch(relock_lock_t *lock, uint64_t owner, const uint64_t bits[2]) {
-  relock__hold_id_t id = relock__lock_hold(lock, owner);
-  relock__renewal_pass_release_id(&lock->client->renewal, &id, bits);
-}
-
-/* -- release ----------------------------------------------------------------*/
+/* -- release ----------------------------------------------------------------
+ * The release protocol is the ledger's (watchdog/hold.h): here only the
+ * owner's turn (lock_turn.h), which a release keeps until the ledger says
+ * it is settled - answered, or given up in the background - and the
+ * script call the ledger asks for. */
 
 typedef struct release {
   relock_lock_t *lock;
   relock_future_t *out;
   uint64_t owner;
-  relock__turn_wait_t turn; /* its owner's turn (lock_turn.h), until it is answered */
+  relock__turn_wait_t turn; /* its owner's turn (lock_turn.h), until the release is settled */
 } release_t;
 
 /* Lets go of op; the owner's next request on the lock may go. */
@@ -277,52 +281,39 @@ static void release_free(release_t *op) {
   free(op);
 }
 
-static void on_release_done(relock_future_t *f, void *arg) {
+static void on_release_settled(void *arg) {
   release_t *op = arg;
-  relock_lock_t *lock = op->lock;
-  relock__renewal_t *r = &lock->client->renewal;
-  relock__hold_id_t id = relock__lock_hold(lock, op->owner);
-  int err = relock_future_error(f);
-  if (err != 0) {
-    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
-    relock__future_fail(op->out, err, "%s", relock_future_message(f));
-  } else {
-    int64_t answer = relock_future_int(f);
-    relock__release_outcome_t outcome = answer == 1   ? RELOCK__RELEASE_FREED
-                                        : answer == 0 ? RELOCK__RELEASE_REMAINS
-                                                      : RELOCK__RELEASE_NOT_OWNER;
-    int lost = relock__renewal_release_done(r, &id, outcome);
-    char field[RELOCK__FIELD_MAX];
-    relock__lock_field(lock, op->owner, field);
-    if (outcome == RELOCK__RELEASE_NOT_OWNER && lost)
-      relock__future_fail(op->out, RELOCK_ELOST, "%s %s was lost before this release by %s", lock->kind->what,
-                          lock->name, field);
-    else if (outcome == RELOCK__RELEASE_NOT_OWNER)
-      relock__future_fail(op->out, RELOCK_ENOTOWNER, "%s %s is not held by %s (never acquired, or its lease expired)",
-                          lock->kind->what, lock->name, field);
-    else
-      relock__future_succeed_bool(op->out, outcome == RELOCK__RELEASE_FREED);
-    if (watching(lock) && relock__renewal_find(r, &id) == NULL)
-      watch_gone(lock, op->owner); /* no hold of owner's left here */
-  }
+  relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
+  if (watching(op->lock) && relock__hold_validity_ms(&op->lock->client->ledger, &id) == RELOCK_ENOTOWNER)
+    watch_gone(op->lock, op->owner); /* no hold of owner's left here */
   release_free(op);
+}
+
+/* The ledger's answer is the caller's. */
+static void on_release_done(relock_future_t *f, void *arg) {
+  relock_future_t *out = arg;
+  if (relock_future_error(f) != 0)
+    relock__future_fail(out, relock_future_error(f), "%s", relock_future_message(f));
+  else
+    relock__future_succeed_bool(out, relock_future_bool(f));
+  relock_future_release(out);
   relock_future_release(f);
 }
 
 /* Sends op's release (it is its owner's turn). */
 static void send_release(release_t *op) {
-  relock__renewal_t *r = &op->lock->client->renewal;
-  relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
-  relock__renewal_release_started(r, &id);
-  relock_future_t *f = relock__lock_send_release(op->lock, op->owner, relock__renewal_lease_for(r, &id), 0);
+  relock_lock_t *lock = op->lock;
+  relock__hold_id_t id = relock__lock_hold(lock, op->owner);
+  relock_future_t *out = relock_future_retain(op->out);
+  relock_future_t *f =
+      relock__hold_release(&lock->client->ledger, &id, &relock__lock_ref(lock)->holder, on_release_settled, op);
   if (f == NULL) {
-    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
-    relock__future_fail(op->out, RELOCK_ENOMEM, "out of memory releasing %s %s", op->lock->kind->what,
-                        op->lock->name);
+    relock__future_fail(out, RELOCK_ENOMEM, "out of memory releasing %s %s", lock->kind->what, lock->name);
+    relock_future_release(out);
     release_free(op);
     return;
   }
-  relock_future_on_done(f, on_release_done, op);
+  relock_future_on_done(f, on_release_done, out);
 }
 
 static void on_release_turn(relock__turn_wait_t *w, int err) {
@@ -336,30 +327,26 @@ static void on_release_turn(relock__turn_wait_t *w, int err) {
     relock__future_fail(op->out, err, "client closed");
   else
     relock__future_fail(op->out, err,
-                        "%s %s: an earlier request of owner %llu on it (a give-back, or an acquisition) is still "
-                        "unanswered",
+                        "%s %s: an earlier request of owner %llu on it (a give-back, an acquisition, or a release "
+                        "retried in the background) is still unanswered",
                         op->lock->kind->what, op->lock->name, (unsigned long long)op->owner);
   release_free(op);
 }
 
-relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms, int on_close) {
-  relock_client_t *c = lock->client;
+relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, const relock__release_req_t *req) {
   char id[RELOCK__REQUEST_ID_SIZE], field[RELOCK__FIELD_MAX];
-  uint64_t bits[2];
-  relock__hold_id_t hold = relock__lock_hold(lock, owner);
-  if (lock->kind->latch_passed_on && relock__renewal_take_release_id(&c->renewal, &hold, bits))
-    relock__request_id_of(bits, id); /* the acquisition's latch, taken over: no new key */
-  else
-    relock__request_id(&c->rng, id);
+  relock__request_id_of(req->id, id); /* the ledger's: the same on a retry, the acquisition's latch if passed on */
   relock__lock_call_t call;
   relock__lock_call_init(&call, lock, owner, field);
   char *latch = relock__unlock_latch_name(lock->name, lock->len, id, &call.latch_len);
   if (latch == NULL)
     return NULL;
   call.latch = latch;
-  call.lease_ms = lease_ms;
+  call.lease_ms = req->lease_ms;
   call.spec.on_reply = relock__reply_to_int; /* retry_safe: the latch makes a repeat harmless */
-  call.spec.flush_on_close = on_close;        /* release-on-close: the close waits for its answer */
+  call.spec.flush_on_close = req->on_close || req->answer_by_ns != 0; /* the close waits for its answer */
+  call.spec.until_answered = req->answer_by_ns != 0;
+  call.spec.answer_by_ns = req->answer_by_ns;
   /* No WAIT, even with min-replicas-acked: a release that a failover loses
    * brings the lock back on the new master held by nobody who uses it, and
    * it only delays others until its lease ends (the watchdog renews it no
@@ -372,16 +359,6 @@ relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, 
 
 static relock_future_t *release_async(relock_lock_t *lock, uint64_t owner) {
   relock_client_t *c = lock->client;
-  relock__hold_id_t id = relock__lock_hold(lock, owner);
-  /* Known lost: the answer is ours, and Redis may be out of reach (that
-   * may be why it was lost); asking it would only delay the answer, or
-   * replace it with a connection error. */
-  if (relock__renewal_release_lost(&c->renewal, &id)) {
-    char field[RELOCK__FIELD_MAX];
-    relock__lock_field(lock, owner, field);
-    return relock__future_failed(c->exec, RELOCK_ELOST, "%s %s was lost before this release by %s", lock->kind->what,
-                                 lock->name, field);
-  }
   release_t *op = calloc(1, sizeof(*op));
   relock_future_t *out = relock__future_new(c->exec);
   if (op == NULL || out == NULL) {
@@ -482,7 +459,7 @@ int64_t relock_lock_validity_ms(relock_lock_t *lock, uint64_t owner) {
   if (r != 0)
     return r;
   relock__hold_id_t id = relock__lock_hold(lock, owner);
-  int64_t ms = relock__renewal_validity_ms(&lock->client->renewal, &id);
+  int64_t ms = relock__hold_validity_ms(&lock->client->ledger, &id);
   relock__exec_leave(lock->client->exec);
   return ms;
 }

@@ -321,10 +321,8 @@ static void drop_latch(acquire_t *op) {
   const relock__lock_kind_t *kind = op->lock->kind;
   if (kind->undo == NULL || kind->no_latch)
     return; /* no latch kept: nothing to give back, or the request id kept instead */
-  if (kind->latch_passed_on) { /* the hold's next release takes it over, and it expires after that */
-    relock__lock_pass_latch(op->lock, op->owner, op->latch_bits);
+  if (kind->latch_passed_on) /* the hold's next release takes it over (relock__lock_acquired), and it expires after that */
     return;
-  }
   size_t len;
   char *latch = latch_name(op, &len);
   if (latch == NULL)
@@ -504,12 +502,18 @@ static void on_acquired(acquire_t *op, const relock__answer_t *answer) {
       return;
     }
   }
-  if (op->forever) { /* permits with no lease, a latch passed: nothing for the watchdog */
+  /* Permits with no lease are kept by the ledger only for release-on-close
+   * (nothing renews or checks them); a semaphore's or a latch's take no
+   * hold at all. */
+  int kept = op->forever && kind->permit_holds && op->lock->client->settings.opt.release_on_close;
+  if (op->forever && !kept) {
     drop_latch(op);
     end(op, 0, answer, NULL);
     return;
   }
-  int rc = relock__lock_acquired(op->lock, op->owner, op->watchdog, op->lease_ms, op->sent_ns, answer->count);
+  relock__lease_kind_t lease = kept ? RELOCK__LEASE_KEPT : op->watchdog ? RELOCK__LEASE_RENEWED : RELOCK__LEASE_FIXED;
+  const uint64_t *release_id = kind->latch_passed_on && kind->undo != NULL && !kind->no_latch ? op->latch_bits : NULL;
+  int rc = relock__lock_acquired(op->lock, op->owner, lease, op->lease_ms, op->sent_ns, answer->count, release_id);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
     end(op, rc, NULL, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",

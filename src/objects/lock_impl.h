@@ -156,16 +156,14 @@ int relock__lock_set_lost(relock_lock_t *lock, relock_lost_cb cb, void *arg);
  * lock.c tells the watch through relock__lock_watch_t.gone.) */
 void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
 
-/* Registers owner's new hold of lock with the watchdog (renewal.h's
- * relock__renewal_acquired, the lock being the holder that is told when it
- * is lost; count: the owner's holds Redis counts now, 0 if not said). */
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, int watchdog, int64_t lease_ms, uint64_t sent_ns,
-                          int64_t count);
-
-/* The latch of owner's acquisition just counted, whose request id is bits,
- * becomes the unlock latch of owner's next release of lock (a kind with
- * latch_passed_on); nothing when the watchdog has no hold of owner's. */
-void relock__lock_pass_latch(relock_lock_t *lock, uint64_t owner, const uint64_t bits[2]);
+/* Registers owner's new hold of lock with the ledger (hold.h's
+ * relock__hold_acquired, the lock being the holder that is told when it is
+ * lost; count: the owner's holds Redis counts now, 0 if not said;
+ * release_id: NULL, or the request id of the acquisition's latch, which
+ * becomes the unlock latch of owner's next release, for a kind with
+ * latch_passed_on). */
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns,
+                          int64_t count, const uint64_t *release_id);
 
 /* The blocking calls' pieces (sync.c), for every object built on a lock
  * object. Each sets the thread's last error (relock_last_error_message).
@@ -196,6 +194,6 @@ void relock__lock_call_init(relock__lock_call_t *call, relock_lock_t *lock, uint
 /* Sends the release script for one hold of owner (keeping lease_ms for the
  * holds that remain). The future succeeds with the script's answer: 1 freed,
  * 0 holds remain, -1 not the owner. NULL when out of memory. */
-relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, int64_t lease_ms, int on_close);
+relock_future_t *relock__lock_send_release(relock_lock_t *lock, uint64_t owner, const relock__release_req_t *req);
 
 #endif /* RELOCK__OBJECTS_LOCK_IMPL_H */

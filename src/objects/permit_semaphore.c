@@ -32,6 +32,7 @@
 #include "base/hashtab.h"
 #include "base/random.h"
 #include "redis/scripts.h"
+#include "watchdog/hold.h"
 #include "watchdog/renewal.h"
 
 /* Redisson's suffixName: "{name}:timeout", or "name:timeout" when the
@@ -181,7 +182,7 @@ _Static_assert(RELOCK_PERMIT_NO_LEASE == RELOCK__NO_LEASE, "the lease for no lea
 static relock_lock_t *obj(relock_permit_semaphore_t *s) { return (relock_lock_t *)(void *)s; }
 
 static relock_future_t *update_of(relock_lock_t *lock, const char *what, int64_t n, int boolean, const char *permit,
-                                  int on_close);
+                                  const relock__release_req_t *req);
 
 /* -- the watchdog's holder: the object, for its tracked permits ---------------*/
 
@@ -223,11 +224,12 @@ static void holder_lost(relock__holder_t *h, uint64_t owner, int reason, const c
 
 static void holder_drop(relock__holder_t *h) { relock__lock_unref(holder_lock(h)); }
 
-static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, int64_t lease_ms) {
-  (void)lease_ms; /* a permit is one hold */
+/* A permit is one hold: no lease is kept for others, and no latch is
+ * needed (releasing a permit twice releases it once). */
+static relock_future_t *holder_release(relock__holder_t *h, uint64_t owner, const relock__release_req_t *req) {
   char permit[RELOCK__HOLD_FIELD_MAX];
   holder_field(h, owner, permit);
-  return update_of(holder_lock(h), "release", 0, 1, permit, 1);
+  return update_of(holder_lock(h), "release", 0, 1, permit, req);
 }
 
 static const relock__holder_ops_t holder_ops = {
@@ -238,6 +240,7 @@ static const relock__holder_ops_t holder_ops = {
     .on_lost = holder_lost,
     .drop = holder_drop,
     .release = holder_release,
+    .not_held_false = 1,
 };
 
 relock_permit_semaphore_t *relock_permit_semaphore_new(relock_client_t *client, const char *name,
@@ -261,188 +264,37 @@ const char *relock_permit_semaphore_name(const relock_permit_semaphore_t *s) {
   return relock__counter_null("permit-expirable semaphore")
 
 /* An update (lua/permit_semaphore_update.lua); a release's permit (its
- * PERMIT_BYTES bytes), else NULL; on_close: a release the close waits for. */
+ * PERMIT_BYTES bytes), else NULL; req: NULL, or the ledger's release
+ * (release-on-close, or retried in the background). */
 static relock_future_t *update_of(relock_lock_t *lock, const char *what, int64_t n, int boolean, const char *permit,
-                                  int on_close) {
+                                  const relock__release_req_t *req) {
   size_t timeout_len;
   char *timeout = timeout_name(lock, &timeout_len);
   if (timeout == NULL)
     return NULL;
   relock_future_t *f = relock__counter_update_with(lock, RELOCK__SCRIPT_PERMIT_SEMAPHORE_UPDATE, what, n, boolean,
                                                    timeout, timeout_len, permit, permit != NULL ? PERMIT_BYTES : 0,
-                                                   on_close);
+                                                   req != NULL && req->on_close, req != NULL ? req->answer_by_ns : 0);
   free(timeout);
   return f;
 }
 
 static relock_future_t *update(relock_permit_semaphore_t *s, const char *what, int64_t n, int boolean,
                                const char *permit) {
-  return update_of(obj(s), what, n, boolean, permit, 0);
-}
-
-/* -- release-on-close ----------------------------------------------------------
- * With the option, the permits this client took without a lease are kept
- * in the client's list (they never come back by themselves; one with a
- * lease does), each with a reference on its semaphore, until released
- * here or by the close. A release takes its permit off the list when it
- * is sent (one that then fails stays taken, as without the option). The
- * list is searched linearly: it holds the permits a client has out at
- * once without a lease. */
-
-typedef struct kept_permit {
-  relock__link_t link; /* in client->kept_permits */
-  relock_lock_t *lock; /* a reference */
-  char id[RELOCK_PERMIT_ID_SIZE];
-} kept_permit_t;
-
-static void kept_free(kept_permit_t *k) {
-  relock__lock_unref(k->lock);
-  free(k);
-}
-
-static void on_kept_released(relock_future_t *f, void *arg) {
-  relock_client_t *c = arg;
-  if (relock_future_error(f) != 0)
-    c->renewal.close_unreleased++;
-  else if (relock_future_bool(f))
-    c->renewal.close_released++; /* 0: it was not taken any more (force released, or the key deleted) */
-  relock_future_release(f);
-}
-
-/* The close: every kept permit's release, sent before the connections close. */
-static void release_kept(relock_client_t *c) {
-  while (!relock__list_empty(&c->kept_permits)) {
-    kept_permit_t *k = relock__container_of(c->kept_permits.next, kept_permit_t, link);
-    relock__list_remove(&k->link);
-    char permit[PERMIT_BYTES];
-    permit_bytes(k->id, permit); /* ours: cannot fail */
-    relock_future_t *f = update_of(k->lock, "release", 0, 1, permit, 1);
-    if (f == NULL)
-      c->renewal.close_unreleased++;
-    else
-      relock_future_on_done(f, on_kept_released, c);
-    kept_free(k);
-  }
-}
-
-static void on_acquired_keep(relock_future_t *f, void *arg) {
-  kept_permit_t *k = arg;
-  relock_client_t *c = k->lock->client;
-  size_t len = 0;
-  const char *id = relock_future_error(f) == 0 && relock_future_value_type(f) == RELOCK_VALUE_STRING
-                       ? relock_future_string(f, &len)
-                       : NULL;
-  if (id == NULL || len != RELOCK_PERMIT_ID_SIZE - 1 || c->closing) { /* none taken, or the close has passed */
-    kept_free(k);
-    return;
-  }
-  memcpy(k->id, id, len + 1);
-  relock__list_push_back(&c->kept_permits, &k->link);
-  c->kept_permits_release = release_kept;
-}
-
-/* Keeps the permit f acquires, once it does. */
-static void keep_when_acquired(relock_lock_t *lock, relock_future_t *f) {
-  relock__exec_t *x = lock->client->exec;
-  if (relock__exec_enter(x, NULL) != 0)
-    return; /* refused: so was the acquisition */
-  kept_permit_t *k = malloc(sizeof(*k));
-  if (k != NULL) {
-    k->lock = relock__lock_ref(lock);
-    if (relock_future_on_done(f, on_acquired_keep, k) != 0)
-      kept_free(k);
-  }
-  relock__exec_leave(x);
-}
-
-/* A release of id is sent: it is not kept any more. */
-static void unkeep(relock_lock_t *lock, const char *id) {
-  relock_client_t *c = lock->client;
-  if (relock__exec_enter(c->exec, NULL) != 0)
-    return;
-  for (relock__link_t *l = c->kept_permits.next; l != &c->kept_permits; l = l->next) {
-    kept_permit_t *k = relock__container_of(l, kept_permit_t, link);
-    if (k->lock == lock && strncasecmp(k->id, id, RELOCK_PERMIT_ID_SIZE - 1) == 0) {
-      relock__list_remove(&k->link);
-      kept_free(k);
-      break;
-    }
-  }
-  relock__exec_leave(c->exec);
+  return update_of(obj(s), what, n, boolean, permit, NULL);
 }
 
 relock_future_t *relock_permit_semaphore_acquire_async(relock_permit_semaphore_t *s, int64_t wait_ms,
                                                        int64_t lease_ms) {
   CHECK(s);
-  relock_future_t *f = relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
-  if (f != NULL && lease_ms == RELOCK_PERMIT_NO_LEASE && obj(s)->client->settings.opt.release_on_close)
-    keep_when_acquired(obj(s), f);
-  return f;
+  /* With a lease, or without one and release-on-close, the permit is a
+   * hold of the ledger's (lock_acquire.c). */
+  return relock__lock_acquire_async(obj(s), 0, 1, wait_ms, lease_ms);
 }
 
 static relock_future_t *bad_id(relock_lock_t *lock, const char *id) {
   return relock__future_failed(lock->client->exec, RELOCK_EINVAL, "id must be a permit id, 32 hex digits (got %s%.40s%s)",
                                id == NULL ? "NULL" : "\"", id == NULL ? "" : id, id == NULL ? "" : "\"");
-}
-
-/* The release of a tracked permit: the watchdog stops renewing it, and
- * one it found lost answers RELOCK_ELOST. */
-typedef struct release {
-  relock_lock_t *lock; /* a reference */
-  relock_future_t *out;
-  uint64_t owner;
-} release_t;
-
-static void on_released(relock_future_t *f, void *arg) {
-  release_t *op = arg;
-  relock__hold_id_t id = relock__lock_hold(op->lock, op->owner);
-  relock__renewal_t *r = &op->lock->client->renewal;
-  if (relock_future_error(f) != 0) {
-    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
-    relock__future_fail(op->out, relock_future_error(f), "%s", relock_future_message(f));
-  } else {
-    int released = relock_future_bool(f);
-    int lost = relock__renewal_release_done(r, &id, released ? RELOCK__RELEASE_FREED : RELOCK__RELEASE_NOT_OWNER);
-    char name[RELOCK__HOLD_FIELD_MAX];
-    holder_name(&op->lock->holder, op->owner, name);
-    if (!released && lost)
-      relock__future_fail(op->out, RELOCK_ELOST, "permit %s of semaphore %s was lost before this release", name,
-                          op->lock->name);
-    else
-      relock__future_succeed_bool(op->out, released);
-  }
-  relock_future_release(op->out);
-  relock__lock_unref(op->lock);
-  free(op);
-  relock_future_release(f);
-}
-
-static relock_future_t *release_tracked(relock_lock_t *lock, uint64_t owner, const char *permit) {
-  relock__renewal_t *r = &lock->client->renewal;
-  relock__hold_id_t id = relock__lock_hold(lock, owner);
-  char name[RELOCK__HOLD_FIELD_MAX];
-  holder_name(&lock->holder, owner, name);
-  if (relock__renewal_release_lost(r, &id))
-    return relock__future_failed(lock->client->exec, RELOCK_ELOST,
-                                 "permit %s of semaphore %s was lost before this release", name, lock->name);
-  release_t *op = malloc(sizeof(*op));
-  relock_future_t *out = relock__future_new(lock->client->exec);
-  if (op == NULL || out == NULL) {
-    free(op);
-    relock_future_release(out);
-    return NULL;
-  }
-  relock__renewal_release_started(r, &id);
-  relock_future_t *f = update_of(lock, "release", 0, 1, permit, 0);
-  if (f == NULL) {
-    relock__renewal_release_done(r, &id, RELOCK__RELEASE_FAILED);
-    free(op);
-    relock_future_release(out);
-    return NULL;
-  }
-  *op = (release_t){.lock = relock__lock_ref(lock), .out = relock_future_retain(out), .owner = owner};
-  relock_future_on_done(f, on_released, op);
-  return out;
 }
 
 relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t *s, const char *id) {
@@ -454,14 +306,14 @@ relock_future_t *relock_permit_semaphore_release_async(relock_permit_semaphore_t
   relock_future_t *f;
   if (relock__client_enter(lock->client, &f) != 0)
     return f;
+  /* A permit of this client's that the ledger knows (with a lease, or
+   * kept for release-on-close) is released by it: it is let go at once,
+   * and one found lost answers RELOCK_ELOST. Any other goes straight. */
   relock__hold_id_t hold = relock__lock_hold(lock, 0);
-  if (owner_of(lock, id, &hold.owner) && relock__renewal_find(&lock->client->renewal, &hold) != NULL) {
-    f = release_tracked(lock, hold.owner, permit);
-  } else {
-    if (lock->client->settings.opt.release_on_close)
-      unkeep(lock, id);
+  if (owner_of(lock, id, &hold.owner) && relock__hold_validity_ms(&lock->client->ledger, &hold) != RELOCK_ENOTOWNER)
+    f = relock__hold_release(&lock->client->ledger, &hold, &relock__lock_ref(lock)->holder, NULL, NULL);
+  else
     f = update(s, "release", 0, 1, permit);
-  }
   relock__exec_leave(lock->exec);
   return f;
 }
@@ -491,7 +343,7 @@ int64_t relock_permit_semaphore_validity_ms(relock_permit_semaphore_t *s, const 
   if (r != 0)
     return r;
   relock__hold_id_t hold = relock__lock_hold(obj(s), owner);
-  int64_t ms = relock__renewal_validity_ms(&obj(s)->client->renewal, &hold);
+  int64_t ms = relock__hold_validity_ms(&obj(s)->client->ledger, &hold);
   relock__exec_leave(obj(s)->exec);
   return ms;
 }

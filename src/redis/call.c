@@ -35,6 +35,7 @@ typedef struct call {
   relock__conn_t *redirect; /* the attempt was answered MOVED or ASK: go there next */
   int asking;               /* ... and ASK: with ASKING, once */
   uint64_t deadline_ns;
+  uint64_t answer_by_ns;    /* until_answered, but no longer than this (call.h) */
   int wait_replicas;        /* > 0: each attempt is followed by WAIT */
   int64_t wait_timeout_ms;
   int (*wrote)(const relock_reply_t *reply);
@@ -174,7 +175,8 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
              (call->deadline_ns != 0 && err == RELOCK_ESERVER && not_now(msg));
   if (transient(err, msg) && call->retry_safe && more && !call->redis->closing &&
       !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
-      (call->deadline_ns == 0 || call->until_answered || relock__now_ns() < call->deadline_ns)) {
+      (call->deadline_ns == 0 || call->until_answered || relock__now_ns() < call->deadline_ns) &&
+      (call->answer_by_ns == 0 || relock__now_ns() < call->answer_by_ns)) {
     /* The connection lost under the attempt, or down: the next attempt
      * waits for the reconnect (or the new master) in the connection's
      * queue, within its timeout, sending nothing meanwhile, and goes the
@@ -499,6 +501,7 @@ relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t 
   call->retry_safe = spec->retry_safe;
   call->flush_on_close = spec->flush_on_close;
   call->deadline_ns = spec->deadline_ns;
+  call->answer_by_ns = spec->answer_by_ns;
   call->on_retry = spec->on_retry;
   call->retry_arg = spec->retry_arg;
   call->wait_replicas = spec->wait_replicas > 0 ? spec->wait_replicas : 0;

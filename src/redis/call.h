@@ -30,7 +30,9 @@
  * budget as above, then every retry interval (jittered), whatever the
  * attempts and the deadline. A close sends one waiting for its next
  * attempt at once (relock__call_hurry), so that a close gives back what it
- * can; what it cannot, fails with RELOCK_ECLOSED.
+ * can; what it cannot, fails with RELOCK_ECLOSED. With answer_by_ns too, it
+ * is retried until then and no longer (a release retried in the background
+ * stops once the lease it releases has surely ended).
  *
  * The publish command: an argument that is relock__publish_undecided
  * (router.h, the pointer itself) is sent as the command the cluster's
@@ -62,6 +64,7 @@ typedef struct relock__call_spec {
   int flush_on_close;             /* it gives back a hold: a close waits for it (conn.h) */
   int until_answered;             /* retry_safe and transient failures retried for as long as the client lives */
   uint64_t deadline_ns;           /* 0, or no retry starts after it (monotonic) */
+  uint64_t answer_by_ns;          /* with until_answered: 0, or no retry starts after it either */
   int wait_replicas;              /* > 0: WAIT for that many replicas (above) */
   int64_t wait_timeout_ms;        /* WAIT's timeout: > 0, < the command timeout */
   /* With wait_replicas: whether a (non-error) reply reports a write that

@@ -1321,7 +1321,7 @@ static void test_owners(void **state) {
   row_value("acquire(owner 5) through another client (other id) while client a's owner 5 holds",
             ACQ(lb, 5, 0, RELOCK_INFINITE), 0);
   must(REL(l, 5));
-  row(fx->a->renewal.nrenewing == 0, "holds renewed after all releases", "0", "%zu", fx->a->renewal.nrenewing);
+  row(fx->a->ledger.nrenewing == 0, "holds renewed after all releases", "0", "%zu", fx->a->ledger.nrenewing);
   relock_lock_free(lb);
   relock_lock_free(l);
   table_end();
@@ -1378,8 +1378,8 @@ static void test_release_misuse(void **state) {
   char b1[300], b2[300];
   row(o1.err == 0 && o1.v == 1 && o2.err == RELOCK_ENOTOWNER, "release(owner 1) twice, both in flight, one hold",
       "1, then RELOCK_ENOTOWNER", "%s, then %s", show(&o1, b1, sizeof b1), show(&o2, b2, sizeof b2));
-  row(fx->a->renewal.nrenewing == 0 && fx->a->renewal.holds.count == 0, "... holds tracked afterwards", "none",
-      "%zu renewed, %zu tracked", fx->a->renewal.nrenewing, (size_t)fx->a->renewal.holds.count);
+  row(fx->a->ledger.nrenewing == 0 && fx->a->ledger.holds.count == 0, "... holds tracked afterwards", "none",
+      "%zu renewed, %zu tracked", fx->a->ledger.nrenewing, (size_t)fx->a->ledger.holds.count);
 
   stage("release after the lease expired");
   must(ACQ(l, 1, 0, 100));
@@ -1675,8 +1675,8 @@ static void test_wrong_types(void **state) {
       row_value("force_release, a string under the name (deleted, like Redisson)", relock_lock_force_unlock_async(l),
                 1);
     }
-    row(fx->a->renewal.holds.count == 0, "holds tracked afterwards", "none", "%zu",
-        (size_t)fx->a->renewal.holds.count);
+    row(fx->a->ledger.holds.count == 0, "holds tracked afterwards", "none", "%zu",
+        (size_t)fx->a->ledger.holds.count);
   }
   stage("hash with a non-integer count");
   RAW(fx, buf, "DEL", "w");
@@ -1872,8 +1872,8 @@ static void test_server_errors_oom_and_readonly(void **state) {
   row_value("hold_count(owner 1), server full", relock_lock_hold_count_async(held, 1), 1);
   const char *set[] = {"SET", "k", "v"};
   row_fails("plain SET, server full", relock_client_command_async(fx->a, 3, set, NULL), RELOCK_ESERVER, "OOM");
-  row(fx->a->renewal.holds.count == 1, "holds tracked after the failures", "1 (owner 1 of \"held\", as before)",
-      "%zu", (size_t)fx->a->renewal.holds.count);
+  row(fx->a->ledger.holds.count == 1, "holds tracked after the failures", "1 (owner 1 of \"held\", as before)",
+      "%zu", (size_t)fx->a->ledger.holds.count);
   row_value("force_release (DEL is allowed), server full", relock_lock_force_unlock_async(held), 1);
 
   stage("memory back");

@@ -424,7 +424,7 @@ static void test_cancel_races_a_successful_try(void **state) {
   relock_future_release(f);
   /* the acquisition is given back, never left held (nor renewed) */
   assert_true(fx_run_until(fx->a->loop, key_gone, fx, 2000));
-  assert_int_equal(fx->a->renewal.holds.count, 0);
+  assert_int_equal(fx->a->ledger.holds.count, 0);
   relock_lock_free(l);
 }
 
@@ -921,7 +921,7 @@ static void test_lost_when_key_deleted(void **state) {
   /* told once, and nothing is renewed any more */
   relock_future_release(FX_CMD(fx->a, "PING"));
   assert_int_equal(lost.calls, 1);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   relock_lock_free(l);
 }
 
@@ -1072,7 +1072,7 @@ static void test_thousand_locks_renewed_in_batches(void **state) {
   assert_true(ran >= 2);
   assert_int_equal(fx->a->renewal.batches - batches, ran * (N / RELOCK__RENEW_BATCH));
   assert_true(evalsha_calls(fx) - calls <= (long long)(ran * (N / RELOCK__RENEW_BATCH)));
-  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(fx->a->ledger.lost, 0);
   for (int i = 0; i < N; i++)
     relock_lock_free(locks[i]); /* holds stay, until the client closes */
   free(locks);
@@ -1088,17 +1088,17 @@ static void test_several_owners_of_one_client(void **state) {
   assert_int_equal(ACQUIRE(x, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(y, 2, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(x, 2, 0, RELOCK_INFINITE), 0);
-  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  assert_int_equal(fx->a->ledger.nrenewing, 2);
   assert_int_equal(RELEASE(x, 1), 0);
-  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  assert_int_equal(fx->a->ledger.nrenewing, 2);
   watch_t w = {fx, fx->a, relock__now_ns() + 700 * 1000000ull, 0, 0};
   fx_run_until(fx->a->loop, watch_held, &w, 3000); /* both outlive the 300 ms lease */
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "x", NULL), 1);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "y", NULL), 1);
   assert_int_equal(RELEASE(x, 1), 1);
-  assert_int_equal(fx->a->renewal.nrenewing, 1);
+  assert_int_equal(fx->a->ledger.nrenewing, 1);
   assert_int_equal(RELEASE(y, 2), 1);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   relock_lock_free(x);
   relock_lock_free(y);
 }

@@ -414,7 +414,7 @@ static void test_watchdog_lease_and_renewal(void **state) {
 
   assert_true(release(lock, 3));
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   assert_int_equal(lost.calls, 0);
   relock_lock_free(lock);
 }
@@ -775,7 +775,7 @@ static void test_release_of_deleted_watchdog_lock_is_lost(void **state) {
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(lost.owner, 3);
   assert_ptr_equal(lost.lock, lock);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   assert_int_equal(RAW_INT(fx, "EXISTS", name), 0); /* the release did not recreate it */
   relock_lock_free(lock);
 }
@@ -900,7 +900,7 @@ static void test_wrong_type(void **state) {
   assert_non_null(strstr(msg, "another type"));
   RAW(fx, buf, "GET", name); /* untouched */
   assert_string_equal(buf, "$1\r\nx\r\n");
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   relock_lock_free(lock);
 }
 

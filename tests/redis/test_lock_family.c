@@ -189,7 +189,7 @@ static void test_lost_when_deleted(void **state) {
   assert_int_equal(lost.owner, 7);
   assert_int_equal(lost.reason, RELOCK_ELOST);
   assert_int_equal(fx_error(relock_lock_unlock_async(l, 7), NULL, 0), RELOCK_ELOST);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
   relock_lock_free(l);
 }
 
@@ -219,7 +219,7 @@ static void test_watchdog_renews_in_batches(void **state) {
   uint64_t ran = fx->a->renewal.cycles - cycles;
   assert_true(ran >= 3);
   assert_int_equal(fx->a->renewal.batches - batches, ran * 3); /* 250 holds: 3 batches of at most 100 */
-  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(fx->a->ledger.lost, 0);
   for (int i = 0; i < N; i++) {
     snprintf(name, sizeof name, "many:%d", i);
     long long ttl = fx_raw_int(fx->redis, "PTTL", name, NULL);
@@ -227,7 +227,7 @@ static void test_watchdog_renews_in_batches(void **state) {
     assert_int_equal(RELEASE(locks[i], 1), 1);
     relock_lock_free(locks[i]);
   }
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
 }
 
 static void test_fixed_lease(void **state) {
@@ -238,7 +238,7 @@ static void test_fixed_lease(void **state) {
   assert_true(ACQUIRE(l, 1, 0, 400) >= 1);
   long long ttl = fx_raw_int(fx->redis, "PTTL", "res", NULL);
   assert_true(ttl > 300 && ttl <= 400);
-  assert_int_equal(fx->a->renewal.nrenewing, 0); /* never renewed */
+  assert_int_equal(fx->a->ledger.nrenewing, 0); /* never renewed */
   int64_t valid = relock_lock_validity_ms(l, 1);
   assert_true(valid > 0 && valid <= 400);
   until_t u = {relock__now_ns() + 500 * 1000000ull};

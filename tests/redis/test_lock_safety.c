@@ -102,7 +102,7 @@ static int64_t value_of(relock_future_t *f) {
 /* The watchdog's hold of l by owner (NULL: none). */
 static relock__hold_t *hold_of(relock_client_t *c, relock_lock_t *l, uint64_t owner) {
   relock__hold_id_t id = relock__lock_hold(l, owner);
-  return relock__renewal_find(&c->renewal, &id);
+  return relock__hold_find(&c->ledger, &id);
 }
 
 /* The hold count of owner's field of l in Redis (0: no field). */
@@ -340,7 +340,7 @@ static void test_release_in_flight_past_the_deadline_keeps_the_check_near(void *
   uint64_t worst = 0;
   while (fx_ms_since(t0) < 600) { /* the hold's deadline passes meanwhile */
     ev_run(fx->a->loop, EVRUN_ONCE);
-    relock__timer_t *check = &fx->a->renewal.check;
+    relock__timer_t *check = &fx->a->ledger.check;
     if (relock__timer_pending(check) && check->deadline - fx->a->wheel.current > worst)
       worst = check->deadline - fx->a->wheel.current;
   }
@@ -650,13 +650,13 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
   l->reason = reason;
 }
 
-static int registry_empty(void *arg) { return ((relock_client_t *)arg)->renewal.holds.count == 0; }
+static int registry_empty(void *arg) { return ((relock_client_t *)arg)->ledger.holds.count == 0; }
 
 static void test_lost_and_expired_holds_leave_the_registry(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   fx->a = fx_client(fx->cfg);
-  fx->a->renewal.lost_kept_ms = 300;
+  fx->a->ledger.lost_kept_ms = 300;
   relock_lock_t *l = lock_of(fx->a, "over");
   lost_t lost = {0, 0};
   relock_lock_on_lost(l, on_lost, &lost);
@@ -664,7 +664,7 @@ static void test_lost_and_expired_holds_leave_the_registry(void **state) {
   assert_int_equal(value_of(relock_lock_lock_async(l, 2, 0, 200)), 0); /* busy: nothing tracked */
   relock_lock_t *f = lock_of(fx->a, "over-fixed");
   assert_int_equal(value_of(relock_lock_lock_async(f, 1, 0, 200)), 1);
-  assert_int_equal(fx->a->renewal.holds.count, 2);
+  assert_int_equal(fx->a->ledger.holds.count, 2);
   fx_raw_int(fx->redis, "DEL", "over", NULL);
   assert_true(fx_run_until(fx->a->loop, registry_empty, fx->a, 2000)); /* old: both stay forever */
   assert_int_equal(lost.calls, 1);
@@ -690,7 +690,7 @@ static void test_release_of_a_lost_hold_reports_it(void **state) {
   assert_int_equal(lost.calls, 1);
   assert_int_equal(relock_lock_validity_ms(l, 1), RELOCK_ELOST);
   assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
-  assert_int_equal(fx->a->renewal.holds.count, 0);
+  assert_int_equal(fx->a->ledger.holds.count, 0);
   relock_lock_free(l);
 }
 
@@ -719,7 +719,7 @@ static void test_fixed_hold_taken_again_with_the_watchdog_is_renewed(void **stat
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   fx->a = fx_client(fx->cfg);
-  relock__renewal_t *r = &fx->a->renewal;
+  relock__ledger_t *r = &fx->a->ledger;
   relock_lock_t *l = lock_of(fx->a, "fixed-then-renewed");
   assert_int_equal(value_of(relock_lock_lock_async(l, 1, 0, 200)), 1);
   assert_int_equal(r->nrenewing, 0);
@@ -743,7 +743,7 @@ static void test_lost_holds_are_forgotten_when_due(void **state) {
   fx_t *fx = *state;
   fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 300);
   fx->a = fx_client(fx->cfg);
-  relock__renewal_t *r = &fx->a->renewal;
+  relock__ledger_t *r = &fx->a->ledger;
   lost_t lost = {0, 0};
   relock_lock_t *first = lock_of(fx->a, "lost-first"), *second = lock_of(fx->a, "lost-second");
   relock_lock_on_lost(first, on_lost, &lost);
@@ -858,9 +858,9 @@ static void test_release_of_a_lost_hold_needs_no_redis(void **state) {
   assert_true(fx_ms_since(t0) < fx_slack_ms(100));
   assert_non_null(strstr(msg, "lost"));
   /* Each release of the re-entered hold says so; the last one ends it. */
-  assert_int_equal(fx->a->renewal.holds.count, 1);
+  assert_int_equal(fx->a->ledger.holds.count, 1);
   assert_int_equal(outcome(relock_lock_unlock_async(l, 1), NULL, NULL, 0), RELOCK_ELOST);
-  assert_int_equal(fx->a->renewal.holds.count, 0);
+  assert_int_equal(fx->a->ledger.holds.count, 0);
   relock_lock_free(l);
 }
 
@@ -1024,7 +1024,7 @@ static void test_validity_is_local_and_validate_asks_redis(void **state) {
   assert_int_equal(value_of(relock_lock_validate_async(l, 1)), 0);
 
   /* Deleted behind its back: validate finds out at once. */
-  fx->a->renewal.lost_kept_ms = 0;
+  fx->a->ledger.lost_kept_ms = 0;
   relock_lock_t *m = lock_of(fx->a, "mine2");
   relock_lock_on_lost(m, on_lost, &lost);
   assert_int_equal(value_of(relock_lock_lock_async(m, 1, 0, RELOCK_INFINITE)), 1);

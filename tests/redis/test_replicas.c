@@ -214,7 +214,7 @@ static void test_too_few_replicas_fail_and_give_the_hold_back(void **state) {
   assert_non_null(strstr(msg, "lock res written on the master but acknowledged by only 1 of 2 replicas within 300 ms"));
   assert_true(gone(fx->a, "res")); /* given back */
   assert_int_equal(value_of(relock_lock_hold_count_async(l, 1)), 0);
-  assert_int_equal(fx->a->renewal.nrenewing, 0);
+  assert_int_equal(fx->a->ledger.nrenewing, 0);
 
   /* inside a wait: a failure of its own, reported at once, not waited out */
   t0 = relock__now_ns();

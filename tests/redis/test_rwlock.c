@@ -387,7 +387,7 @@ static void test_watchdog_renews_read_holds_and_their_timeout_keys(void **state)
   u.end_ns = relock__now_ns() + 1000 * 1000000ull;
   fx_run_until(fx->a->loop, time_is_up, &u, 3000);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 1);
-  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(fx->a->ledger.lost, 0);
   assert_int_equal(RELEASE(ra, 1), 0);
   assert_int_equal(RELEASE(ra, 1), 1);
   relock_lock_free(ra);
@@ -431,13 +431,13 @@ static void test_read_and_write_holds_of_one_owner_are_distinct(void **state) {
   relock_lock_t *w = writer(fx->a), *r = reader(fx->a);
   assert_int_equal(ACQUIRE(w, 1, 0, RELOCK_INFINITE), 1);
   assert_int_equal(ACQUIRE(r, 1, 0, RELOCK_INFINITE), 1);
-  assert_int_equal(fx->a->renewal.nrenewing, 2);
+  assert_int_equal(fx->a->ledger.nrenewing, 2);
   assert_int_equal(RELEASE(w, 1), 1);
-  assert_int_equal(fx->a->renewal.nrenewing, 1);
+  assert_int_equal(fx->a->ledger.nrenewing, 1);
   until_t u = {relock__now_ns() + 1000 * 1000000ull};
   fx_run_until(fx->a->loop, time_is_up, &u, 3000);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "rw", NULL), 1); /* the read hold, renewed */
-  assert_int_equal(fx->a->renewal.lost, 0);
+  assert_int_equal(fx->a->ledger.lost, 0);
   assert_int_equal(RELEASE(r, 1), 1);
   relock_lock_free(w);
   relock_lock_free(r);
