@@ -407,9 +407,9 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
   if (hold != NULL && !relock__hold_held(hold)) {
     /* Lost or let go: the owner believes in it no more, and never picks it
      * up again. A release of it still in flight keeps the old one until
-     * answered (its count is not this one's); this one starts afresh at
-     * what Redis counts. */
-    afresh = 1;
+     * answered (its count is not this one's); this one starts afresh, one
+     * hold - what Redis may count on top (the old one, not yet gone) is a
+     * surplus its last release gives back. */
     if (hold->letting_go && hold->releases_in_flight > 0) {
       relock__htab_remove(&l->holds, &hold->node);
       hold->removed = 1;
@@ -421,12 +421,16 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
   }
   if (hold != NULL) {
     holder->ops->drop(holder); /* the hold has its reference already */
+    hold->count++;
   } else if ((hold = hold_new(l, id, holder, lease)) == NULL) {
     return refuse(holder, RELOCK_ENOMEM);
   } else {
-    afresh = 1;
+    /* Afresh after earlier holds were found gone: what Redis counts. Else
+     * one hold, what the owner believes: more in Redis (a field left from
+     * a hold let go or forgotten, within its drift margin) is a surplus
+     * that the last release gives back (relock__hold_release). */
+    hold->count = afresh ? count : 1;
   }
-  hold->count = afresh ? (count > 0 ? count : 1) : hold->count + 1; /* afresh: what Redis counts */
   if (release_id != NULL)
     memcpy(hold->release_id, release_id, sizeof(hold->release_id));
   if (lease == RELOCK__LEASE_KEPT)
@@ -538,6 +542,7 @@ typedef struct release {
   relock__release_req_t req;
   uint64_t owner;
   int last;                   /* it lets go of the hold's last hold */
+  int surplus;                /* releases sent again for holds Redis counted that the owner did not */
   void (*settled)(void *arg);
   void *arg;
 } release_t;
@@ -574,6 +579,8 @@ static release_outcome_t outcome_of(relock_future_t *f) {
  * that the release reports RELOCK_ELOST rather than "not held". */
 static int learn(release_t *op, release_outcome_t outcome) {
   relock__hold_t *hold = op->hold;
+  if (op->surplus > 0 && outcome == RELEASE_NOT_HELD)
+    outcome = RELEASE_FREED; /* an earlier round freed it */
   if (hold == NULL || hold->removed)
     return 0;
   int lost = hold->lost;
@@ -599,11 +606,31 @@ static int learn(release_t *op, release_outcome_t outcome) {
   return lost;
 }
 
+/* Redis answered that holds remain after the owner's last one: a surplus
+ * nobody believes in (a field left within its drift margin, a duplicate
+ * count), given back like an orphan - released again, with a new id, until
+ * Redis says freed or not held (bounded: a count is not that large).
+ * Returns 1 if a release went again (done is called with its answer). */
+static int give_back_surplus(release_t *op, release_outcome_t outcome, relock_future_cb done) {
+  if (outcome != RELEASE_REMAINS || !op->last || op->surplus >= 1000)
+    return 0;
+  op->surplus++;
+  op->req.id[0] = relock__random(op->l->redis->rng);
+  op->req.id[1] = relock__random(op->l->redis->rng);
+  relock_future_t *f = op->holder->ops->release(op->holder, op->owner, &op->req);
+  if (f == NULL)
+    return 0;
+  relock_future_on_done(f, done, op);
+  return 1;
+}
+
 static void on_background_done(relock_future_t *f, void *arg) {
   release_t *op = arg;
   relock__stats_t *st = op->l->redis->settings->stats;
   release_outcome_t outcome = outcome_of(f);
   relock_future_release(f);
+  if (give_back_surplus(op, outcome, on_background_done))
+    return;
   op->l->letting_go--;
   if (outcome == RELEASE_FAILED) {
     if (op->l->closing || op->l->redis->closing)
@@ -684,6 +711,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
     return;
   }
   relock_future_release(f);
+  if (give_back_surplus(op, outcome, on_release_done))
+    return;
   int lost = learn(op, outcome);
   char name[RELOCK__HOLD_FIELD_MAX];
   size_t key_len;
@@ -696,8 +725,8 @@ static void on_release_done(relock_future_t *f, void *arg) {
   else if (outcome == RELEASE_NOT_HELD && !op->holder->ops->not_held_false)
     relock__future_fail(op->out, RELOCK_ENOTOWNER, "%s %.*s is not held by %s (never acquired, or its lease expired)",
                         what, (int)key_len, key, name);
-  else
-    relock__future_succeed_bool(op->out, outcome == RELEASE_FREED);
+  else /* freed, or (a surplus given back) freed by the last of several */
+    relock__future_succeed_bool(op->out, outcome == RELEASE_FREED || (op->surplus > 0 && outcome == RELEASE_NOT_HELD));
   release_end(op);
 }
 
