@@ -435,6 +435,14 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
     memcpy(hold->release_id, release_id, sizeof(hold->release_id));
   if (lease == RELOCK__LEASE_KEPT)
     return 0;
+  if (hold->kept) { /* a lease now where there was none: its deadline starts from this one */
+    hold->kept = 0;
+    hold->deadline_ns = 0;
+    if ((hold->fixed = lease_new(l, hold)) == NULL) {
+      declare_lost(l, hold, RELOCK_ELOST); /* out of memory: nothing would track its lease */
+      return RELOCK_ENOMEM;
+    }
+  }
   /* Re-entry never shortens a lease (lua/lock_acquire.lua keeps the longer
    * one): a renewed hold keeps the watchdog's, a fixed one the longest.
    * Nor do renewals and partial releases (they only extend), so the
