@@ -281,10 +281,56 @@ static void test_a_surplus_in_redis_is_given_back(void **state) {
   relock_client_free(c);
 }
 
+static void on_closed(relock_client_t *c, void *arg) {
+  size_t *counts = arg;
+  relock_client_released(c, &counts[0], &counts[1]);
+}
+
+/* A close while a release is retried in the background, waiting out its
+ * back-off: the close sends it at once and waits for its answer (within
+ * the command timeout), and counts it. */
+static void test_a_close_hurries_the_releases_retried(void **state) {
+  fx_t *fx = *state;
+  relock_options_t *o = fx_copy(fx->via);
+  fx_set_ms(o, RELOCK_OPT_RETRY_INTERVAL, 20000); /* the retry would wait that long */
+  relock_client_t *c = fx_client(o);
+  relock_lock_t *l = relock_lock_new(c, "letgo-close", NULL);
+  assert_int_equal(fx_value(relock_lock_lock_async(l, 5, 0, RELOCK_INFINITE)), 1);
+  relock_test_proxy_blackhole_accept(fx->proxy, 1);
+  relock_test_proxy_blackhole_current(fx->proxy);
+  relock_future_t *f = relock_lock_unlock_async(l, 5);
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), RELOCK_ETIMEDOUT);
+  relock_future_release(f);
+  fx_run_for(relock_client_loop(c), fx_slack_ms(400)); /* the background try times out too: it backs off */
+  relock_test_proxy_blackhole_accept(fx->proxy, 0);
+  relock_test_proxy_cut(fx->proxy);
+  uint64_t t0 = relock__now_ns();
+  int up = 0;
+  while (!up && fx_ms_since(t0) < fx_slack_ms(5000)) {
+    relock_future_t *ping = FX_CMD(c, "PING");
+    up = relock_future_wait(ping, fx_slack_ms(1000)) == 0;
+    relock_future_release(ping);
+  }
+  assert_true(up);
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "letgo-close", NULL), 1); /* still waiting to retry */
+  size_t counts[2] = {99, 99};
+  uint64_t t1 = relock__now_ns();
+  assert_int_equal(relock_client_close(c, on_closed, counts), 0);
+  relock_lock_free(l);
+  relock_client_free(c); /* waits for the close */
+  print_message("# the close took %.0f ms: %zu released, %zu not\n", fx_ms_since(t1), counts[0], counts[1]);
+  assert_true(fx_ms_since(t1) < fx_slack_ms(1000));
+  assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "letgo-close", NULL), 0);
+  assert_int_equal(counts[0], 1);
+  assert_int_equal(counts[1], 0);
+  relock_options_free(o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_a_release_that_gets_no_answer_lets_go, setup, teardown),
       cmocka_unit_test_setup_teardown(test_a_surplus_in_redis_is_given_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_close_hurries_the_releases_retried, setup, teardown),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");
