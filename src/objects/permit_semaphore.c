@@ -344,6 +344,8 @@ int64_t relock_permit_semaphore_validity_ms(relock_permit_semaphore_t *s, const 
     return r;
   relock__hold_id_t hold = relock__lock_hold(obj(s), owner);
   int64_t ms = relock__hold_validity_ms(&obj(s)->client->ledger, &hold);
+  if (ms == INT64_MAX) /* kept for release-on-close: a permit without a lease (permit_semaphore.h) */
+    ms = RELOCK_ENOTOWNER;
   relock__exec_leave(obj(s)->exec);
   return ms;
 }

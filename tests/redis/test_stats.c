@@ -33,7 +33,7 @@ static int setup(void **state) {
 /* -- what the event callback heard -------------------------------------------*/
 
 typedef struct heard {
-  uint64_t by_type[RELOCK_EVENT_FAILOVER + 1][RELOCK_STATS_KINDS];
+  uint64_t by_type[RELOCK_EVENT_RELEASE_RETRIED + 1][RELOCK_STATS_KINDS];
   uint64_t ends[RELOCK_STATS_KINDS][RELOCK_OUTCOMES];
   uint64_t losses[RELOCK_STATS_KINDS][RELOCK_LOSSES];
   int negative_durations;
