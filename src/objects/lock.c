@@ -252,12 +252,22 @@ int relock_lock_on_wait(relock_lock_t *lock, relock_wait_cb cb, void *arg) {
   return cb != NULL && extra == NULL ? RELOCK_ENOMEM : 0;
 }
 
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns,
-                          int64_t count, const uint64_t *release_id) {
+static void pass_turn(void *turn) { relock__turn_pass(turn); }
+
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms,
+                          uint64_t sent_ns, int64_t count, const uint64_t *release_id, relock__turn_wait_t *turn) {
   relock__hold_id_t id = relock__lock_hold(lock, owner);
-  return relock__hold_acquired(&lock->client->ledger, &id, &relock__lock_ref(lock)->holder,
-                               lease, lease_ms, sent_ns, count,
-                               release_id);
+  int64_t surplus;
+  int rc = relock__hold_acquired(&lock->client->ledger, &id, &relock__lock_ref(lock)->holder, lease, lease_ms, sent_ns,
+                                 count, release_id, &surplus);
+  if (rc != 0)
+    return rc;
+  if (surplus > 0) /* given back before the owner's next request on the lock: it keeps the turn */
+    relock__hold_give_back(&lock->client->ledger, &id, &relock__lock_ref(lock)->holder, surplus, pass_turn,
+                           relock__turn_take(turn));
+  else
+    relock__turn_leave(turn); /* counted: the owner's next request may go */
+  return 0;
 }
 
 /* -- release ----------------------------------------------------------------

@@ -513,14 +513,14 @@ static void on_acquired(acquire_t *op, const relock__answer_t *answer) {
   }
   relock__lease_kind_t lease = kept ? RELOCK__LEASE_KEPT : op->watchdog ? RELOCK__LEASE_RENEWED : RELOCK__LEASE_FIXED;
   const uint64_t *release_id = kind->latch_passed_on && kind->undo != NULL && !kind->no_latch ? op->latch_bits : NULL;
-  int rc = relock__lock_acquired(op->lock, op->owner, lease, op->lease_ms, op->sent_ns, answer->count, release_id);
+  int rc = relock__lock_acquired(op->lock, op->owner, lease, op->lease_ms, op->sent_ns, answer->count, release_id,
+                                 &op->turn);
   if (rc != 0) {
     undo(op); /* a hold nobody would renew or track */
     end(op, rc, NULL, "%s tracking %s %s", rc == RELOCK_ENOMEM ? "out of memory" : "client closed",
         op->lock->kind->what, op->lock->name);
   } else {
-    relock__turn_leave(&op->turn); /* counted: the owner's next request may go */
-    drop_latch(op);
+    drop_latch(op); /* the turn is left, or kept for a surplus's give-back (relock__lock_acquired) */
     relock__lock_watch_held(op->lock, op->owner);
     if (op->lock->kind->shared && op->w.q != NULL)
       relock__waitq_wake_all(op->w.q); /* shared holds: the other local waiters may well get one too */

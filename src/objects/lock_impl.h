@@ -161,9 +161,11 @@ void relock__lock_watch_held(relock_lock_t *lock, uint64_t owner);
  * lost; count: the owner's holds Redis counts now, 0 if not said;
  * release_id: NULL, or the request id of the acquisition's latch, which
  * becomes the unlock latch of owner's next release, for a kind with
- * latch_passed_on). */
-int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns,
-                          int64_t count, const uint64_t *release_id);
+ * latch_passed_on). On success the acquisition's turn is left, or kept
+ * until a surplus Redis counted is given back (relock__hold_give_back). */
+struct relock__turn_wait;
+int relock__lock_acquired(relock_lock_t *lock, uint64_t owner, relock__lease_kind_t lease, int64_t lease_ms,
+                          uint64_t sent_ns, int64_t count, const uint64_t *release_id, struct relock__turn_wait *turn);
 
 /* The blocking calls' pieces (sync.c), for every object built on a lock
  * object. Each sets the thread's last error (relock_last_error_message).

@@ -384,7 +384,8 @@ static int refuse(relock__holder_t *holder, int err) {
 
 int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relock__holder_t *holder,
                           relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns, int64_t count,
-                          const uint64_t *release_id) {
+                          const uint64_t *release_id, int64_t *surplus) {
+  *surplus = 0;
   if (l->closing)
     return refuse(holder, RELOCK_ECLOSED);
   relock__hold_t *hold = relock__hold_find(l, id);
@@ -433,6 +434,8 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
   }
   if (release_id != NULL)
     memcpy(hold->release_id, release_id, sizeof(hold->release_id));
+  if (count > hold->count)
+    *surplus = count - hold->count; /* Redis counts holds nobody believes in: given back (relock__hold_give_back) */
   if (lease == RELOCK__LEASE_KEPT)
     return 0;
   if (hold->kept) { /* a lease now where there was none: its deadline starts from this one */
@@ -808,6 +811,58 @@ relock_future_t *relock__hold_release(relock__ledger_t *l, const relock__hold_id
   }
   relock_future_on_done(f, on_release_done, op);
   return out;
+}
+
+/* Giving back a surplus: releases of nothing the owner believes in, one
+ * after the other, each with a request id of its own; the hold's count is
+ * not touched (it is what the owner was told). */
+static void on_surplus_done(relock_future_t *f, void *arg) {
+  release_t *op = arg;
+  release_outcome_t outcome = outcome_of(f);
+  relock_future_release(f);
+  relock__hold_t *hold = op->hold;
+  if (outcome == RELEASE_REMAINS && --op->surplus > 0 && hold != NULL && relock__hold_held(hold)) {
+    op->req.id[0] = relock__random(op->l->redis->rng);
+    op->req.id[1] = relock__random(op->l->redis->rng);
+    relock_future_t *next = op->holder->ops->release(op->holder, op->owner, &op->req);
+    if (next != NULL) {
+      relock_future_on_done(next, on_surplus_done, op);
+      return;
+    }
+  } else if (outcome == RELEASE_FREED || outcome == RELEASE_NOT_HELD) {
+    /* it freed what the owner believes in: Redis counted fewer than it said */
+    if (hold != NULL && relock__hold_held(hold) && hold->releases_in_flight <= 1)
+      declare_lost(op->l, hold, RELOCK_ELOST);
+  }
+  /* An answer missing, or the rest not sent: the owner's last release gives
+   * back what is left (give_back_surplus). */
+  release_end(op);
+}
+
+void relock__hold_give_back(relock__ledger_t *l, const relock__hold_id_t *id, relock__holder_t *holder, int64_t n,
+                            void (*settled)(void *arg), void *arg) {
+  relock__hold_t *hold = relock__hold_find(l, id);
+  release_t *op = calloc(1, sizeof(*op));
+  if (op == NULL || hold == NULL || !relock__hold_held(hold) || n <= 0) {
+    free(op);
+    holder->ops->drop(holder);
+    if (settled != NULL)
+      settled(arg);
+    return;
+  }
+  *op = (release_t){.l = l, .holder = holder, .hold = hold, .owner = id->owner, .surplus = (int)(n > 1000 ? 1000 : n),
+                    .settled = settled, .arg = arg};
+  op->req.lease_ms = lease_for(l, hold);
+  op->req.id[0] = relock__random(l->redis->rng);
+  op->req.id[1] = relock__random(l->redis->rng);
+  hold->refs++;
+  hold->releases_in_flight++; /* a renewal answering "gone" meanwhile is this one's doing */
+  relock_future_t *f = holder->ops->release(holder, id->owner, &op->req);
+  if (f == NULL) {
+    release_end(op);
+    return;
+  }
+  relock_future_on_done(f, on_surplus_done, op);
 }
 
 /* -- the ledger's life ------------------------------------------------------------*/

@@ -1,8 +1,9 @@
 /* The hold ledger: everything a hold *is*, from "acquired" to "gone", in
  * one room. The objects (lock, permit semaphore) say "I hold this"
- * (relock__hold_acquired), "release it" (relock__hold_release), "is it
- * still valid?" (relock__hold_validity_ms; relock__renewal_validate asks
- * Redis) and nothing more; the renewal engine (renewal.h) renews and
+ * (relock__hold_acquired, and relock__hold_give_back for what Redis counts
+ * on top), "release it" (relock__hold_release), "is it still valid?"
+ * (relock__hold_validity_ms; relock__renewal_validate asks Redis) and
+ * nothing more; the renewal engine (renewal.h) renews and
  * checks the holds the ledger lists and reports Redis's answers back here.
  *
  * A hold (a key and a field in it) is kept with its local hold count, its
@@ -251,11 +252,23 @@ void relock__ledger_close(relock__ledger_t *l);
  * acquisition's latch, which that release takes over). The ledger takes
  * over one reference on holder: it keeps it with a new hold and drops it
  * (ops->drop) at once otherwise, errors included.
+ * Redis counting more holds than the owner now believes (a field left from
+ * a hold let go or forgotten within its drift margin, a duplicate) leaves
+ * the difference in *surplus: holds nobody believes in, to be given back
+ * at once (relock__hold_give_back) while the owner's turn is kept.
  * Returns 0, RELOCK_ENOMEM or RELOCK_ECLOSED (the client closed, possibly
  * from the lost callback of an earlier hold this one replaces). */
 int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relock__holder_t *holder,
                           relock__lease_kind_t lease, int64_t lease_ms, uint64_t sent_ns, int64_t count,
-                          const uint64_t *release_id);
+                          const uint64_t *release_id, int64_t *surplus);
+
+/* Gives back n holds of hold id that Redis counts and its owner does not
+ * believe in (relock__hold_acquired's surplus), through holder (a reference
+ * taken over), one release after another, leaving the owner's count as it
+ * is; settled(arg) once they are answered (or one is not: the owner's last
+ * release gives back what is left). */
+void relock__hold_give_back(relock__ledger_t *l, const relock__hold_id_t *id, relock__holder_t *holder, int64_t n,
+                            void (*settled)(void *arg), void *arg);
 
 /* "Release it": one release of hold id by its owner, through holder - the
  * one release protocol. A hold known lost is answered here, without Redis,
