@@ -187,12 +187,16 @@
  *   (5) the let-go direction: once an owner has let go (asked to release
  *       its last hold, its lease ended locally, told lost), Redis's count
  *       of its holds from before is gone within the key's TTL as it was at
- *       the let-go: nothing the owner sends after it extends that TTL. A
- *       renewal the owner sent while it still held (one in flight at a
- *       lease end; SAME_OWNER: another slot's) may still run: the bound is
- *       then one watchdog lease from that run. tol[o], the ticks left of
- *       that bound, is set at the let-go to the key's TTL and counts down
- *       with the clock. Whenever the owner has nothing in flight (a
+ *       the let-go: no renewal sent after it extends that TTL. Three
+ *       requests may still extend it, each by one lease from its run, and
+ *       move the bound there: a renewal the owner sent while it still held
+ *       (in flight at a lease end; SAME_OWNER: another slot's), a partial
+ *       release in flight at the lease end (lock_release.lua extends a key
+ *       that keeps holds), and the owner's next acquisition, which counts
+ *       on that field (if it ends in no belief, its undo gives back its own
+ *       hold and the field keeps the TTL it gave). A request runs only
+ *       while it is in flight. tol[o], the ticks left of the bound, is set
+ *       at the let-go to the key's TTL and counts down with the clock. Whenever the owner has nothing in flight (a
  *       background retry is in flight), Redis counts no more of its holds
  *       than it believes - a surplus is allowed only while tol[o] > 0. With
  *       (1) that makes Redis's count equal to the believed count whenever
@@ -792,13 +796,13 @@ end:
        if
        :: age[i] < VAL(kind[i]) ->            /* in time: valid until send */
 #ifndef OLD_REENTRY                           /* time + lease - MARGIN     */
-          if :: vleft[o] == 0 -> unbelieve(o) :: else fi;
+          if :: vleft[o] == 0 -> unbelieve(o); let_go(o) :: else fi;
 #endif
 #ifndef OLD_REENTRY_VANISHED
           /* Redis counts fewer holds than this one and the owner's: the
            * earlier ones are gone (the key vanished and this acquisition
            * made it afresh). They are lost; this one starts anew. */
-          if :: acnt[i] <= holds[o] -> unbelieve(o) :: else fi;
+          if :: acnt[i] <= holds[o] -> unbelieve(o); let_go(o) :: else fi;
 #endif
           d = VAL(kind[i]) - age[i]; believe(o, d); d = 0;
           if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
