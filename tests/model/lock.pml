@@ -147,6 +147,10 @@
  *                 too) and the watchdog goes on renewing it once no release is
  *                 in flight; the release is not retried. A release whose
  *                 request was lost leaves its field renewed for ever
+ *   RETRY_WITHOUT_TURN  (F, SAME_OWNER) a release retried in the background
+ *                 (its retries spent) no longer holds the owner's turn: the
+ *                 owner's next acquisition may go while it is retried (rule
+ *                 (c) taken away)
  *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired(): a hold forgotten (its
  *                 lease ended locally) or lost makes the next acquisition a
  *                 new hold of count 1, whatever Redis answered: a field the
@@ -381,7 +385,9 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
 #endif
 /* Another owner's field is in the key (read holds share it; an exclusive
  * lock has one field at most). */
-#if NO == 2
+#if NO == 1
+#define OTHER_FIELD(o) 0
+#elif NO == 2
 #define OTHER_FIELD(o) (rc[1 - (o)] > 0)
 #else
 #define OTHER_FIELD(o) ((o) == 0 -> (rc[1] > 0 || rc[2] > 0) : ((o) == 1 -> (rc[0] > 0 || rc[2] > 0) : (rc[0] > 0 || rc[1] > 0)))
@@ -415,7 +421,13 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
  * the earlier one is answered or given up. Without it, one that runs after
  * the key expired changes the count of the key made afresh since. */
 #if defined(SAME_OWNER) && !defined(OLD_CONCURRENT_ACQ)
+#ifdef RETRY_WITHOUT_TURN
+/* a release retried in the background (its retries spent) has let go of
+ * the owner's turn */
+#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || (st[k] == REL && tries[k] > 0))
+#else
 #define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || st[k] == REL)
+#endif
 #define COUNTING_ELSEWHERE(i) ((i) == 0 -> COUNTING(1) : ((i) == 1 -> COUNTING(0) : 0))
 #else
 #define COUNTING_ELSEWHERE(i) 0
