@@ -43,7 +43,27 @@
  *       watchdog renewal            lua/lock_renew.lua, src/watchdog/renewal.c
  *       a fixed lease's check       (the new rule for B below) the field is read, the TTL never written
  *       release with unlock latch   lua/lock_release.lua (read: lua/rwlock_read_release.lua)
+ *       its background retry        (the new rule for F below) a release with no answer is
+ *                                   sent again, same request id (same unlock latch), until
+ *                                   answered or the hold's lease has ended locally
  *       the deadline check          renewal.c check_deadlines(), a fixed lease's on_lease_end()
+ *   - The let-go states (class F). An owner lets go of a hold when it asks
+ *     to release its last hold (its count goes to 0 locally, whatever the
+ *     release's answer will be), when the hold's lease ends locally (a
+ *     fixed lease over, a renewed one declared lost by timeout) or when it
+ *     is told the hold is lost. A release may be lost before Redis, run with
+ *     its reply lost, or answered late; Redis's release script is atomic and
+ *     idempotent by its unlock latch. The new rules: (a) nothing renews or
+ *     checks a hold the owner let go, whatever its release's answer: the
+ *     watchdog's renewal and the fixed lease's check act only on holds the
+ *     owner holds; (b) a release with no answer is retried in the
+ *     background with the same request id until Redis answers or the
+ *     hold's lease has ended locally (then the watchdog's table forgets it:
+ *     nobody renews it, Redis lets it expire); (c) the background retry
+ *     keeps the owner's turn: the owner's next acquisition waits for it, or
+ *     starts once it has given up; (d) the next acquisition counts what
+ *     Redis answers (the field's count), never one on top of a hold the
+ *     owner stopped believing in.
  *
  * What is abstracted away
  *   - Pub/sub and the wait queue (handoff.pml has them): they only decide
@@ -96,7 +116,8 @@
  *                 stale release deletes a later hold's key)
  *   OLD_REENTRY_VANISHED  (D) on_try_done(): "acquired" (nil) carries no
  *                 count, so a re-entry onto a key that vanished (Redis: a
- *                 fresh count of 1) is counted on top of the owner's holds.
+ *                 fresh count of 1) is counted on top of the owner's holds
+ *                 (and every acquisition counts one: OLD_ACQ_COUNTS_ONE).
  *                 The new rule: lock_acquire.lua answers with the field's
  *                 count; fewer than the owner's holds + 1 means the earlier
  *                 holds are gone: lost (ELOST), and this one starts afresh
@@ -116,6 +137,26 @@
  *   STRICT_FORCE  no exemption at all for a holder whose key vanished
  *                 (expected to fail: no client can learn of it sooner than
  *                 its next check)
+ *   NO_P5         leave property 5 out, so a variant that breaks it too
+ *                 (OLD_REENTRY_VANISHED: no count, so one on top, as
+ *                 OLD_ACQ_COUNTS_ONE) is shown breaking the property it
+ *                 stands for
+ *   OLD_RENEW_AFTER_FAILED_RELEASE  (F) renewal.c relock__renewal_release_done()
+ *                 with RELOCK__RELEASE_FAILED: "nothing is known, the deadline
+ *                 decides": the hold stays in the table as it was (its count
+ *                 too) and the watchdog goes on renewing it once no release is
+ *                 in flight; the release is not retried. A release whose
+ *                 request was lost leaves its field renewed for ever
+ *   RETRY_WITHOUT_TURN  (F, SAME_OWNER) a release retried in the background
+ *                 (its retries spent) no longer holds the owner's turn: the
+ *                 owner's next acquisition may go while it is retried (rule
+ *                 (c) taken away)
+ *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired(): a hold forgotten (its
+ *                 lease ended locally) or lost makes the next acquisition a
+ *                 new hold of count 1, whatever Redis answered: a field the
+ *                 lease end left behind (its TTL outlives the local deadline by
+ *                 the margin) is counted in Redis and in nobody's belief, and
+ *                 the new hold's renewals keep it
  *
  * The property (checked by the monitor process at every state)
  *   valid(o)  = owner o believes it holds (holds[o] > 0) and its local
@@ -147,6 +188,26 @@
  *       acquisition counted and nobody believes, is 0 whenever slot i has no
  *       acquisition or undo in flight. A double count (a retry counting
  *       again) shows up here too.
+ *   (5) the let-go direction: once an owner has let go (asked to release
+ *       its last hold, its lease ended locally, told lost), Redis's count
+ *       of its holds from before is gone within the key's TTL as it was at
+ *       the let-go: no renewal sent after it extends that TTL. Three
+ *       requests may still extend it, each by one lease from its run, and
+ *       move the bound there: a renewal the owner sent while it still held
+ *       (in flight at a lease end; SAME_OWNER: another slot's), a partial
+ *       release in flight at the lease end (lock_release.lua extends a key
+ *       that keeps holds), and the owner's next acquisition, which counts
+ *       on that field (if it ends in no belief, its undo gives back its own
+ *       hold and the field keeps the TTL it gave). A request runs only
+ *       while it is in flight. tol[o], the ticks left of the bound, is set
+ *       at the let-go to the key's TTL and counts down with the clock. Whenever the owner has nothing in flight (a
+ *       background retry is in flight), Redis counts no more of its holds
+ *       than it believes - a surplus is allowed only while tol[o] > 0. With
+ *       (1) that makes Redis's count equal to the believed count whenever
+ *       the owner has nothing in flight and its belief counts. Read holds
+ *       share the key's TTL, which the other readers' holds keep: an owner's
+ *       let-go field is judged while it is the key's only field, its bound
+ *       the TTL the key had when it became so.
  */
 
 #ifndef N
@@ -167,6 +228,10 @@
 #ifdef OLD
 #define OLD_LATCH
 #define OLD_CLIENT
+#endif
+
+#ifdef OLD_REENTRY_VANISHED
+#define OLD_ACQ_COUNTS_ONE   /* "acquired" carries no count: one on top */
 #endif
 
 #ifdef RW
@@ -263,6 +328,16 @@ bool mixed[N];        /* an acquisition of the same owner was in flight
 #define MIXED(i) 0
 #define MIX_OTHER(i) skip
 #endif
+byte rleft[N];        /* a release of the last hold: ticks the hold's lease
+                         had left locally (its background retry lasts until
+                         then; a partial release's, until the owner's lease
+                         ends: vleft) */
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+bit  stale[N];        /* its renewal was sent for a hold the owner let go */
+#define STALE(i) stale[i]
+#else
+#define STALE(i) 0
+#endif
 byte acnt[N];         /* the count an "acquired" answer reports (the new
                          rule for D: lock_acquire.lua answers with it) */
 byte took[N];         /* holds its acquisition counted in Redis that nobody
@@ -274,6 +349,12 @@ byte vleft[NO];       /* ticks until its local validity deadline */
 bit  wd[NO];          /* its hold is renewed by the watchdog */
 bool vanished[NO];    /* the key vanished under its field (property 3) */
 byte forces;          /* vanishes so far */
+byte tol[NO];         /* ticks left of the let-go bound (property 5): a
+                         ghost variable */
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+bit  led[NO];         /* the watchdog's table still lists a hold the owner
+                         let go (its release failed): it is renewed */
+#endif
 
 /* -- the property ----------------------------------------------------------*/
 #define VALID(o) (holds[o] > 0 && vleft[o] > 0)
@@ -296,26 +377,43 @@ byte forces;          /* vanishes so far */
 #define APART(o, p) (!(COUNTS(o) && COUNTS(p)))
 #endif
 #define UNDONE(i) (st[i] == ACQ || st[i] == UNDO || took[i] == 0)
-#if NO == 1
-#define OWNERS_SAFE HELD(0)
-#elif NO == 2
-#define OWNERS_SAFE (HELD(0) && HELD(1) && APART(0, 1))
-#else
-#define OWNERS_SAFE (HELD(0) && HELD(1) && HELD(2) && APART(0, 1) && APART(0, 2) && APART(1, 2))
-#endif
-#if N == 2
-#define SLOTS_SAFE (UNDONE(0) && UNDONE(1))
-#else
-#define SLOTS_SAFE (UNDONE(0) && UNDONE(1) && UNDONE(2))
-#endif
-#define SAFE (OWNERS_SAFE && SLOTS_SAFE)
-
 /* Owner o has nothing in flight. */
 #ifdef SAME_OWNER
 #define OWNER_IDLE(o) ((o) == 0 -> (st[0] == IDLE && st[1] == IDLE) : st[(o) + 1] == IDLE)
 #else
 #define OWNER_IDLE(o) (st[o] == IDLE)
 #endif
+/* Another owner's field is in the key (read holds share it; an exclusive
+ * lock has one field at most). */
+#if NO == 1
+#define OTHER_FIELD(o) 0
+#elif NO == 2
+#define OTHER_FIELD(o) (rc[1 - (o)] > 0)
+#else
+#define OTHER_FIELD(o) ((o) == 0 -> (rc[1] > 0 || rc[2] > 0) : ((o) == 1 -> (rc[0] > 0 || rc[2] > 0) : (rc[0] > 0 || rc[1] > 0)))
+#endif
+/* (5): no surplus past the let-go bound. */
+#define LETGO(o)  (!OWNER_IDLE(o) || rc[o] <= holds[o] || tol[o] > 0 || OTHER_FIELD(o))
+#if NO == 1
+#define OWNERS_SAFE HELD(0)
+#define LETGO_SAFE LETGO(0)
+#elif NO == 2
+#define OWNERS_SAFE (HELD(0) && HELD(1) && APART(0, 1))
+#define LETGO_SAFE (LETGO(0) && LETGO(1))
+#else
+#define OWNERS_SAFE (HELD(0) && HELD(1) && HELD(2) && APART(0, 1) && APART(0, 2) && APART(1, 2))
+#define LETGO_SAFE (LETGO(0) && LETGO(1) && LETGO(2))
+#endif
+#if N == 2
+#define SLOTS_SAFE (UNDONE(0) && UNDONE(1))
+#else
+#define SLOTS_SAFE (UNDONE(0) && UNDONE(1) && UNDONE(2))
+#endif
+#ifdef NO_P5
+#undef LETGO_SAFE
+#define LETGO_SAFE 1      /* property 5 left out (see NO_P5) */
+#endif
+#define SAFE (OWNERS_SAFE && SLOTS_SAFE && LETGO_SAFE)
 
 /* Another slot of the same owner has a request in flight that changes its
  * count (an acquisition, its undo, a release): the new rule for D sends an
@@ -323,7 +421,13 @@ byte forces;          /* vanishes so far */
  * the earlier one is answered or given up. Without it, one that runs after
  * the key expired changes the count of the key made afresh since. */
 #if defined(SAME_OWNER) && !defined(OLD_CONCURRENT_ACQ)
+#ifdef RETRY_WITHOUT_TURN
+/* a release retried in the background (its retries spent) has let go of
+ * the owner's turn */
+#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || (st[k] == REL && tries[k] > 0))
+#else
 #define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || st[k] == REL)
+#endif
 #define COUNTING_ELSEWHERE(i) ((i) == 0 -> COUNTING(1) : ((i) == 1 -> COUNTING(0) : 0))
 #else
 #define COUNTING_ELSEWHERE(i) 0
@@ -342,6 +446,12 @@ inline unbelieve(o) {
   holds[o] = 0; vleft[o] = 0; wd[o] = 0
 }
 
+/* The owner lets go (property 5): whatever Redis still counts of its holds
+ * from before must be gone within the key's TTL as it is now. */
+inline let_go(o) {
+  if :: rc[o] > 0 && tol[o] < kttl -> tol[o] = kttl :: else fi
+}
+
 /* A new request (a new request id: no latch for it exists yet). */
 inline send(i, op) {
   st[i] = op; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
@@ -356,7 +466,10 @@ inline forget_vanished(o) {
 /* The operation is over: forget what only it needed (took[i] stays: it is
  * what property 4 looks at). */
 inline done(i) {
-  st[i] = IDLE; age[i] = 0; tries[i] = 0; kind[i] = 0; post[i] = 0; acnt[i] = 0;
+  st[i] = IDLE; age[i] = 0; tries[i] = 0; kind[i] = 0; post[i] = 0; acnt[i] = 0; rleft[i] = 0;
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+  stale[i] = 0;
+#endif
 #ifdef SAME_OWNER
   mixed[i] = 0;
 #endif
@@ -379,21 +492,32 @@ inline give_back(i) {
 
 /* Owner o's field is gone: every count of it with it. */
 #define UNTAKE(k, o) if :: OWN(k) == o -> took[k] = 0 :: else fi
-inline field_gone(o) {
-  rc[o] = 0; UNTAKE(0, o); UNTAKE(1, o);
-#if N > 2
-  UNTAKE(2, o)
+#ifdef READ
+#define REARM(o) if :: rc[o] > holds[o] && !OTHER_FIELD(o) && tol[o] < kttl -> tol[o] = kttl :: else fi
 #endif
+inline field_gone(o) {
+  rc[o] = 0; tol[o] = 0; UNTAKE(0, o); UNTAKE(1, o);
+#if N > 2
+  UNTAKE(2, o);
+#endif
+#ifdef READ
+  /* a let-go field left alone: its bound runs from now */
+  REARM(0); REARM(1);
+#if NO > 2
+  REARM(2);
+#endif
+#endif
+  skip
 }
 
 /* The key is gone (expired, deleted, vanished): every field with it. */
 inline key_gone() {
-  kttl = 0; rc[0] = 0; took[0] = 0; took[1] = 0;
+  kttl = 0; rc[0] = 0; took[0] = 0; took[1] = 0; tol[0] = 0;
 #if NO > 1
-  rc[1] = 0;
+  rc[1] = 0; tol[1] = 0;
 #endif
 #if NO > 2
-  rc[2] = 0;
+  rc[2] = 0; tol[2] = 0;
 #endif
 #if N > 2
   took[2] = 0
@@ -407,6 +531,10 @@ inline extend(l) {
   if :: kttl < l -> kttl = l :: else fi
 }
 
+/* An acquisition's TTL carries a field the owner let go (and does not
+ * count yet): the bound of property 5 is one lease from now. */
+#define REARM_ACQ(i, o) if :: rc[o] > holds[o] + took[i] && tol[o] < kttl -> tol[o] = kttl :: else fi
+
 /* lua/lock_acquire.lua (READ: rwlock_read_acquire.lua; RW: the writer's
  * rwlock_write_acquire.lua).
  * KEYS[2] is the latch of this request id. */
@@ -418,7 +546,7 @@ inline acquire_script(i, o) {
 #else
   if
   :: alatch[i] && rc[o] > 0 ->         /* a retry that still holds:     */
-     extend(LEASE(kind[i])); acnt[i] = rc[o]; rep[i] = R_ACQUIRED
+     extend(LEASE(kind[i])); REARM_ACQ(i, o); acnt[i] = rc[o]; rep[i] = R_ACQUIRED
   :: else ->                           /* otherwise decide afresh       */
 #endif
      if
@@ -429,7 +557,17 @@ inline acquire_script(i, o) {
 #else
      :: rc[o] > 0 || kttl == 0 ->      /* mine, or no key: hincrby ...  */
 #endif
-        rc[o]++; took[i]++; extend(LEASE(kind[i]));
+        extend(LEASE(kind[i])); REARM_ACQ(i, o);
+        rc[o]++; took[i]++;
+#ifdef READ
+        /* the others' let-go fields share the key with this one: not
+         * judged now, their bound re-armed when they are alone again */
+        if :: o != 0 -> tol[0] = 0 :: else fi;
+        if :: o != 1 -> tol[1] = 0 :: else fi;
+#if NO > 2
+        if :: o != 2 -> tol[2] = 0 :: else fi;
+#endif
+#endif
         alatch[i] = 1;                 /* set latch px */
         acnt[i] = rc[o];
 #ifdef OLD_LATCH_TTL
@@ -450,10 +588,14 @@ inline renew_script(i, o) {
      if
      :: kind[i] == WD ->
 #ifdef OLD_RENEW
-        kttl = LW                      /* pexpire watchdog lease */
+        kttl = LW;                     /* pexpire watchdog lease */
 #else
-        extend(LW)                     /* only ever extends */
+        extend(LW);                    /* only ever extends */
 #endif
+        /* sent while the owner held, run after it let go: the bound is one
+         * lease from now (property 5); a renewal sent after the let-go
+         * (OLD_RENEW_AFTER_FAILED_RELEASE) moves no bound */
+        if :: holds[o] == 0 && !STALE(i) && tol[o] < kttl -> tol[o] = kttl :: else fi
      :: else
      fi;
      rep[i] = R_RENEWED
@@ -481,6 +623,13 @@ inline release_script(i, o) {
 #elif !defined(READ)
            extend(LEASE(kind[i]));     /* only ever extends */
 #endif
+           /* run after the owner let go (sent while it held, in flight at
+            * its lease end): the bound is one lease from now (property 5) */
+           if
+           :: holds[o] == 0 && tol[o] < kttl -> tol[o] = kttl
+           :: rc[o] <= holds[o] -> tol[o] = 0  /* no surplus: no bound */
+           :: else
+           fi;
            rep[i] = R_REMAINS
         :: else ->
            field_gone(o);
@@ -501,6 +650,7 @@ inline undo_script(i, o) {
      if :: took[i] > 0 -> took[i]-- :: else fi;
      if
      :: rc[o] == 0 -> field_gone(o); if :: NO_FIELDS_LEFT -> key_gone() :: else fi
+     :: rc[o] > 0 && rc[o] <= holds[o] -> tol[o] = 0  /* no surplus: no bound */
      :: else
      fi
   :: else -> alatch[i] = 0              /* del latch: nothing to give back */
@@ -536,11 +686,13 @@ end:
  * The clock: a tick passes; the key, latches, beliefs and requests age.
  * ========================================================================*/
 inline age_owner(o) {
-  if :: vleft[o] > 0 -> vleft[o]-- :: else fi
+  if :: vleft[o] > 0 -> vleft[o]-- :: else fi;
+  if :: tol[o] > 0 -> tol[o]-- :: else fi
 }
 
 inline age_slot(i) {
   if :: (st[i] == ACQ || st[i] == REN) && age[i] < VMAX -> age[i]++ :: else fi;
+  if :: rleft[i] > 0 -> rleft[i]-- :: else fi;
 #ifdef OLD_LATCH_TTL
   if :: alttl[i] > 0 -> alttl[i]--; if :: alttl[i] == 0 -> alatch[i] = 0 :: else fi :: else fi
 #endif
@@ -622,17 +774,26 @@ end:
        if :: COUNTING_ELSEWHERE(i) -> mixed[i] = 1 :: else fi;
 #endif
        send(i, REN) }
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+  /* The old rule: the table still lists the hold whose release failed,
+   * and the watchdog renews it. */
+  :: atomic { st[i] == IDLE && holds[o] == 0 && led[o] ->
+       kind[i] = WD; stale[i] = 1; send(i, REN) }
+#endif
 
   /* relock_lock_unlock_async(): the caller gives up one hold (it stops
    * using the lock before it calls release). */
   :: atomic { st[i] == IDLE && holds[o] > 0 && !COUNTING_ELSEWHERE(i) ->
        kind[i] = wd[o]; holds[o]--;
-       if :: holds[o] == 0 -> unbelieve(o) :: else fi;
+       if
+       :: holds[o] == 0 -> rleft[i] = vleft[o]; unbelieve(o); let_go(o)
+       :: else
+       fi;
        send(i, REL) }
 
   /* renewal.c check_deadlines() (a renewed hold: lost, ETIMEDOUT) or
    * on_lease_end() (a fixed one: over): the local deadline has passed. */
-  :: atomic { holds[o] > 0 && vleft[o] == 0 -> unbelieve(o); forget_vanished(o) }
+  :: atomic { holds[o] > 0 && vleft[o] == 0 -> unbelieve(o); let_go(o); forget_vanished(o) }
 
   /* lock_acquire.c on_try_done(): the answer is nil, "acquired". */
   :: atomic { st[i] == ACQ && rep[i] == R_ACQUIRED -> rep[i] = R_NONE;
@@ -647,17 +808,28 @@ end:
        if
        :: age[i] < VAL(kind[i]) ->            /* in time: valid until send */
 #ifndef OLD_REENTRY                           /* time + lease - MARGIN     */
-          if :: vleft[o] == 0 -> unbelieve(o) :: else fi;
+          if :: vleft[o] == 0 -> unbelieve(o); let_go(o) :: else fi;
 #endif
 #ifndef OLD_REENTRY_VANISHED
           /* Redis counts fewer holds than this one and the owner's: the
            * earlier ones are gone (the key vanished and this acquisition
            * made it afresh). They are lost; this one starts anew. */
-          if :: acnt[i] <= holds[o] -> unbelieve(o) :: else fi;
+          if :: acnt[i] <= holds[o] -> unbelieve(o); let_go(o) :: else fi;
 #endif
           d = VAL(kind[i]) - age[i]; believe(o, d); d = 0;
           if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
-          holds[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
+#ifdef OLD_ACQ_COUNTS_ONE
+          holds[o]++;
+#else
+          /* (d) the count is Redis's: one more than the owner's, or more
+           * when a hold it let go (its lease ended locally) is still there */
+          holds[o] = acnt[i];
+#endif
+          if :: took[i] > 0 -> took[i]-- :: else fi;
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+          led[o] = 0;                         /* the listed hold counted on */
+#endif
+          if :: rc[o] <= holds[o] -> tol[o] = 0 :: else fi;
           done(i)
        :: else -> give_back(i)                /* late: not trusted, undone */
        fi
@@ -679,7 +851,11 @@ end:
        if :: post[i] && !MIXED(i) -> vanished[o] = 0 :: else fi;
        done(i) }
   :: atomic { st[i] == REN && rep[i] == R_GONE -> rep[i] = R_NONE;
-       unbelieve(o); if :: post[i] && !MIXED(i) -> vanished[o] = 0 :: else fi;
+       unbelieve(o); let_go(o);
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+       led[o] = 0;
+#endif
+       if :: post[i] && !MIXED(i) -> vanished[o] = 0 :: else fi;
        done(i) }
 
   /* lock.c on_release_done() -> renewal_release_done(): freed or not the
@@ -694,8 +870,13 @@ end:
   /* call.c: the request timed out or the connection dropped. Whether or not
    * Redis ran it, its reply is dropped. Transient: retry the same request
    * (same latch key), or give up: an acquisition given up is given back
-   * (its undo); a failed renewal changes nothing; a failed release leaves
-   * the hold as it was. The undo itself is retried until answered. */
+   * (its undo); a failed renewal changes nothing. The undo itself is
+   * retried until answered. A release with no answer (the new rule for F)
+   * is retried in the background with its unlock latch, keeping the
+   * owner's turn, until answered or the hold's lease has ended locally
+   * (rleft: the last hold's; a partial release's, the owner's vleft); then
+   * the table forgets it and nothing renews it. (The old rule: given up,
+   * the hold stays listed and renewed.) */
   :: atomic { st[i] != IDLE ->
        req[i] = 0; rep[i] = R_NONE;
        if
@@ -709,6 +890,19 @@ end:
        :: tries[i] == 0 && st[i] == UNDO -> req[i] = 1
 #endif
        :: tries[i] == 0 && st[i] == ACQ -> give_back(i)
+#ifdef OLD_RENEW_AFTER_FAILED_RELEASE
+       :: tries[i] == 0 && st[i] == REL ->
+          if :: holds[o] == 0 && kind[i] == WD -> led[o] = 1 :: else fi;
+          done(i)
+#else
+       :: tries[i] == 0 && st[i] == REL && (rleft[i] > 0 || vleft[o] > 0) -> req[i] = 1
+       :: tries[i] == 0 && st[i] == REL && rleft[i] == 0 && vleft[o] == 0 ->
+          /* the lease has ended locally: the table forgets the hold (a
+           * partial release's: the owner's holds are over, as at its
+           * deadline) */
+          if :: holds[o] > 0 -> unbelieve(o); let_go(o) :: else fi;
+          done(i)
+#endif
        :: else -> done(i)
        fi }
   od
@@ -719,5 +913,6 @@ end:
  * ========================================================================*/
 active proctype monitor() {
 end:
-  atomic { !SAFE -> assert(SAFE) }
+  /* one assertion per property, so a violation names it: (1)-(3), (4), (5) */
+  atomic { !SAFE -> assert(OWNERS_SAFE); assert(SLOTS_SAFE); assert(LETGO_SAFE) }
 }

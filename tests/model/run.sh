@@ -31,7 +31,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-# The checks: expectation (safe | unsafe), model, name, cpp flags. [A]..[E]:
+# The checks: expectation (safe | unsafe), model, name, cpp flags. [A]..[F]:
 # the defect class of README.md a check stands for.
 checks() {
   cat <<'EOF'
@@ -51,14 +51,17 @@ unsafe|lock|[B] a fixed-lease hold never checked (OLD_FIXED_UNCHECKED)|-DN=2 -DH
 unsafe|lock|[C] latch expires before the retry or the undo (OLD_LATCH_TTL)|-DN=2 -DONLY_WD -DLW=2 -DOLD_LATCH_TTL
 unsafe|lock|[C] undo given up after its retries (OLD_UNDO_GIVES_UP)|-DN=2 -DONLY_WD -DLW=2 -DOLD_UNDO_GIVES_UP
 unsafe|lock|[D] two count-changing requests of one owner in flight (OLD_CONCURRENT_ACQ)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DOLD_CONCURRENT_ACQ
-unsafe|lock|[D] re-entry onto a key that vanished counted on (OLD_REENTRY_VANISHED)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY_VANISHED
+unsafe|lock|[D] re-entry onto a key that vanished counted on (OLD_REENTRY_VANISHED)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY_VANISHED -DNO_P5
 unsafe|lock|old rule (latch + late reply accepted), 2 owners|-DN=2 -DONLY_WD -DLW=2 -DOLD
 unsafe|lock|old rule, 3 owners|-DN=3 -DHMAX=1 -DFMAX=0 -DONLY_WD -DLW=2 -DRETRIES=0 -DOLD
 unsafe|lock|old client alone (late reply accepted)|-DN=2 -DONLY_WD -DLW=2 -DOLD_CLIENT
 unsafe|lock|old latch with per-attempt send time|-DN=2 -DONLY_WD -DLW=2 -DOLD_LATCH -DSTAMP_RETRY
-unsafe|lock|re-entry onto a hold past its deadline, without the count rule either (OLD_REENTRY)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY -DOLD_REENTRY_VANISHED
+unsafe|lock|re-entry onto a hold past its deadline, without the count rule either (OLD_REENTRY)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY -DOLD_REENTRY_VANISHED -DNO_P5
 unsafe|lock|release without its unlock latch (NO_UNLOCK_LATCH)|-DN=2 -DONLY_WD -DLW=2 -DNO_UNLOCK_LATCH
 unsafe|lock|no exemption for a holder whose key vanished (STRICT_FORCE: the limit)|-DN=2 -DONLY_WD -DLW=2 -DSTRICT_FORCE
+unsafe|lock|[F] a release with no answer leaves its hold listed and renewed (OLD_RENEW_AFTER_FAILED_RELEASE)|-DN=2 -DONLY_WD -DLW=2 -DOLD_RENEW_AFTER_FAILED_RELEASE
+unsafe|lock|[F] the next acquisition after a lease end counts one, not Redis's count (OLD_ACQ_COUNTS_ONE)|-DN=2 -DONLY_WD -DLW=2 -DOLD_ACQ_COUNTS_ONE
+unsafe|lock|[F] a release retried in the background without the owner's turn (RETRY_WITHOUT_TURN)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DRETRY_WITHOUT_TURN
 safe|handoff|[E] new rule: a named process with no waiter passes the wake-up on|
 safe|handoff|[E] other new rule: every process arms its fallback on a handed unlock|-DFALLBACK_ALWAYS
 unsafe|handoff|[E] a named process without a waiter drops the wake-up (OLD_HANDOFF)|-DOLD_HANDOFF
