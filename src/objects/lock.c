@@ -81,6 +81,8 @@ static void holder_name(const relock__holder_t *h, uint64_t owner, char name[REL
 
 static const char *holder_kind_what(const relock__holder_t *h) { return lock_of(h)->kind->what; }
 
+static int holder_takes_latch(const relock__holder_t *h) { return lock_of(h)->kind->latch_passed_on; }
+
 static const relock__holder_ops_t holder_ops = {
     .what = "lock",
     .kind_what = holder_kind_what,
@@ -90,6 +92,7 @@ static const relock__holder_ops_t holder_ops = {
     .on_lost = holder_lost,
     .drop = holder_drop,
     .release = holder_release,
+    .takes_latch = holder_takes_latch,
 };
 
 /* -- the object -------------------------------------------------------------*/

@@ -101,6 +101,10 @@ static int transient(int err, const char *msg) {
   return err == RELOCK_ESERVER && not_now(msg);
 }
 
+int relock__call_may_pass(int err, const char *msg) {
+  return transient(err, msg) || (err == RELOCK_ESERVER && strstr(msg, "OOM") != NULL);
+}
+
 /* The server's "not now" (it did not run the command): the attempt fails
  * with it, so that on_attempt_done retries it while it may. */
 static int not_now_reply(const relock_reply_t *reply) {
@@ -147,7 +151,8 @@ static void on_attempt_reply(relock_future_t *attempt, const relock_reply_t *rep
   call_t *call = arg;
   if (reply->type == RELOCK_REPLY_ERROR && redirected(call, attempt, reply))
     return;
-  if (call->retry_safe && not_now_reply(reply)) {
+  int full = call->answer_by_ns != 0 && reply->type == RELOCK_REPLY_ERROR && relock__reply_error_is(reply->str, reply->len, "OOM");
+  if (call->retry_safe && (not_now_reply(reply) || full)) { /* full: see relock__call_may_pass */
     relock__future_fail(attempt, RELOCK_ESERVER, "%.*s", (int)reply->len, reply->str);
     return;
   }
@@ -173,7 +178,10 @@ static void retry_or_fail(call_t *call, int err, const char *msg, int of_wait) {
    * did not run, and a bounded wait is the caller's own limit. */
   int more = call->attempts_left > 0 || call->until_answered ||
              (call->deadline_ns != 0 && err == RELOCK_ESERVER && not_now(msg));
-  if (transient(err, msg) && call->retry_safe && more && !call->redis->closing &&
+  /* A release retried in the background (answer_by_ns) waits out a full
+   * server too: what it frees is what memory comes back for. */
+  int may_pass = call->answer_by_ns != 0 ? relock__call_may_pass(err, msg) : transient(err, msg);
+  if (may_pass && call->retry_safe && more && !call->redis->closing &&
       !relock__conn_fails_fast(call->conn) && /* a refusal known at once is news, not a glitch */
       (call->deadline_ns == 0 || call->until_answered || relock__now_ns() < call->deadline_ns) &&
       (call->answer_by_ns == 0 || relock__now_ns() < call->answer_by_ns)) {

@@ -78,6 +78,12 @@ typedef struct relock__call_spec {
   void *retry_arg;
 } relock__call_spec_t;
 
+/* Whether a call that failed with err (msg its message) may succeed later:
+ * no answer (lost, refused, timed out), a server's "not now" (LOADING,
+ * BUSY, TRYAGAIN, MASTERDOWN, CLUSTERDOWN, READONLY), or a full server
+ * (OOM). */
+int relock__call_may_pass(int err, const char *msg);
+
 /* Starts the call; the first key (argv[0] of a script, argv[1] of a
  * command) routes it. Returns NULL only when out of memory. */
 relock_future_t *relock__call(relock__redis_t *redis, const relock__call_spec_t *spec);

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/random.h"
 #include "future/promise.h"
+#include "redis/call.h"
 #include "stats/stats.h"
 #include "watchdog/hold.h"
 
@@ -676,7 +677,7 @@ static void retry_in_background(release_t *op, int err, const char *why) {
   op->holder->ops->name(op->holder, op->owner, name);
   relock_future_t *f = op->holder->ops->release(op->holder, op->owner, &op->req);
   relock__future_fail(op->out, err,
-                      "%s %.*s: the release by %s got no answer (%s); %s, and the release is retried in the "
+                      "%s %.*s: the release by %s did not go through (%s); %s, and the release is retried in the "
                       "background: the lock is free in %lld ms at the latest",
                       what_of(op->holder), (int)key_len, key, name, why,
                       op->last ? "it is not renewed any more" : "the holds that remain are kept",
@@ -709,13 +710,14 @@ static void on_release_done(relock_future_t *f, void *arg) {
     snprintf(why, sizeof why, "%s", relock_future_message(f));
     relock_future_release(f);
     if (op->hold != NULL && !op->hold->removed && !op->hold->lost && !op->l->closing &&
-        err != RELOCK_ECLOSED && err != RELOCK_ESERVER && err != RELOCK_ENOPERM) {
+        relock__call_may_pass(err, why)) {
       retry_in_background(op, err, why);
       return;
     }
     relock__future_fail(op->out, err, "%s", why);
     if (op->hold != NULL && !op->hold->removed && !op->hold->lost && !op->last) {
-      /* refused for good (an error reply): nothing was released */
+      /* refused for good (an error reply: an ACL's, a script's): nothing was
+       * released, and the owner still holds what it held */
       op->hold->count++;
     }
     release_end(op);
@@ -785,8 +787,12 @@ relock_future_t *relock__hold_release(relock__ledger_t *l, const relock__hold_id
   *op = (release_t){.l = l, .holder = holder, .hold = hold, .out = relock_future_retain(out), .owner = id->owner,
                     .settled = settled, .arg = arg};
   op->req.lease_ms = lease_for(l, hold);
-  if (hold != NULL && (hold->release_id[0] != 0 || hold->release_id[1] != 0)) {
-    memcpy(op->req.id, hold->release_id, sizeof(op->req.id)); /* the acquisition's latch, taken over */
+  /* The acquisition's latch, taken over - by a holder whose release
+   * scripts take latches over only: another kind's object of the name (the
+   * same owner re-entering through it) must not find that latch. */
+  if (hold != NULL && holder->ops->takes_latch != NULL && holder->ops->takes_latch(holder) &&
+      (hold->release_id[0] != 0 || hold->release_id[1] != 0)) {
+    memcpy(op->req.id, hold->release_id, sizeof(op->req.id));
     memset(hold->release_id, 0, sizeof(hold->release_id));
   } else {
     op->req.id[0] = relock__random(l->redis->rng);

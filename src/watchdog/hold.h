@@ -125,6 +125,9 @@ typedef struct relock__release_req {
  *            an integer (1 freed, 0 holds remain, < 0 not held) or a
  *            boolean (a permit: released or not held); NULL when out of
  *            memory;
+ *   takes_latch  NULL, or whether the holder's release takes over the latch
+ *            of the acquisition as its request id (relock__hold_acquired's
+ *            release_id); else each release gets one of its own;
  *   not_held_false  a release Redis answers "not held" succeeds with false
  *            (a permit's, as Redisson's tryRelease) rather than failing
  *            with RELOCK_ENOTOWNER. */
@@ -137,6 +140,7 @@ typedef struct relock__holder_ops {
   void (*on_lost)(relock__holder_t *h, uint64_t owner, int reason, const char *msg);
   void (*drop)(relock__holder_t *h);
   relock_future_t *(*release)(relock__holder_t *h, uint64_t owner, const relock__release_req_t *req);
+  int (*takes_latch)(const relock__holder_t *h);
   int not_held_false;
 } relock__holder_ops_t;
 
