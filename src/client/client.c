@@ -72,6 +72,7 @@ int relock__client_enter_code(relock_client_t *c) {
 static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
   ev_timer_stop(c->loop, &c->close_notify);
+  ev_timer_stop(c->loop, &c->close_later);
   if (c->waitqs != NULL)
     c->waitqs_free(c->waitqs); /* no queue left: every wait completed on close */
   c->waitqs = NULL;
@@ -120,12 +121,8 @@ static void on_redis_closed(relock__redis_t *r, void *arg) {
   relock__exec_changed();
 }
 
-static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
-  if (c->closing)
-    return RELOCK_ECLOSED;
-  c->closing = 1;
-  c->close_cb = cb;
-  c->close_arg = arg;
+/* What a close tears down. */
+static void close_now(relock_client_t *c) {
   if (c->settings.opt.release_on_close) { /* sent before the connections close, which wait for them */
     relock__renewal_release_all(&c->renewal);
     if (c->kept_permits_release != NULL)
@@ -134,6 +131,31 @@ static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   relock__renewal_close(&c->renewal); /* no renewal outlives close */
   relock__call_hurry(&c->redis);       /* give-backs waiting to retry: now, within the close */
   relock__redis_close(&c->redis);
+}
+
+static void on_close_later(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  close_now(w->data);
+}
+
+static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
+  if (c->closing)
+    return RELOCK_ECLOSED;
+  c->closing = 1; /* from now on calls are refused (RELOCK_ECLOSED) */
+  c->close_cb = cb;
+  c->close_arg = arg;
+  /* From inside an event or a message, whose caller goes on with the hold,
+   * the acquisition or the subscriber connection the teardown would free
+   * (a close from the RELEASE event freed the hold being released under
+   * release_done; from WAIT_END, the acquisition ending), the teardown
+   * waits for the loop: the close callback runs after it all the same. */
+  if (c->in_callback > 0 || c->stats.emitting > 0) {
+    ev_timer_start(c->loop, &c->close_later);
+    relock__exec_changed();
+    return 0;
+  }
+  close_now(c);
   return 0;
 }
 
@@ -253,6 +275,8 @@ static int client_init(relock_client_t *c) {
   relock__list_init(&c->kept_permits);
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
+  ev_timer_init(&c->close_later, on_close_later, 0.0, 0.0);
+  c->close_later.data = c;
   relock__stats_init(&c->stats, c, c->settings.opt.statistics);
   c->settings.stats = &c->stats;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
@@ -549,6 +573,7 @@ relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *fo
 
 struct relock_subscription {
   relock__listener_t listener;
+  relock_client_t *client;  /* no reference: messages come only while its connections are up */
   relock__exec_t *exec;     /* a reference: the subscription may outlive the client */
   relock_message_cb cb;
   void *arg;
@@ -557,7 +582,10 @@ struct relock_subscription {
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
   (void)l;
   relock_subscription_t *sub = arg;
+  relock_client_t *c = sub->client; /* the callback may free sub, and close or free c (then put off: client_close) */
+  c->in_callback++;
   sub->cb(sub, payload, len, sub->arg);
+  c->in_callback--;
 }
 
 static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
@@ -567,6 +595,7 @@ static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_
     return NULL;
   sub->cb = cb;
   sub->arg = arg;
+  sub->client = c;
   relock_future_t *f = relock__pubsub_subscribe(&c->redis.pubsub, &sub->listener, channel, len, 0, on_message, sub);
   if (f == NULL) {
     free(sub);

@@ -57,6 +57,12 @@ struct relock_client {
   relock_close_cb close_cb;
   void *close_arg;
   ev_timer close_notify;    /* calls close_cb from the loop, never from close */
+  /* A close called from inside a callback whose caller still walks what
+   * the close frees (an event, a subscription's message: in_callback,
+   * stats.emitting) is only marked (closing) and done by this timer, from
+   * the loop, once that caller is out (issue 46). */
+  int in_callback;
+  ev_timer close_later;
 };
 
 /* An object made on c keeps it (relock__client_ref) and lets it go when

@@ -72,8 +72,9 @@ static relock_future_state_t state_of(const relock_future_t *f) {
   return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
 }
 
-/* How deep the calling thread is in future callbacks; see wait(). */
-static _Thread_local int callback_depth;
+/* How deep the calling thread is in callbacks (base/error.h: an event's
+ * counts too, issue 46); see wait(). */
+#define callback_depth relock__callback_depth
 
 int relock__in_future_callback(void) { return callback_depth > 0; }
 
