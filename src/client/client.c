@@ -71,8 +71,12 @@ int relock__client_enter_code(relock_client_t *c) {
  * loop thread is joined and no thread is listed in c->blocked any more). */
 static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
-  ev_timer_stop(c->loop, &c->close_notify);
-  ev_timer_stop(c->loop, &c->close_later);
+  if (!c->loop_gone) { /* else the loop is freed, and nothing of c's was left on it */
+    ev_timer_stop(c->loop, &c->close_notify);
+    ev_timer_stop(c->loop, &c->close_later);
+    if (!c->exec->threaded)
+      ev_cleanup_stop(c->loop, &c->loop_cleanup);
+  }
   if (c->waitqs != NULL)
     c->waitqs_free(c->waitqs); /* no queue left: every wait completed on close */
   c->waitqs = NULL;
@@ -175,6 +179,24 @@ static int finished(const relock_client_t *c) {
   return c->down && !ev_is_active(&c->close_notify) && !c->in_close_cb;
 }
 
+/* The caller destroys an embedded client's loop before freeing the client
+ * (issue 46: relock_client_free then stopped its watchers on the freed
+ * loop, SIGSEGV). libev calls this first, with the loop still working (a
+ * cleanup callback may use it), so the close is done now: what is pending
+ * fails with RELOCK_ECLOSED, the connections go, the close callback runs;
+ * then nothing of the client's is on the loop, and it never touches the
+ * loop again. */
+static void on_loop_destroyed(struct ev_loop *loop, ev_cleanup *w, int revents) {
+  (void)revents;
+  relock_client_t *c = relock__client_ref(w->data); /* a free from a callback may destroy it in here */
+  if (!c->closing)
+    client_close(c, NULL, NULL);
+  while (!finished(c) && ev_run(loop, EVRUN_ONCE))
+    ;
+  c->loop_gone = 1;
+  relock__client_unref(c);
+}
+
 /* Threaded, from any thread but the loop's: waits for the close, stops the
  * loop thread, frees. */
 static void free_threaded(relock_client_t *c) {
@@ -234,6 +256,13 @@ void relock_client_free(relock_client_t *c) {
     free_threaded(c);
     return;
   }
+  if (c->loop_gone) { /* its loop destroyed: closed then (on_loop_destroyed), nothing left to wait for */
+    relock__exec_t *x = relock__exec_ref(c->exec);
+    client_destroy(c);
+    relock__exec_leave(x);
+    relock__exec_unref(x);
+    return;
+  }
   if (!c->closing)
     client_close(c, NULL, NULL);
   /* The close callback (if any) is owed first. Block for it only where
@@ -277,6 +306,8 @@ static int client_init(relock_client_t *c) {
   c->close_notify.data = c;
   ev_timer_init(&c->close_later, on_close_later, 0.0, 0.0);
   c->close_later.data = c;
+  ev_cleanup_init(&c->loop_cleanup, on_loop_destroyed);
+  c->loop_cleanup.data = c;
   relock__stats_init(&c->stats, c, c->settings.opt.statistics);
   c->settings.stats = &c->stats;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
@@ -291,6 +322,8 @@ static int client_init(relock_client_t *c) {
   if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, c->tls, &c->rng, on_redis_closed,
                               c)) != 0)
     goto fail_redis;
+  if (!c->exec->threaded) /* a threaded client's loop is its own */
+    ev_cleanup_start(c->loop, &c->loop_cleanup);
   return 0;
 
 fail_redis:

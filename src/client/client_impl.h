@@ -63,6 +63,11 @@ struct relock_client {
    * the loop, once that caller is out (issue 46). */
   int in_callback;
   ev_timer close_later;
+  /* Embedded: told when the caller destroys the loop (ev_loop_destroy)
+   * before freeing the client, which then closes at once and never
+   * touches the loop again (loop_gone). */
+  ev_cleanup loop_cleanup;
+  int loop_gone;
 };
 
 /* An object made on c keeps it (relock__client_ref) and lets it go when

@@ -338,6 +338,7 @@ static void loop_destroyed_first(const fx_server_t *fx) {
   const char *ping[] = {"PING"};
   relock_future_t *inflight = relock_client_command_async(c, 1, ping, NULL);
   ev_loop_destroy(loop);
+  printf("# after ev_loop_destroy: the waiter %s, the PING %s\n", relock_err_name(relock_future_error(waiting)), relock_err_name(relock_future_error(inflight)));
   if (relock_future_error(waiting) != RELOCK_ECLOSED || relock_future_error(inflight) == RELOCK_EPENDING)
     _exit(4);
   relock_future_t *after = relock_lock_unlock_async(l, 1);
@@ -349,6 +350,7 @@ static void loop_destroyed_first(const fx_server_t *fx) {
   relock_future_release(inflight);
   relock_lock_free(l);
   relock_client_free(c);
+  fflush(stdout);
   _exit(0);
 }
 
