@@ -90,7 +90,8 @@ static int group_setup(void **state) {
   g.latch = relock_latch_new(g.c, "fork:latch", NULL);
   assert_true(g.l && g.busy && g.fenced && g.spare && g.multi && g.sem && g.ps && g.latch);
   assert_int_equal(fx_value(relock_lock_lock_async(g.l, 1, 0, RELOCK_INFINITE)), 1);
-  assert_int_equal(fx_value(relock_lock_lock_async(g.busy, 1, 0, RELOCK_INFINITE)), 1);
+  /* a fixed lease, long: held however late the parent's loop thread runs */
+  assert_int_equal(fx_value(relock_lock_lock_async(g.busy, 1, 0, 600000)), 1);
   g.waiting = relock_lock_lock_async(g.busy, 2, RELOCK_INFINITE, RELOCK_INFINITE);
   assert_int_equal(relock_future_wait(g.waiting, 50), RELOCK_EPENDING);
   fx_value(relock_client_subscribe_async(g.c, "fork:ch", 7, on_msg, NULL, &g.sub));
@@ -489,6 +490,12 @@ static void test_call(void **state) {
   while ((w = waitpid(pid, &status, WNOHANG)) == 0 && relock__now_ns() < deadline)
     usleep(500);
   if (w == 0) {
+    if (getenv("TEST_FORK_GDB") != NULL) {
+      char cmd[128];
+      snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^#|^Thread' >&2", (int)pid);
+      if (system(cmd) != 0) {
+      }
+    }
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
   }
