@@ -98,6 +98,7 @@ struct scene {
   relock_future_t *own;     /* the site's future (future sites), the scene's reference */
   relock_future_t *trigger; /* what triggered the site, the scene's reference */
   relock_future_t *acquired; /* the new acquisition's */
+  relock_future_t *aux;      /* another future of the trigger's */
   char busy_name[64], t_name[64], o_name[64];
   int ran, returned; /* atomic */
   int rc;
@@ -391,10 +392,15 @@ static void arm_ev_wait_start(scene_t *s) {
   on_events(s);
   s->trigger = relock_lock_lock_async(s->t, 2, fx_slack_ms(5000), RELOCK_INFINITE);
 }
-static void arm_ev_wait_end(scene_t *s) { /* a short wait that runs out */
+/* A waiter that gets the lock: owner 1's release goes after its first try
+ * on the connection, so that try finds the lock held (a short wait that
+ * runs out is no trigger: under valgrind it may run out before the first
+ * try's answer, and a wait that never began has no end). */
+static void arm_ev_wait_end(scene_t *s) {
   hold_t(s);
   on_events(s);
-  s->trigger = relock_lock_lock_async(s->t, 2, 30, RELOCK_INFINITE);
+  s->trigger = relock_lock_lock_async(s->t, 2, fx_slack_ms(5000), RELOCK_INFINITE);
+  s->aux = relock_lock_unlock_async(s->t, 1);
 }
 static void arm_ev_release(scene_t *s) {
   hold_t(s);
@@ -526,6 +532,7 @@ static void run_case(scene_t *s, int index) {
     CHECK(s, loop_quiesces(5000), "watchers of the library left on the loop after a free from a callback");
   settle(s, &s->acquired, "the new acquisition");
   settle(s, &s->trigger, "the trigger");
+  settle(s, &s->aux, "the trigger's other future");
   settle(s, &s->own, "the site's future");
   settle(s, &s->pending, "busy's waiter");
   relock_lock_free(s->t);
