@@ -44,8 +44,12 @@ typedef void (*relock_close_cb)(relock_client_t *client, void *arg);
 
 /* Starts closing: what is pending fails with RELOCK_ECLOSED (give-backs of
  * holds are still sent), then cb(client, arg) (may be NULL) runs once, on
- * the loop, never from inside this call. Safe from any callback. Returns
- * 0, or RELOCK_ECLOSED if closing had already started. */
+ * the loop, never from inside this call. Safe from any callback (from
+ * inside an event or a message, the teardown waits for the loop to run
+ * again; calls are refused with RELOCK_ECLOSED at once). Returns 0, or
+ * RELOCK_ECLOSED if closing had already started. An embedded client whose
+ * loop is destroyed (ev_loop_destroy) first closes then, at once: what is
+ * pending fails with RELOCK_ECLOSED, and relock_client_free stays safe. */
 RELOCK_EXTERN int relock_client_close(relock_client_t *client, relock_close_cb cb, void *arg);
 
 /* Frees the client, closing it first if needed and waiting for that;

@@ -182,8 +182,10 @@ typedef void (*relock_event_cb)(relock_client_t *client, const relock_event_t *e
  * more). It runs where the event happens - the loop thread, or the
  * calling thread for ACQUIRE_START and for what a call finishes at once -
  * with the client's work paused: it must return quickly, and must not
- * block (no relock_*_sync call, no relock_future_wait). It may read the
- * event and call relock_client_stats. Without a callback an event costs
+ * block (a blocking call or relock_future_wait from inside it fails with
+ * RELOCK_EWOULDBLOCK). It may read the event, call relock_client_stats,
+ * and call the rest of the library, closing or freeing the client
+ * included (relock_client_close). Without a callback an event costs
  * one test of a pointer. Any thread for a threaded client; the loop's for
  * an embedded one. 0, RELOCK_EINVAL (NULL client), RELOCK_EWRONGTHREAD,
  * RELOCK_EFORKED. */

@@ -47,6 +47,8 @@ int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) {
 /* Per thread, like errno: a blocking call's message outlives its future. */
 static _Thread_local char last_error[512];
 
+_Thread_local int relock__callback_depth;
+
 int relock__last_error_set(int code, const char *msg) {
   if (code == 0 || msg == NULL)
     last_error[0] = '\0';

@@ -13,4 +13,10 @@ int relock__error_set(relock_error_t *err, int code, const char *fmt, ...) __att
  * code 0: ""). Returns code. */
 int relock__last_error_set(int code, const char *msg);
 
+/* How deep the calling thread is in callbacks of the user's that the
+ * library called: futures' (future/future.c) and events' (stats/stats.h).
+ * Inside one a blocking call is refused (RELOCK_EWOULDBLOCK) and a free
+ * cannot wait for the loop. Thread state, like the last error. */
+extern _Thread_local int relock__callback_depth;
+
 #endif /* RELOCK__BASE_ERROR_H */

@@ -71,7 +71,12 @@ int relock__client_enter_code(relock_client_t *c) {
  * loop thread is joined and no thread is listed in c->blocked any more). */
 static void client_destroy(relock_client_t *c) {
   detach_blocked(c);
-  ev_timer_stop(c->loop, &c->close_notify);
+  if (!c->loop_gone) { /* else the loop is freed, and nothing of c's was left on it */
+    ev_timer_stop(c->loop, &c->close_notify);
+    ev_timer_stop(c->loop, &c->close_later);
+    if (!c->exec->threaded)
+      ev_cleanup_stop(c->loop, &c->loop_cleanup);
+  }
   if (c->waitqs != NULL)
     c->waitqs_free(c->waitqs); /* no queue left: every wait completed on close */
   c->waitqs = NULL;
@@ -120,12 +125,8 @@ static void on_redis_closed(relock__redis_t *r, void *arg) {
   relock__exec_changed();
 }
 
-static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
-  if (c->closing)
-    return RELOCK_ECLOSED;
-  c->closing = 1;
-  c->close_cb = cb;
-  c->close_arg = arg;
+/* What a close tears down. */
+static void close_now(relock_client_t *c) {
   if (c->settings.opt.release_on_close) { /* sent before the connections close, which wait for them */
     relock__ledger_release_all(&c->ledger);
   }
@@ -133,6 +134,31 @@ static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
   relock__ledger_close(&c->ledger);
   relock__call_hurry(&c->redis);       /* give-backs waiting to retry: now, within the close */
   relock__redis_close(&c->redis);
+}
+
+static void on_close_later(struct ev_loop *loop, ev_timer *w, int revents) {
+  (void)loop;
+  (void)revents;
+  close_now(w->data);
+}
+
+static int client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
+  if (c->closing)
+    return RELOCK_ECLOSED;
+  c->closing = 1; /* from now on calls are refused (RELOCK_ECLOSED) */
+  c->close_cb = cb;
+  c->close_arg = arg;
+  /* From inside an event or a message, whose caller goes on with the hold,
+   * the acquisition or the subscriber connection the teardown would free
+   * (a close from the RELEASE event freed the hold being released under
+   * release_done; from WAIT_END, the acquisition ending), the teardown
+   * waits for the loop: the close callback runs after it all the same. */
+  if (c->in_callback > 0 || c->stats.emitting > 0) {
+    ev_timer_start(c->loop, &c->close_later);
+    relock__exec_changed();
+    return 0;
+  }
+  close_now(c);
   return 0;
 }
 
@@ -150,6 +176,24 @@ int relock_client_close(relock_client_t *c, relock_close_cb cb, void *arg) {
 /* Down, and the close callback has run. */
 static int finished(const relock_client_t *c) {
   return c->down && !ev_is_active(&c->close_notify) && !c->in_close_cb;
+}
+
+/* The caller destroys an embedded client's loop before freeing the client
+ * (issue 46: relock_client_free then stopped its watchers on the freed
+ * loop, SIGSEGV). libev calls this first, with the loop still working (a
+ * cleanup callback may use it), so the close is done now: what is pending
+ * fails with RELOCK_ECLOSED, the connections go, the close callback runs;
+ * then nothing of the client's is on the loop, and it never touches the
+ * loop again. */
+static void on_loop_destroyed(struct ev_loop *loop, ev_cleanup *w, int revents) {
+  (void)revents;
+  relock_client_t *c = relock__client_ref(w->data); /* a free from a callback may destroy it in here */
+  if (!c->closing)
+    client_close(c, NULL, NULL);
+  while (!finished(c) && ev_run(loop, EVRUN_ONCE))
+    ;
+  c->loop_gone = 1;
+  relock__client_unref(c);
 }
 
 /* Threaded, from any thread but the loop's: waits for the close, stops the
@@ -211,6 +255,13 @@ void relock_client_free(relock_client_t *c) {
     free_threaded(c);
     return;
   }
+  if (c->loop_gone) { /* its loop destroyed: closed then (on_loop_destroyed), nothing left to wait for */
+    relock__exec_t *x = relock__exec_ref(c->exec);
+    client_destroy(c);
+    relock__exec_leave(x);
+    relock__exec_unref(x);
+    return;
+  }
   if (!c->closing)
     client_close(c, NULL, NULL);
   /* The close callback (if any) is owed first. Block for it only where
@@ -251,6 +302,10 @@ static int client_init(relock_client_t *c) {
   relock__list_init(&c->blocked);
   ev_timer_init(&c->close_notify, on_close_notify, 0.0, 0.0);
   c->close_notify.data = c;
+  ev_timer_init(&c->close_later, on_close_later, 0.0, 0.0);
+  c->close_later.data = c;
+  ev_cleanup_init(&c->loop_cleanup, on_loop_destroyed);
+  c->loop_cleanup.data = c;
   relock__stats_init(&c->stats, c, c->settings.opt.statistics);
   c->settings.stats = &c->stats;
   int r = relock__wheel_init(&c->wheel, c->loop, RELOCK__WHEEL_DEFAULT_TICK_MS, RELOCK__WHEEL_DEFAULT_SLOTS);
@@ -266,6 +321,8 @@ static int client_init(relock_client_t *c) {
   if ((r = relock__redis_init(&c->redis, c->exec, &c->wheel, &c->settings, c->tls, &c->rng, on_redis_closed,
                               c)) != 0)
     goto fail_redis;
+  if (!c->exec->threaded) /* a threaded client's loop is its own */
+    ev_cleanup_start(c->loop, &c->loop_cleanup);
   return 0;
 
 fail_redis:
@@ -549,6 +606,7 @@ relock_future_t *relock_client_commandf_async(relock_client_t *c, const char *fo
 
 struct relock_subscription {
   relock__listener_t listener;
+  relock_client_t *client;  /* no reference: messages come only while its connections are up */
   relock__exec_t *exec;     /* a reference: the subscription may outlive the client */
   relock_message_cb cb;
   void *arg;
@@ -557,7 +615,10 @@ struct relock_subscription {
 static void on_message(relock__listener_t *l, const char *payload, size_t len, void *arg) {
   (void)l;
   relock_subscription_t *sub = arg;
+  relock_client_t *c = sub->client; /* the callback may free sub, and close or free c (then put off: client_close) */
+  c->in_callback++;
   sub->cb(sub, payload, len, sub->arg);
+  c->in_callback--;
 }
 
 static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_t len, relock_message_cb cb,
@@ -567,6 +628,7 @@ static relock_future_t *subscribe(relock_client_t *c, const char *channel, size_
     return NULL;
   sub->cb = cb;
   sub->arg = arg;
+  sub->client = c;
   relock_future_t *f = relock__pubsub_subscribe(&c->redis.pubsub, &sub->listener, channel, len, 0, on_message, sub);
   if (f == NULL) {
     free(sub);

@@ -52,6 +52,17 @@ struct relock_client {
   relock_close_cb close_cb;
   void *close_arg;
   ev_timer close_notify;    /* calls close_cb from the loop, never from close */
+  /* A close called from inside a callback whose caller still walks what
+   * the close frees (an event, a subscription's message: in_callback,
+   * stats.emitting) is only marked (closing) and done by this timer, from
+   * the loop, once that caller is out (issue 46). */
+  int in_callback;
+  ev_timer close_later;
+  /* Embedded: told when the caller destroys the loop (ev_loop_destroy)
+   * before freeing the client, which then closes at once and never
+   * touches the loop again (loop_gone). */
+  ev_cleanup loop_cleanup;
+  int loop_gone;
 };
 
 /* An object made on c keeps it (relock__client_ref) and lets it go when

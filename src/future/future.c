@@ -72,8 +72,9 @@ static relock_future_state_t state_of(const relock_future_t *f) {
   return __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
 }
 
-/* How deep the calling thread is in future callbacks; see wait(). */
-static _Thread_local int callback_depth;
+/* How deep the calling thread is in callbacks (base/error.h: an event's
+ * counts too, issue 46); see wait(). */
+#define callback_depth relock__callback_depth
 
 int relock__in_future_callback(void) { return callback_depth > 0; }
 
@@ -168,6 +169,10 @@ void relock_future_release(relock_future_t *f) {
   /* The last reference: nobody else can reach f. The mutex only guards
    * what freeing may run: callbacks left unrun, a value's destructor. */
   int guarded = exec != NULL && (f->head != NULL || (f->vtype == RELOCK_VALUE_PTR && f->v.ptr.dtor != NULL));
+  /* In a forked child no other thread can reach it, and the mutex may have
+   * been held at the fork by one the child lacks: never waited for. */
+  if (guarded && relock__exec_forked(exec))
+    guarded = 0;
   if (guarded)
     relock__exec_lock(exec);
   future_free(f);
@@ -660,6 +665,11 @@ static relock_future_t *combine(relock_future_t *const *futures, size_t n, int i
       return invalid(err, "futures[%zu] belongs to another loop than the futures before it", i);
     exec = x;
     have_exec = 1;
+  }
+  if (exec != NULL && relock__exec_forked(exec)) { /* its mutex may be held by a thread the child lacks (issue 46) */
+    relock__error_set(err, RELOCK_EFORKED, "the futures belong to a client made before fork(): a child process "
+                                           "must make its own");
+    return NULL;
   }
   if (exec != NULL)
     relock__exec_lock(exec);

@@ -111,6 +111,12 @@ relock_lock_t *relock__lock_new(relock_client_t *client, const char *name, const
                       RELOCK__LOCK_NAME_MAX);
     return NULL;
   }
+  /* In a forked child the mutex may have been held at the fork by a thread
+   * the child does not have: waiting for it would never end (issue 46). */
+  if (relock__exec_forked(client->exec)) {
+    relock__error_set(err, RELOCK_EFORKED, "this client was made before fork(): a child process must make its own");
+    return NULL;
+  }
   /* Under the client's lock (threaded): a close in another thread is seen
    * either before (refused) or after (the object answers RELOCK_ECLOSED). */
   relock__exec_lock(client->exec);

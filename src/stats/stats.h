@@ -16,6 +16,8 @@
 
 #include <relock/stats.h>
 
+#include "base/error.h"
+
 typedef struct relock__stats {
   relock_stats_t s;         /* what relock_client_stats copies (uptime filled then) */
   int on;                   /* RELOCK_OPT_STATISTICS */
@@ -23,6 +25,7 @@ typedef struct relock__stats {
   relock_event_cb event_cb; /* NULL: no events */
   void *event_arg;
   relock_client_t *client;  /* for the callback */
+  int emitting;             /* the event callback is running (nested: how deep): client.c defers a close */
 } relock__stats_t;
 
 void relock__stats_init(relock__stats_t *st, relock_client_t *client, int on);
@@ -33,8 +36,18 @@ void relock__histogram_add(relock_histogram_t *h, uint64_t ns);
 /* Calls the event callback (the caller has checked it is set: building an
  * event costs more than the test). */
 static inline int relock__stats_observed(const relock__stats_t *st) { return st->event_cb != NULL; }
+/* The callback may close or free the client (issue 46): while it runs,
+ * emitting makes relock_client_close put off the teardown until the loop
+ * runs again (client.c), as the emitter goes on walking what the close
+ * would free (a hold being released, an acquisition ending); and the
+ * thread counts as inside a callback, where a blocking call is refused
+ * and a free does not wait. */
 static inline void relock__stats_emit(relock__stats_t *st, const relock_event_t *ev) {
+  st->emitting++;
+  relock__callback_depth++;
   st->event_cb(st->client, ev, st->event_arg);
+  relock__callback_depth--;
+  st->emitting--;
 }
 
 /* -- acquisitions -----------------------------------------------------------*/

@@ -8,7 +8,10 @@
  * "Lifetimes" is the rule this checks. Against a real redis-server. */
 #include <config.h>
 
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <relock/relock.h>
 
@@ -313,6 +316,66 @@ static void test_operation_in_flight_outlives_the_client(void **state) {
   }
 }
 
+/* The loop goes first: an embedded client whose loop the caller destroys
+ * (ev_loop_destroy) before relock_client_free. The client detaches when
+ * the loop is destroyed (its ev_cleanup watcher): what was pending fails
+ * with RELOCK_ECLOSED, later calls answer it, and the objects, the
+ * subscription, the futures and the client are freed safely afterwards.
+ * In a forked child, so that a crash fails this case alone. */
+static void loop_destroyed_first(const fx_server_t *fx) {
+  struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+  if (loop == NULL)
+    _exit(2);
+  relock_client_t *c = relock_client_new(loop, fx->opts, NULL);
+  relock_lock_t *l = relock_lock_new(c, "loop-destroyed", NULL);
+  relock_future_t *held = relock_lock_lock_async(l, 1, 0, RELOCK_INFINITE);
+  if (c == NULL || l == NULL || relock_future_wait(held, fx_slack_ms(5000)) != 0 || !relock_future_bool(held))
+    _exit(3);
+  relock_future_t *waiting = relock_lock_lock_async(l, 2, RELOCK_INFINITE, RELOCK_INFINITE);
+  relock_subscription_t *sub = NULL;
+  relock_future_t *subscribed = relock_client_subscribe_async(c, "loop-destroyed", 14, NULL, NULL, &sub);
+  relock_future_release(subscribed); /* refused (no callback): nothing on the loop */
+  const char *ping[] = {"PING"};
+  relock_future_t *inflight = relock_client_command_async(c, 1, ping, NULL);
+  ev_loop_destroy(loop);
+  printf("# after ev_loop_destroy: the waiter %s, the PING %s\n", relock_err_name(relock_future_error(waiting)), relock_err_name(relock_future_error(inflight)));
+  if (relock_future_error(waiting) != RELOCK_ECLOSED || relock_future_error(inflight) == RELOCK_EPENDING)
+    _exit(4);
+  relock_future_t *after = relock_lock_unlock_async(l, 1);
+  if (relock_future_error(after) != RELOCK_ECLOSED)
+    _exit(5);
+  relock_future_release(after);
+  relock_future_release(held);
+  relock_future_release(waiting);
+  relock_future_release(inflight);
+  relock_lock_free(l);
+  relock_client_free(c);
+  fflush(stdout);
+  _exit(0);
+}
+
+static void test_loop_destroyed_before_free(void **state) {
+  fflush(stdout);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL); /* not cmocka's: it would go on with the parent's tests */
+    signal(SIGABRT, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    alarm((unsigned)(20 * relock_test_slowdown()));
+    loop_destroyed_first(*state);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status))
+    fail_msg("crashed: signal %d (%s) after ev_loop_destroy", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WEXITSTATUS(status) == 99)
+    fail_msg("valgrind found memory errors or leaks after ev_loop_destroy (see the log)");
+  if (WEXITSTATUS(status) != 0)
+    fail_msg("the child failed at step %d (4: pending futures not failed with RELOCK_ECLOSED by the loop's "
+             "destruction; 5: a later call not refused with it)", WEXITSTATUS(status));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_server_setup, fx_server_teardown)
 
 int main(void) {
@@ -322,6 +385,7 @@ int main(void) {
       T(test_threaded_after_close),
       T(test_threaded_after_free),
       T(test_operation_in_flight_outlives_the_client),
+      T(test_loop_destroyed_before_free),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("no redis-server");
