@@ -666,39 +666,45 @@ static int64_t free_by_ms(const release_t *op) {
   return op->req.lease_ms + op->l->redis->settings->opt.command_timeout_ms;
 }
 
-/* The release got no answer: retried in the background, the caller told. */
+/* The release got no answer: retried in the background, the caller told.
+ * Everything of the ledger's is done before the caller's callbacks and the
+ * event run: either may close the client. */
 static void retry_in_background(release_t *op, int err, const char *why) {
   relock__ledger_t *l = op->l;
   int64_t by_ms = free_by_ms(op);
   op->req.answer_by_ns = relock__deadline_after(relock__now_ns(), by_ms);
-  char name[RELOCK__HOLD_FIELD_MAX];
+  char name[RELOCK__HOLD_FIELD_MAX], msg[768];
   size_t key_len;
   const char *key = op->holder->ops->key(op->holder, &key_len);
   op->holder->ops->name(op->holder, op->owner, name);
-  relock_future_t *f = op->holder->ops->release(op->holder, op->owner, &op->req);
-  relock__future_fail(op->out, err,
-                      "%s %.*s: the release by %s did not go through (%s); %s, and the release is retried in the "
-                      "background: the lock is free in %lld ms at the latest",
-                      what_of(op->holder), (int)key_len, key, name, why,
-                      op->last ? "it is not renewed any more" : "the holds that remain are kept",
-                      (long long)by_ms);
-  relock_future_release(op->out);
+  snprintf(msg, sizeof msg,
+           "%s %.*s: the release by %s did not go through (%s); %s, and the release is retried in the "
+           "background: the lock is free in %lld ms at the latest",
+           what_of(op->holder), (int)key_len, key, name, why,
+           op->last ? "it is not renewed any more" : "the holds that remain are kept", (long long)by_ms);
+  relock_event_t ev = {.type = RELOCK_EVENT_RELEASE_RETRIED, .kind = (relock_kind_t)op->hold->kind,
+                       .owner = op->owner, .duration_ns = by_ms * (int64_t)RELOCK__NS_PER_MS, .message = why};
+  char *event_name = relock__stats_observed(l->redis->settings->stats) ? strndup(key, key_len) : NULL;
+  relock_future_t *out = op->out;
   op->out = NULL;
   relock__stats_t *st = l->redis->settings->stats;
   RELOCK__STATS_COUNT(st, release_retries, 1);
-  if (relock__stats_observed(st)) {
-    relock_event_t ev = {.type = RELOCK_EVENT_RELEASE_RETRIED, .kind = (relock_kind_t)(op->hold->kind),
-                         .name = key, .name_len = key_len, .owner = op->owner,
-                         .duration_ns = by_ms * (int64_t)RELOCK__NS_PER_MS, .message = why};
-    relock__stats_emit(st, &ev);
-  }
+  relock_future_t *f = op->holder->ops->release(op->holder, op->owner, &op->req);
   if (f == NULL) { /* out of memory: nothing more to do; the lease ends it */
     RELOCK__STATS_COUNT(st, releases_expired, 1);
     release_end(op);
-    return;
+  } else {
+    l->letting_go++;
+    relock_future_on_done(f, on_background_done, op);
   }
-  l->letting_go++;
-  relock_future_on_done(f, on_background_done, op);
+  if (event_name != NULL) { /* a copy: the background call's answer may come (and free the holder) in here */
+    ev.name = event_name;
+    ev.name_len = key_len;
+    relock__stats_emit(st, &ev); /* a close from in here waits for the loop (client.c) */
+    free(event_name);
+  }
+  relock__future_fail(out, err, "%s", msg); /* last: its callbacks may free the client */
+  relock_future_release(out);
 }
 
 static void on_release_done(relock_future_t *f, void *arg) {

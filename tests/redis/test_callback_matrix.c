@@ -417,6 +417,14 @@ static void arm_ev_loss_lease(scene_t *s) {
   on_events(s);
   stall(s);
 }
+/* A release that gets no answer (the proxy stalls): the hold is let go,
+ * the release retried in the background, the event told. */
+static void arm_ev_release_retried(scene_t *s) {
+  hold_t(s);
+  on_events(s);
+  stall(s);
+  s->trigger = relock_lock_unlock_async(s->t, 1);
+}
 static void arm_ev_reconnect(scene_t *s) {
   on_events(s);
   relock_test_proxy_cut(s->proxy);
@@ -445,6 +453,7 @@ static const site_t sites[] = {
     {"event RELEASE", "RELOCK_EVENT_RELEASE", arm_ev_release, RELOCK_EVENT_RELEASE},
     {"event LOSS, field deleted", "RELOCK_EVENT_LOSS", arm_ev_loss_deleted, RELOCK_EVENT_LOSS},
     {"event LOSS, watchdog lease ran out", "RELOCK_EVENT_LOSS", arm_ev_loss_lease, RELOCK_EVENT_LOSS},
+    {"event RELEASE_RETRIED", "RELOCK_EVENT_RELEASE_RETRIED", arm_ev_release_retried, RELOCK_EVENT_RELEASE_RETRIED},
     {"event RECONNECT", "RELOCK_EVENT_RECONNECT", arm_ev_reconnect, RELOCK_EVENT_RECONNECT},
     {"event FAILOVER", "RELOCK_EVENT_FAILOVER", NULL, RELOCK_EVENT_FAILOVER}, /* not here: see above */
     /* relock_event_cb is the type of every event above */
@@ -471,6 +480,8 @@ static void setup(scene_t *s, int index) {
   set_opt(s, relock_options_set_ms(s->opts, RELOCK_OPT_RECONNECT_MAX, 100, &err), &err);
   /* short: a loss is found within a third of it, a lease runs out in it */
   set_opt(s, relock_options_set_ms(s->opts, RELOCK_OPT_WATCHDOG_TIMEOUT, 90 * relock_test_slowdown(), &err), &err);
+  if (s->site->event == RELOCK_EVENT_RELEASE_RETRIED) /* the release fails after one command timeout */
+    set_opt(s, relock_options_set_int(s->opts, RELOCK_OPT_RETRY_ATTEMPTS, 0, &err), &err);
   s->threads_before = threads_now();
   s->c = relock_client_new(s->threaded ? NULL : fx_loop(), s->opts, &err);
   CHECK(s, s->c != NULL, "relock_client_new: %s", err.message);
