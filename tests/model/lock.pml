@@ -279,6 +279,8 @@
 #define REN  2        /* lock_renew.lua (or a fixed lease's check) in flight */
 #define REL  3        /* lock_release.lua in flight */
 #define UNDO 4        /* lock_acquire_undo.lua in flight */
+#define GIV  5        /* a surplus given back (rule d'): lock_release.lua of
+                         a hold the owner does not believe in, in flight */
 
 /* replies (rep[i]) */
 #define R_NONE     0
@@ -342,6 +344,9 @@ byte acnt[N];         /* the count an "acquired" answer reports (the new
                          rule for D: lock_acquire.lua answers with it) */
 byte took[N];         /* holds its acquisition counted in Redis that nobody
                          believes yet (a ghost variable: property 4) */
+byte gb[N];           /* GIV: the surplus left to give back, this release
+                         included (rule d') */
+bit  last[N];         /* REL: a release of the owner's last hold (rule e) */
 
 /* -- owners ----------------------------------------------------------------*/
 byte holds[NO];       /* the belief: holds the owner thinks it has */
@@ -351,6 +356,11 @@ bool vanished[NO];    /* the key vanished under its field (property 3) */
 byte forces;          /* vanishes so far */
 byte tol[NO];         /* ticks left of the let-go bound (property 5): a
                          ghost variable */
+byte calls[NO];       /* the caller's count: its lock calls answered
+                         "acquired" and not unlocked yet (a ghost: what the
+                         owner was told; property 5 compares Redis with it) */
+bit  owe[NO];         /* a surplus an answer showed is still counted, its
+                         give-back having got no answer (a ghost: property 5) */
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
 bit  led[NO];         /* the watchdog's table still lists a hold the owner
                          let go (its release failed): it is renewed */
@@ -392,8 +402,15 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
 #else
 #define OTHER_FIELD(o) ((o) == 0 -> (rc[1] > 0 || rc[2] > 0) : ((o) == 1 -> (rc[0] > 0 || rc[2] > 0) : (rc[0] > 0 || rc[1] > 0)))
 #endif
-/* (5): no surplus past the let-go bound. */
-#define LETGO(o)  (!OWNER_IDLE(o) || rc[o] <= holds[o] || tol[o] > 0 || OTHER_FIELD(o))
+/* (5): with the owner's turn free, Redis counts no more of its holds than
+ * its caller's lock calls - except, with no call left, within the let-go
+ * bound, and, while it holds, a surplus whose give-back got no answer. */
+#ifdef STRICT_SURPLUS
+#define OWED(o) 0
+#else
+#define OWED(o) owe[o]
+#endif
+#define LETGO(o)  (!OWNER_IDLE(o) || rc[o] <= calls[o] || OTHER_FIELD(o) || (calls[o] == 0 && tol[o] > 0) || (calls[o] > 0 && OWED(o)))
 #if NO == 1
 #define OWNERS_SAFE HELD(0)
 #define LETGO_SAFE LETGO(0)
@@ -424,10 +441,16 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
 #ifdef RETRY_WITHOUT_TURN
 /* a release retried in the background (its retries spent) has let go of
  * the owner's turn */
-#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || (st[k] == REL && tries[k] > 0))
+#define COUNTING_REL(k) (st[k] == REL && tries[k] > 0)
 #else
-#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || st[k] == REL)
+#define COUNTING_REL(k) (st[k] == REL)
 #endif
+#ifdef GIVE_BACK_WITHOUT_TURN
+#define COUNTING_GIV(k) 0     /* the give-back goes after the turn is left */
+#else
+#define COUNTING_GIV(k) (st[k] == GIV)
+#endif
+#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || COUNTING_REL(k) || COUNTING_GIV(k))
 #define COUNTING_ELSEWHERE(i) ((i) == 0 -> COUNTING(1) : ((i) == 1 -> COUNTING(0) : 0))
 #else
 #define COUNTING_ELSEWHERE(i) 0
@@ -443,7 +466,7 @@ inline believe(o, d) {
 
 /* The belief ends (released, lost or past its deadline). */
 inline unbelieve(o) {
-  holds[o] = 0; vleft[o] = 0; wd[o] = 0
+  holds[o] = 0; vleft[o] = 0; wd[o] = 0; calls[o] = 0; owe[o] = 0
 }
 
 /* The owner lets go (property 5): whatever Redis still counts of its holds
@@ -467,6 +490,7 @@ inline forget_vanished(o) {
  * what property 4 looks at). */
 inline done(i) {
   st[i] = IDLE; age[i] = 0; tries[i] = 0; kind[i] = 0; post[i] = 0; acnt[i] = 0; rleft[i] = 0;
+  gb[i] = 0; last[i] = 0;
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
   stale[i] = 0;
 #endif
@@ -484,6 +508,14 @@ inline done(i) {
  * latch (kept), sent until answered. */
 inline give_back(i) {
   st[i] = UNDO; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
+}
+
+/* (d') n holds Redis counts and the owner does not are given back, one
+ * release at a time, each a new request id (no unlock latch yet), the
+ * owner's turn kept (the acquisition's latch is dropped: it is over). */
+inline give_surplus(i, n) {
+  alatch[i] = 0; acnt[i] = 0; rlatch[i] = 0; rlans[i] = 0; kind[i] = wd[OWN(i)]; gb[i] = n;
+  send(i, GIV)
 }
 
 /* ==========================================================================
@@ -666,7 +698,7 @@ inline run_script(i) {
   if
   :: st[i] == ACQ -> acquire_script(i, OWN(i))
   :: st[i] == REN -> renew_script(i, OWN(i))
-  :: st[i] == REL -> release_script(i, OWN(i))
+  :: st[i] == REL || st[i] == GIV -> release_script(i, OWN(i))
   :: st[i] == UNDO -> undo_script(i, OWN(i))
   fi
 }
@@ -783,10 +815,10 @@ end:
 
   /* relock_lock_unlock_async(): the caller gives up one hold (it stops
    * using the lock before it calls release). */
-  :: atomic { st[i] == IDLE && holds[o] > 0 && !COUNTING_ELSEWHERE(i) ->
-       kind[i] = wd[o]; holds[o]--;
+  :: atomic { st[i] == IDLE && calls[o] > 0 && !COUNTING_ELSEWHERE(i) ->
+       kind[i] = wd[o]; holds[o]--; calls[o]--;
        if
-       :: holds[o] == 0 -> rleft[i] = vleft[o]; unbelieve(o); let_go(o)
+       :: holds[o] == 0 -> rleft[i] = vleft[o]; last[i] = 1; unbelieve(o); let_go(o)
        :: else
        fi;
        send(i, REL) }
@@ -802,7 +834,7 @@ end:
         * report */
        d = VAL(kind[i]); believe(o, d); d = 0;
        if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
-       holds[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
+       holds[o]++; calls[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
        done(i)
 #else
        if
@@ -818,19 +850,31 @@ end:
 #endif
           d = VAL(kind[i]) - age[i]; believe(o, d); d = 0;
           if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
-#ifdef OLD_ACQ_COUNTS_ONE
-          holds[o]++;
-#else
-          /* (d) the count is Redis's: one more than the owner's, or more
-           * when a hold it let go (its lease ended locally) is still there */
+#ifdef ADOPT_REDIS_COUNT
+          /* the old rule (d): the count is Redis's, one more than the
+           * owner's or more when a hold it let go is still there */
           holds[o] = acnt[i];
+#else
+          /* (d') one hold more, what the caller is told: its holds + 1, or
+           * 1 for a new hold (none believed, or let go or lost above) */
+          holds[o]++;
 #endif
+          calls[o]++;
           if :: took[i] > 0 -> took[i]-- :: else fi;
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
           led[o] = 0;                         /* the listed hold counted on */
 #endif
-          if :: rc[o] <= holds[o] -> tol[o] = 0 :: else fi;
+          if :: rc[o] <= holds[o] -> tol[o] = 0; owe[o] = 0 :: else fi;
+#if defined(ADOPT_REDIS_COUNT) || defined(OLD_ACQ_COUNTS_ONE)
           done(i)
+#else
+          /* (d') Redis counted more than the owner believes now: the
+           * surplus is given back at once, the turn kept */
+          if
+          :: acnt[i] > holds[o] -> d = acnt[i] - holds[o]; give_surplus(i, d); d = 0
+          :: else -> done(i)
+          fi
+#endif
        :: else -> give_back(i)                /* late: not trusted, undone */
        fi
 #endif
@@ -861,8 +905,36 @@ end:
   /* lock.c on_release_done() -> renewal_release_done(): freed or not the
    * owner forget the hold (lost, if it was not); 0 keeps the others. */
   :: atomic { st[i] == REL && (rep[i] == R_FREED || rep[i] == R_NOTOWNER) ->
-       rep[i] = R_NONE; unbelieve(o); done(i) }
-  :: atomic { st[i] == REL && rep[i] == R_REMAINS -> rep[i] = R_NONE; done(i) }
+       rep[i] = R_NONE; unbelieve(o);
+       /* the last release answered: the caller is told the lock is free,
+        * so from now Redis counts none of its holds (property 5) */
+       if :: last[i] -> tol[o] = 0 :: else fi;
+       done(i) }
+  :: atomic { st[i] == REL && rep[i] == R_REMAINS -> rep[i] = R_NONE;
+#ifndef NO_LAST_GIVE_BACK
+       /* (e) holds remain after the owner's last one: a surplus, released
+        * again (a new request id) until freed or not held, the turn kept */
+       if
+       :: last[i] -> rlatch[i] = 0; rlans[i] = 0; tries[i] = RETRIES; req[i] = 1
+       :: else -> done(i)
+       fi
+#else
+       if :: last[i] -> tol[o] = 0 :: else fi;  /* the caller told, too */
+       done(i)
+#endif
+     }
+
+  /* hold.c on_surplus_done(): a surplus release answered. 0: the next one
+   * goes (a new id) while the owner holds; freed or not held: it freed
+   * what the owner believes in (Redis counted fewer than it said): lost. */
+  :: atomic { st[i] == GIV && rep[i] == R_REMAINS -> rep[i] = R_NONE;
+       if
+       :: gb[i] > 1 && holds[o] > 0 -> d = gb[i] - 1; give_surplus(i, d); d = 0
+       :: else -> if :: rc[o] <= holds[o] -> owe[o] = 0 :: else fi; done(i)
+       fi }
+  :: atomic { st[i] == GIV && (rep[i] == R_FREED || rep[i] == R_NOTOWNER) -> rep[i] = R_NONE;
+       if :: holds[o] > 0 -> unbelieve(o); let_go(o) :: else fi;
+       done(i) }
 
   /* The undo answered: whatever it gave back, the acquisition is over. */
   :: atomic { st[i] == UNDO && rep[i] == R_UNDONE -> rep[i] = R_NONE; done(i) }
@@ -890,6 +962,11 @@ end:
        :: tries[i] == 0 && st[i] == UNDO -> req[i] = 1
 #endif
        :: tries[i] == 0 && st[i] == ACQ -> give_back(i)
+       /* (d') a give-back with no answer stops (no background retry): what
+        * it left the owner's last release gives back (e) */
+       :: tries[i] == 0 && st[i] == GIV ->
+          if :: holds[o] > 0 && rc[o] > holds[o] -> owe[o] = 1 :: else fi;
+          done(i)
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
        :: tries[i] == 0 && st[i] == REL ->
           if :: holds[o] == 0 && kind[i] == WD -> led[o] = 1 :: else fi;
