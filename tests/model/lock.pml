@@ -46,6 +46,9 @@
  *       its background retry        (the new rule for F below) a release with no answer is
  *                                   sent again, same request id (same unlock latch), until
  *                                   answered or the hold's lease has ended locally
+ *       a surplus given back        src/watchdog/hold.c relock__hold_give_back(): releases
+ *                                   (lua/lock_release.lua) of holds Redis counts and the owner
+ *                                   does not, one at a time, each a new request id
  *       the deadline check          renewal.c check_deadlines(), a fixed lease's on_lease_end()
  *   - The let-go states (class F). An owner lets go of a hold when it asks
  *     to release its last hold (its count goes to 0 locally, whatever the
@@ -61,9 +64,22 @@
  *     hold's lease has ended locally (then the watchdog's table forgets it:
  *     nobody renews it, Redis lets it expire); (c) the background retry
  *     keeps the owner's turn: the owner's next acquisition waits for it, or
- *     starts once it has given up; (d) the next acquisition counts what
- *     Redis answers (the field's count), never one on top of a hold the
- *     owner stopped believing in.
+ *     starts once it has given up; (d') an acquisition counts one hold,
+ *     what the caller is told: the owner's holds + 1, or 1 for a new hold
+ *     (none believed, or the earlier ones let go, lost or forgotten - never
+ *     one on top of a hold the owner stopped believing in). If its answer
+ *     (lua/lock_acquire.lua's count) shows Redis counting more than the
+ *     owner now believes (a fixed lease's field that ended locally within
+ *     the margin, a let-go hold whose release has not landed), the
+ *     difference is a surplus given back at once: releases of one hold
+ *     each, each a new request id, one after another, the owner's turn kept
+ *     until they are answered (src/objects/lock.c relock__lock_acquired(),
+ *     hold.c relock__hold_give_back()); the owner's count is not touched. A
+ *     give-back that gets no answer stops (no background retry); a freed or
+ *     not-held answer means Redis counted fewer than it said: the hold is
+ *     lost. (e) When the owner's last release is answered "holds remain",
+ *     it is sent again (a new request id), the turn kept, until Redis
+ *     answers freed or not held (hold.c give_back_surplus()).
  *
  * What is abstracted away
  *   - Pub/sub and the wait queue (handoff.pml has them): they only decide
@@ -139,8 +155,8 @@
  *                 its next check)
  *   NO_P5         leave property 5 out, so a variant that breaks it too
  *                 (OLD_REENTRY_VANISHED: no count, so one on top, as
- *                 OLD_ACQ_COUNTS_ONE) is shown breaking the property it
- *                 stands for
+ *                 OLD_ACQ_COUNTS_ONE; OLD and OLD_CLIENT, one on top too) is
+ *                 shown breaking the property it stands for
  *   OLD_RENEW_AFTER_FAILED_RELEASE  (F) renewal.c relock__renewal_release_done()
  *                 with RELOCK__RELEASE_FAILED: "nothing is known, the deadline
  *                 decides": the hold stays in the table as it was (its count
@@ -151,12 +167,27 @@
  *                 (its retries spent) no longer holds the owner's turn: the
  *                 owner's next acquisition may go while it is retried (rule
  *                 (c) taken away)
- *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired(): a hold forgotten (its
- *                 lease ended locally) or lost makes the next acquisition a
- *                 new hold of count 1, whatever Redis answered: a field the
- *                 lease end left behind (its TTL outlives the local deadline by
- *                 the margin) is counted in Redis and in nobody's belief, and
- *                 the new hold's renewals keep it
+ *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired() before the ledger: a
+ *                 hold forgotten (its lease ended locally) or lost makes the
+ *                 next acquisition a new hold of count 1, whatever Redis
+ *                 answered, and nothing is given back: a field the lease end
+ *                 left behind (its TTL outlives the local deadline by the
+ *                 margin) is counted in Redis and in nobody's belief, and the
+ *                 new hold's renewals keep it
+ *   ADOPT_REDIS_COUNT  (F) the rule (d) this model had before (d'): the
+ *                 next acquisition takes Redis's count (holds = the answer's
+ *                 count), nothing given back. Redis and the ledger agree, but
+ *                 the caller made one lock call: its one unlock leaves a hold
+ *                 the watchdog renews for ever
+ *   NO_LAST_GIVE_BACK  (F) rule (e) taken away: the owner's last release
+ *                 answered "holds remain" is over (the caller told)
+ *   GIVE_BACK_WITHOUT_TURN  (F, SAME_OWNER) the surplus give-back is sent
+ *                 after the owner's turn is left: its next acquisition or
+ *                 release may go while the give-back is in flight
+ *   STRICT_SURPLUS  property 5 without its exemption for a surplus whose
+ *                 give-back got no answer (expected to fail: the rule stops
+ *                 such a give-back, and the owner's watchdog renews the
+ *                 field with the surplus until the owner's last release)
  *
  * The property (checked by the monitor process at every state)
  *   valid(o)  = owner o believes it holds (holds[o] > 0) and its local
@@ -188,26 +219,44 @@
  *       acquisition counted and nobody believes, is 0 whenever slot i has no
  *       acquisition or undo in flight. A double count (a retry counting
  *       again) shows up here too.
- *   (5) the let-go direction: once an owner has let go (asked to release
- *       its last hold, its lease ended locally, told lost), Redis's count
- *       of its holds from before is gone within the key's TTL as it was at
- *       the let-go: no renewal sent after it extends that TTL. Three
- *       requests may still extend it, each by one lease from its run, and
- *       move the bound there: a renewal the owner sent while it still held
- *       (in flight at a lease end; SAME_OWNER: another slot's), a partial
- *       release in flight at the lease end (lock_release.lua extends a key
- *       that keeps holds), and the owner's next acquisition, which counts
- *       on that field (if it ends in no belief, its undo gives back its own
- *       hold and the field keeps the TTL it gave). A request runs only
- *       while it is in flight. tol[o], the ticks left of the bound, is set
- *       at the let-go to the key's TTL and counts down with the clock. Whenever the owner has nothing in flight (a
- *       background retry is in flight), Redis counts no more of its holds
- *       than it believes - a surplus is allowed only while tol[o] > 0. With
- *       (1) that makes Redis's count equal to the believed count whenever
- *       the owner has nothing in flight and its belief counts. Read holds
- *       share the key's TTL, which the other readers' holds keep: an owner's
- *       let-go field is judged while it is the key's only field, its bound
- *       the TTL the key had when it became so.
+ *   (5) the let-go direction, against what the caller was told: calls[o],
+ *       its lock calls answered "acquired" and not unlocked yet (one per
+ *       call, whatever Redis counted; the ledger's count holds[o] equals it
+ *       under (d'), and under ADOPT_REDIS_COUNT exceeds it). Whenever owner
+ *       o's turn is free (no request of its own in flight: no acquisition,
+ *       undo, release, background retry or give-back), Redis counts no more
+ *       of its holds than calls[o] - with (1), exactly calls[o] while its
+ *       belief counts - except:
+ *       (5a) with no call left (it has let go: asked to release its last
+ *       hold, its lease ended locally, told lost), what Redis still counts
+ *       of its holds is gone within the let-go bound: tol[o], the ticks
+ *       left of it, set at the let-go to the key's TTL and counted down by
+ *       the clock. No renewal sent after the let-go extends it. Four
+ *       requests may still extend a let-go field, each by one lease from its
+ *       run, and move the bound there: a renewal the owner sent while it
+ *       still held (in flight at a lease end; SAME_OWNER: another slot's), a
+ *       partial release in flight at the lease end (lock_release.lua extends
+ *       a key that keeps holds), a release of rule (e) that leaves holds,
+ *       and the owner's next acquisition, which counts on that field (if it
+ *       ends in no belief, its undo gives back its own hold and the field
+ *       keeps the TTL it gave). A request runs only while it is in flight.
+ *       The bound ends when the owner's last release is answered (freed or
+ *       not held: the caller is told the lock is free): from then on Redis
+ *       counts none of its holds. So a surplus the owner never saw (a field
+ *       left within the margin and not acquired again, a release retried
+ *       until the lease end) is gone within tol of the let-go, and one an
+ *       answer showed is gone once the turn is free again - unless the
+ *       request giving it back got no answer: a last release's (its
+ *       background retry given up at the lease end) leaves it to tol, a
+ *       give-back's to (5b);
+ *       (5b) while it holds, a surplus an acquisition's answer showed whose
+ *       give-back got no answer (owe[o], a ghost): the rule stops such a
+ *       give-back, and the field keeps the surplus, renewed with the
+ *       owner's hold, until the owner lets go (its last release gives it
+ *       back by (e); a lease end or a loss leaves it to (5a)).
+ *       Read holds share the key's TTL, which the other readers' holds
+ *       keep: an owner's let-go field is judged while it is the key's only
+ *       field, its bound the TTL the key had when it became so.
  */
 
 #ifndef N
@@ -864,7 +913,10 @@ end:
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
           led[o] = 0;                         /* the listed hold counted on */
 #endif
-          if :: rc[o] <= holds[o] -> tol[o] = 0; owe[o] = 0 :: else fi;
+          /* held now: the let-go bound is not looked at until the next
+           * let-go, which sets it from the key's TTL (never below it) */
+          tol[o] = 0;
+          if :: rc[o] <= holds[o] -> owe[o] = 0 :: else fi;
 #if defined(ADOPT_REDIS_COUNT) || defined(OLD_ACQ_COUNTS_ONE)
           done(i)
 #else

@@ -52,9 +52,9 @@ unsafe|lock|[C] latch expires before the retry or the undo (OLD_LATCH_TTL)|-DN=2
 unsafe|lock|[C] undo given up after its retries (OLD_UNDO_GIVES_UP)|-DN=2 -DONLY_WD -DLW=2 -DOLD_UNDO_GIVES_UP
 unsafe|lock|[D] two count-changing requests of one owner in flight (OLD_CONCURRENT_ACQ)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DOLD_CONCURRENT_ACQ
 unsafe|lock|[D] re-entry onto a key that vanished counted on (OLD_REENTRY_VANISHED)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY_VANISHED -DNO_P5
-unsafe|lock|old rule (latch + late reply accepted), 2 owners|-DN=2 -DONLY_WD -DLW=2 -DOLD
+unsafe|lock|old rule (latch + late reply accepted), 2 owners|-DN=2 -DONLY_WD -DLW=2 -DOLD -DNO_P5
 unsafe|lock|old rule, 3 owners|-DN=3 -DHMAX=1 -DFMAX=0 -DONLY_WD -DLW=2 -DRETRIES=0 -DOLD
-unsafe|lock|old client alone (late reply accepted)|-DN=2 -DONLY_WD -DLW=2 -DOLD_CLIENT
+unsafe|lock|old client alone (late reply accepted)|-DN=2 -DONLY_WD -DLW=2 -DOLD_CLIENT -DNO_P5
 unsafe|lock|old latch with per-attempt send time|-DN=2 -DONLY_WD -DLW=2 -DOLD_LATCH -DSTAMP_RETRY
 unsafe|lock|re-entry onto a hold past its deadline, without the count rule either (OLD_REENTRY)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY -DOLD_REENTRY_VANISHED -DNO_P5
 unsafe|lock|release without its unlock latch (NO_UNLOCK_LATCH)|-DN=2 -DONLY_WD -DLW=2 -DNO_UNLOCK_LATCH
