@@ -231,13 +231,14 @@
  *       hold, its lease ended locally, told lost), what Redis still counts
  *       of its holds is gone within the let-go bound: tol[o], the ticks
  *       left of it, set at the let-go to the key's TTL and counted down by
- *       the clock. No renewal sent after the let-go extends it. Four
+ *       the clock. No renewal sent after the let-go extends it. Five
  *       requests may still extend a let-go field, each by one lease from its
  *       run, and move the bound there: a renewal the owner sent while it
  *       still held (in flight at a lease end; SAME_OWNER: another slot's), a
  *       partial release in flight at the lease end (lock_release.lua extends
- *       a key that keeps holds), a release of rule (e) that leaves holds,
- *       and the owner's next acquisition, which counts on that field (if it
+ *       a key that keeps holds), a release of rule (e) that leaves holds, a
+ *       give-back in flight at the lease end (a release too), and the
+ *       owner's next acquisition, which counts on that field (if it
  *       ends in no belief, its undo gives back its own hold and the field
  *       keeps the TTL it gave). A request runs only while it is in flight.
  *       The bound ends when the owner's last release is answered (freed or
