@@ -46,6 +46,9 @@
  *       its background retry        (the new rule for F below) a release with no answer is
  *                                   sent again, same request id (same unlock latch), until
  *                                   answered or the hold's lease has ended locally
+ *       a surplus given back        src/watchdog/hold.c relock__hold_give_back(): releases
+ *                                   (lua/lock_release.lua) of holds Redis counts and the owner
+ *                                   does not, one at a time, each a new request id
  *       the deadline check          renewal.c check_deadlines(), a fixed lease's on_lease_end()
  *   - The let-go states (class F). An owner lets go of a hold when it asks
  *     to release its last hold (its count goes to 0 locally, whatever the
@@ -61,9 +64,22 @@
  *     hold's lease has ended locally (then the watchdog's table forgets it:
  *     nobody renews it, Redis lets it expire); (c) the background retry
  *     keeps the owner's turn: the owner's next acquisition waits for it, or
- *     starts once it has given up; (d) the next acquisition counts what
- *     Redis answers (the field's count), never one on top of a hold the
- *     owner stopped believing in.
+ *     starts once it has given up; (d') an acquisition counts one hold,
+ *     what the caller is told: the owner's holds + 1, or 1 for a new hold
+ *     (none believed, or the earlier ones let go, lost or forgotten - never
+ *     one on top of a hold the owner stopped believing in). If its answer
+ *     (lua/lock_acquire.lua's count) shows Redis counting more than the
+ *     owner now believes (a fixed lease's field that ended locally within
+ *     the margin, a let-go hold whose release has not landed), the
+ *     difference is a surplus given back at once: releases of one hold
+ *     each, each a new request id, one after another, the owner's turn kept
+ *     until they are answered (src/objects/lock.c relock__lock_acquired(),
+ *     hold.c relock__hold_give_back()); the owner's count is not touched. A
+ *     give-back that gets no answer stops (no background retry); a freed or
+ *     not-held answer means Redis counted fewer than it said: the hold is
+ *     lost. (e) When the owner's last release is answered "holds remain",
+ *     it is sent again (a new request id), the turn kept, until Redis
+ *     answers freed or not held (hold.c give_back_surplus()).
  *
  * What is abstracted away
  *   - Pub/sub and the wait queue (handoff.pml has them): they only decide
@@ -139,8 +155,8 @@
  *                 its next check)
  *   NO_P5         leave property 5 out, so a variant that breaks it too
  *                 (OLD_REENTRY_VANISHED: no count, so one on top, as
- *                 OLD_ACQ_COUNTS_ONE) is shown breaking the property it
- *                 stands for
+ *                 OLD_ACQ_COUNTS_ONE; OLD and OLD_CLIENT, one on top too) is
+ *                 shown breaking the property it stands for
  *   OLD_RENEW_AFTER_FAILED_RELEASE  (F) renewal.c relock__renewal_release_done()
  *                 with RELOCK__RELEASE_FAILED: "nothing is known, the deadline
  *                 decides": the hold stays in the table as it was (its count
@@ -151,12 +167,27 @@
  *                 (its retries spent) no longer holds the owner's turn: the
  *                 owner's next acquisition may go while it is retried (rule
  *                 (c) taken away)
- *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired(): a hold forgotten (its
- *                 lease ended locally) or lost makes the next acquisition a
- *                 new hold of count 1, whatever Redis answered: a field the
- *                 lease end left behind (its TTL outlives the local deadline by
- *                 the margin) is counted in Redis and in nobody's belief, and
- *                 the new hold's renewals keep it
+ *   OLD_ACQ_COUNTS_ONE  (F) relock__renewal_acquired() before the ledger: a
+ *                 hold forgotten (its lease ended locally) or lost makes the
+ *                 next acquisition a new hold of count 1, whatever Redis
+ *                 answered, and nothing is given back: a field the lease end
+ *                 left behind (its TTL outlives the local deadline by the
+ *                 margin) is counted in Redis and in nobody's belief, and the
+ *                 new hold's renewals keep it
+ *   ADOPT_REDIS_COUNT  (F) the rule (d) this model had before (d'): the
+ *                 next acquisition takes Redis's count (holds = the answer's
+ *                 count), nothing given back. Redis and the ledger agree, but
+ *                 the caller made one lock call: its one unlock leaves a hold
+ *                 the watchdog renews for ever
+ *   NO_LAST_GIVE_BACK  (F) rule (e) taken away: the owner's last release
+ *                 answered "holds remain" is over (the caller told)
+ *   GIVE_BACK_WITHOUT_TURN  (F, SAME_OWNER) the surplus give-back is sent
+ *                 after the owner's turn is left: its next acquisition or
+ *                 release may go while the give-back is in flight
+ *   STRICT_SURPLUS  property 5 without its exemption for a surplus whose
+ *                 give-back got no answer (expected to fail: the rule stops
+ *                 such a give-back, and the owner's watchdog renews the
+ *                 field with the surplus until the owner's last release)
  *
  * The property (checked by the monitor process at every state)
  *   valid(o)  = owner o believes it holds (holds[o] > 0) and its local
@@ -188,26 +219,45 @@
  *       acquisition counted and nobody believes, is 0 whenever slot i has no
  *       acquisition or undo in flight. A double count (a retry counting
  *       again) shows up here too.
- *   (5) the let-go direction: once an owner has let go (asked to release
- *       its last hold, its lease ended locally, told lost), Redis's count
- *       of its holds from before is gone within the key's TTL as it was at
- *       the let-go: no renewal sent after it extends that TTL. Three
- *       requests may still extend it, each by one lease from its run, and
- *       move the bound there: a renewal the owner sent while it still held
- *       (in flight at a lease end; SAME_OWNER: another slot's), a partial
- *       release in flight at the lease end (lock_release.lua extends a key
- *       that keeps holds), and the owner's next acquisition, which counts
- *       on that field (if it ends in no belief, its undo gives back its own
- *       hold and the field keeps the TTL it gave). A request runs only
- *       while it is in flight. tol[o], the ticks left of the bound, is set
- *       at the let-go to the key's TTL and counts down with the clock. Whenever the owner has nothing in flight (a
- *       background retry is in flight), Redis counts no more of its holds
- *       than it believes - a surplus is allowed only while tol[o] > 0. With
- *       (1) that makes Redis's count equal to the believed count whenever
- *       the owner has nothing in flight and its belief counts. Read holds
- *       share the key's TTL, which the other readers' holds keep: an owner's
- *       let-go field is judged while it is the key's only field, its bound
- *       the TTL the key had when it became so.
+ *   (5) the let-go direction, against what the caller was told: calls[o],
+ *       its lock calls answered "acquired" and not unlocked yet (one per
+ *       call, whatever Redis counted; the ledger's count holds[o] equals it
+ *       under (d'), and under ADOPT_REDIS_COUNT exceeds it). Whenever owner
+ *       o's turn is free (no request of its own in flight: no acquisition,
+ *       undo, release, background retry or give-back), Redis counts no more
+ *       of its holds than calls[o] - with (1), exactly calls[o] while its
+ *       belief counts - except:
+ *       (5a) with no call left (it has let go: asked to release its last
+ *       hold, its lease ended locally, told lost), what Redis still counts
+ *       of its holds is gone within the let-go bound: tol[o], the ticks
+ *       left of it, set at the let-go to the key's TTL and counted down by
+ *       the clock. No renewal sent after the let-go extends it. Five
+ *       requests may still extend a let-go field, each by one lease from its
+ *       run, and move the bound there: a renewal the owner sent while it
+ *       still held (in flight at a lease end; SAME_OWNER: another slot's), a
+ *       partial release in flight at the lease end (lock_release.lua extends
+ *       a key that keeps holds), a release of rule (e) that leaves holds, a
+ *       give-back in flight at the lease end (a release too), and the
+ *       owner's next acquisition, which counts on that field (if it
+ *       ends in no belief, its undo gives back its own hold and the field
+ *       keeps the TTL it gave). A request runs only while it is in flight.
+ *       The bound ends when the owner's last release is answered (freed or
+ *       not held: the caller is told the lock is free): from then on Redis
+ *       counts none of its holds. So a surplus the owner never saw (a field
+ *       left within the margin and not acquired again, a release retried
+ *       until the lease end) is gone within tol of the let-go, and one an
+ *       answer showed is gone once the turn is free again - unless the
+ *       request giving it back got no answer: a last release's (its
+ *       background retry given up at the lease end) leaves it to tol, a
+ *       give-back's to (5b);
+ *       (5b) while it holds, a surplus an acquisition's answer showed whose
+ *       give-back got no answer (owe[o], a ghost): the rule stops such a
+ *       give-back, and the field keeps the surplus, renewed with the
+ *       owner's hold, until the owner lets go (its last release gives it
+ *       back by (e); a lease end or a loss leaves it to (5a)).
+ *       Read holds share the key's TTL, which the other readers' holds
+ *       keep: an owner's let-go field is judged while it is the key's only
+ *       field, its bound the TTL the key had when it became so.
  */
 
 #ifndef N
@@ -279,6 +329,8 @@
 #define REN  2        /* lock_renew.lua (or a fixed lease's check) in flight */
 #define REL  3        /* lock_release.lua in flight */
 #define UNDO 4        /* lock_acquire_undo.lua in flight */
+#define GIV  5        /* a surplus given back (rule d'): lock_release.lua of
+                         a hold the owner does not believe in, in flight */
 
 /* replies (rep[i]) */
 #define R_NONE     0
@@ -342,6 +394,9 @@ byte acnt[N];         /* the count an "acquired" answer reports (the new
                          rule for D: lock_acquire.lua answers with it) */
 byte took[N];         /* holds its acquisition counted in Redis that nobody
                          believes yet (a ghost variable: property 4) */
+byte gb[N];           /* GIV: the surplus left to give back, this release
+                         included (rule d') */
+bit  last[N];         /* REL: a release of the owner's last hold (rule e) */
 
 /* -- owners ----------------------------------------------------------------*/
 byte holds[NO];       /* the belief: holds the owner thinks it has */
@@ -351,6 +406,11 @@ bool vanished[NO];    /* the key vanished under its field (property 3) */
 byte forces;          /* vanishes so far */
 byte tol[NO];         /* ticks left of the let-go bound (property 5): a
                          ghost variable */
+byte calls[NO];       /* the caller's count: its lock calls answered
+                         "acquired" and not unlocked yet (a ghost: what the
+                         owner was told; property 5 compares Redis with it) */
+bit  owe[NO];         /* a surplus an answer showed is still counted, its
+                         give-back having got no answer (a ghost: property 5) */
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
 bit  led[NO];         /* the watchdog's table still lists a hold the owner
                          let go (its release failed): it is renewed */
@@ -392,8 +452,15 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
 #else
 #define OTHER_FIELD(o) ((o) == 0 -> (rc[1] > 0 || rc[2] > 0) : ((o) == 1 -> (rc[0] > 0 || rc[2] > 0) : (rc[0] > 0 || rc[1] > 0)))
 #endif
-/* (5): no surplus past the let-go bound. */
-#define LETGO(o)  (!OWNER_IDLE(o) || rc[o] <= holds[o] || tol[o] > 0 || OTHER_FIELD(o))
+/* (5): with the owner's turn free, Redis counts no more of its holds than
+ * its caller's lock calls - except, with no call left, within the let-go
+ * bound, and, while it holds, a surplus whose give-back got no answer. */
+#ifdef STRICT_SURPLUS
+#define OWED(o) 0
+#else
+#define OWED(o) owe[o]
+#endif
+#define LETGO(o)  (!OWNER_IDLE(o) || rc[o] <= calls[o] || OTHER_FIELD(o) || (calls[o] == 0 && tol[o] > 0) || (calls[o] > 0 && OWED(o)))
 #if NO == 1
 #define OWNERS_SAFE HELD(0)
 #define LETGO_SAFE LETGO(0)
@@ -424,10 +491,16 @@ bit  led[NO];         /* the watchdog's table still lists a hold the owner
 #ifdef RETRY_WITHOUT_TURN
 /* a release retried in the background (its retries spent) has let go of
  * the owner's turn */
-#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || (st[k] == REL && tries[k] > 0))
+#define COUNTING_REL(k) (st[k] == REL && tries[k] > 0)
 #else
-#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || st[k] == REL)
+#define COUNTING_REL(k) (st[k] == REL)
 #endif
+#ifdef GIVE_BACK_WITHOUT_TURN
+#define COUNTING_GIV(k) 0     /* the give-back goes after the turn is left */
+#else
+#define COUNTING_GIV(k) (st[k] == GIV)
+#endif
+#define COUNTING(k) (st[k] == ACQ || st[k] == UNDO || COUNTING_REL(k) || COUNTING_GIV(k))
 #define COUNTING_ELSEWHERE(i) ((i) == 0 -> COUNTING(1) : ((i) == 1 -> COUNTING(0) : 0))
 #else
 #define COUNTING_ELSEWHERE(i) 0
@@ -443,7 +516,7 @@ inline believe(o, d) {
 
 /* The belief ends (released, lost or past its deadline). */
 inline unbelieve(o) {
-  holds[o] = 0; vleft[o] = 0; wd[o] = 0
+  holds[o] = 0; vleft[o] = 0; wd[o] = 0; calls[o] = 0; owe[o] = 0
 }
 
 /* The owner lets go (property 5): whatever Redis still counts of its holds
@@ -467,6 +540,7 @@ inline forget_vanished(o) {
  * what property 4 looks at). */
 inline done(i) {
   st[i] = IDLE; age[i] = 0; tries[i] = 0; kind[i] = 0; post[i] = 0; acnt[i] = 0; rleft[i] = 0;
+  gb[i] = 0; last[i] = 0;
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
   stale[i] = 0;
 #endif
@@ -484,6 +558,14 @@ inline done(i) {
  * latch (kept), sent until answered. */
 inline give_back(i) {
   st[i] = UNDO; age[i] = 0; tries[i] = RETRIES; req[i] = 1; rep[i] = R_NONE
+}
+
+/* (d') n holds Redis counts and the owner does not are given back, one
+ * release at a time, each a new request id (no unlock latch yet), the
+ * owner's turn kept (the acquisition's latch is dropped: it is over). */
+inline give_surplus(i, n) {
+  alatch[i] = 0; acnt[i] = 0; rlatch[i] = 0; rlans[i] = 0; kind[i] = wd[OWN(i)]; gb[i] = n;
+  send(i, GIV)
 }
 
 /* ==========================================================================
@@ -666,7 +748,7 @@ inline run_script(i) {
   if
   :: st[i] == ACQ -> acquire_script(i, OWN(i))
   :: st[i] == REN -> renew_script(i, OWN(i))
-  :: st[i] == REL -> release_script(i, OWN(i))
+  :: st[i] == REL || st[i] == GIV -> release_script(i, OWN(i))
   :: st[i] == UNDO -> undo_script(i, OWN(i))
   fi
 }
@@ -783,10 +865,10 @@ end:
 
   /* relock_lock_unlock_async(): the caller gives up one hold (it stops
    * using the lock before it calls release). */
-  :: atomic { st[i] == IDLE && holds[o] > 0 && !COUNTING_ELSEWHERE(i) ->
-       kind[i] = wd[o]; holds[o]--;
+  :: atomic { st[i] == IDLE && calls[o] > 0 && !COUNTING_ELSEWHERE(i) ->
+       kind[i] = wd[o]; holds[o]--; calls[o]--;
        if
-       :: holds[o] == 0 -> rleft[i] = vleft[o]; unbelieve(o); let_go(o)
+       :: holds[o] == 0 -> rleft[i] = vleft[o]; last[i] = 1; unbelieve(o); let_go(o)
        :: else
        fi;
        send(i, REL) }
@@ -802,7 +884,7 @@ end:
         * report */
        d = VAL(kind[i]); believe(o, d); d = 0;
        if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
-       holds[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
+       holds[o]++; calls[o]++; if :: took[i] > 0 -> took[i]-- :: else fi;
        done(i)
 #else
        if
@@ -818,19 +900,34 @@ end:
 #endif
           d = VAL(kind[i]) - age[i]; believe(o, d); d = 0;
           if :: kind[i] == WD -> wd[o] = 1 :: holds[o] == 0 && kind[i] == FIXED -> wd[o] = 0 :: else fi;
-#ifdef OLD_ACQ_COUNTS_ONE
-          holds[o]++;
-#else
-          /* (d) the count is Redis's: one more than the owner's, or more
-           * when a hold it let go (its lease ended locally) is still there */
+#ifdef ADOPT_REDIS_COUNT
+          /* the old rule (d): the count is Redis's, one more than the
+           * owner's or more when a hold it let go is still there */
           holds[o] = acnt[i];
+#else
+          /* (d') one hold more, what the caller is told: its holds + 1, or
+           * 1 for a new hold (none believed, or let go or lost above) */
+          holds[o]++;
 #endif
+          calls[o]++;
           if :: took[i] > 0 -> took[i]-- :: else fi;
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
           led[o] = 0;                         /* the listed hold counted on */
 #endif
-          if :: rc[o] <= holds[o] -> tol[o] = 0 :: else fi;
+          /* held now: the let-go bound is not looked at until the next
+           * let-go, which sets it from the key's TTL (never below it) */
+          tol[o] = 0;
+          if :: rc[o] <= holds[o] -> owe[o] = 0 :: else fi;
+#if defined(ADOPT_REDIS_COUNT) || defined(OLD_ACQ_COUNTS_ONE)
           done(i)
+#else
+          /* (d') Redis counted more than the owner believes now: the
+           * surplus is given back at once, the turn kept */
+          if
+          :: acnt[i] > holds[o] -> d = acnt[i] - holds[o]; give_surplus(i, d); d = 0
+          :: else -> done(i)
+          fi
+#endif
        :: else -> give_back(i)                /* late: not trusted, undone */
        fi
 #endif
@@ -861,8 +958,36 @@ end:
   /* lock.c on_release_done() -> renewal_release_done(): freed or not the
    * owner forget the hold (lost, if it was not); 0 keeps the others. */
   :: atomic { st[i] == REL && (rep[i] == R_FREED || rep[i] == R_NOTOWNER) ->
-       rep[i] = R_NONE; unbelieve(o); done(i) }
-  :: atomic { st[i] == REL && rep[i] == R_REMAINS -> rep[i] = R_NONE; done(i) }
+       rep[i] = R_NONE; unbelieve(o);
+       /* the last release answered: the caller is told the lock is free,
+        * so from now Redis counts none of its holds (property 5) */
+       if :: last[i] -> tol[o] = 0 :: else fi;
+       done(i) }
+  :: atomic { st[i] == REL && rep[i] == R_REMAINS -> rep[i] = R_NONE;
+#ifndef NO_LAST_GIVE_BACK
+       /* (e) holds remain after the owner's last one: a surplus, released
+        * again (a new request id) until freed or not held, the turn kept */
+       if
+       :: last[i] -> rlatch[i] = 0; rlans[i] = 0; tries[i] = RETRIES; req[i] = 1
+       :: else -> done(i)
+       fi
+#else
+       if :: last[i] -> tol[o] = 0 :: else fi;  /* the caller told, too */
+       done(i)
+#endif
+     }
+
+  /* hold.c on_surplus_done(): a surplus release answered. 0: the next one
+   * goes (a new id) while the owner holds; freed or not held: it freed
+   * what the owner believes in (Redis counted fewer than it said): lost. */
+  :: atomic { st[i] == GIV && rep[i] == R_REMAINS -> rep[i] = R_NONE;
+       if
+       :: gb[i] > 1 && holds[o] > 0 -> d = gb[i] - 1; give_surplus(i, d); d = 0
+       :: else -> if :: rc[o] <= holds[o] -> owe[o] = 0 :: else fi; done(i)
+       fi }
+  :: atomic { st[i] == GIV && (rep[i] == R_FREED || rep[i] == R_NOTOWNER) -> rep[i] = R_NONE;
+       if :: holds[o] > 0 -> unbelieve(o); let_go(o) :: else fi;
+       done(i) }
 
   /* The undo answered: whatever it gave back, the acquisition is over. */
   :: atomic { st[i] == UNDO && rep[i] == R_UNDONE -> rep[i] = R_NONE; done(i) }
@@ -890,6 +1015,11 @@ end:
        :: tries[i] == 0 && st[i] == UNDO -> req[i] = 1
 #endif
        :: tries[i] == 0 && st[i] == ACQ -> give_back(i)
+       /* (d') a give-back with no answer stops (no background retry): what
+        * it left the owner's last release gives back (e) */
+       :: tries[i] == 0 && st[i] == GIV ->
+          if :: holds[o] > 0 && rc[o] > holds[o] -> owe[o] = 1 :: else fi;
+          done(i)
 #ifdef OLD_RENEW_AFTER_FAILED_RELEASE
        :: tries[i] == 0 && st[i] == REL ->
           if :: holds[o] == 0 && kind[i] == WD -> led[o] = 1 :: else fi;

@@ -52,16 +52,20 @@ unsafe|lock|[C] latch expires before the retry or the undo (OLD_LATCH_TTL)|-DN=2
 unsafe|lock|[C] undo given up after its retries (OLD_UNDO_GIVES_UP)|-DN=2 -DONLY_WD -DLW=2 -DOLD_UNDO_GIVES_UP
 unsafe|lock|[D] two count-changing requests of one owner in flight (OLD_CONCURRENT_ACQ)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DOLD_CONCURRENT_ACQ
 unsafe|lock|[D] re-entry onto a key that vanished counted on (OLD_REENTRY_VANISHED)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY_VANISHED -DNO_P5
-unsafe|lock|old rule (latch + late reply accepted), 2 owners|-DN=2 -DONLY_WD -DLW=2 -DOLD
+unsafe|lock|old rule (latch + late reply accepted), 2 owners|-DN=2 -DONLY_WD -DLW=2 -DOLD -DNO_P5
 unsafe|lock|old rule, 3 owners|-DN=3 -DHMAX=1 -DFMAX=0 -DONLY_WD -DLW=2 -DRETRIES=0 -DOLD
-unsafe|lock|old client alone (late reply accepted)|-DN=2 -DONLY_WD -DLW=2 -DOLD_CLIENT
+unsafe|lock|old client alone (late reply accepted)|-DN=2 -DONLY_WD -DLW=2 -DOLD_CLIENT -DNO_P5
 unsafe|lock|old latch with per-attempt send time|-DN=2 -DONLY_WD -DLW=2 -DOLD_LATCH -DSTAMP_RETRY
 unsafe|lock|re-entry onto a hold past its deadline, without the count rule either (OLD_REENTRY)|-DN=2 -DONLY_WD -DLW=2 -DOLD_REENTRY -DOLD_REENTRY_VANISHED -DNO_P5
 unsafe|lock|release without its unlock latch (NO_UNLOCK_LATCH)|-DN=2 -DONLY_WD -DLW=2 -DNO_UNLOCK_LATCH
 unsafe|lock|no exemption for a holder whose key vanished (STRICT_FORCE: the limit)|-DN=2 -DONLY_WD -DLW=2 -DSTRICT_FORCE
 unsafe|lock|[F] a release with no answer leaves its hold listed and renewed (OLD_RENEW_AFTER_FAILED_RELEASE)|-DN=2 -DONLY_WD -DLW=2 -DOLD_RENEW_AFTER_FAILED_RELEASE
-unsafe|lock|[F] the next acquisition after a lease end counts one, not Redis's count (OLD_ACQ_COUNTS_ONE)|-DN=2 -DONLY_WD -DLW=2 -DOLD_ACQ_COUNTS_ONE
+unsafe|lock|[F] a new hold counts one and gives nothing back of Redis's surplus (OLD_ACQ_COUNTS_ONE)|-DN=2 -DONLY_WD -DLW=2 -DOLD_ACQ_COUNTS_ONE
+unsafe|lock|[F] a new hold takes Redis's count, the caller's one unlock leaving a hold renewed (ADOPT_REDIS_COUNT)|-DN=2 -DONLY_WD -DLW=2 -DADOPT_REDIS_COUNT
+unsafe|lock|[F] the last release answered 'holds remain' is not sent again (NO_LAST_GIVE_BACK)|-DN=2 -DONLY_WD -DLW=2 -DNO_LAST_GIVE_BACK
+unsafe|lock|[F] a surplus whose give-back got no answer must be gone once the turn is free too (STRICT_SURPLUS: the limit)|-DN=2 -DONLY_WD -DLW=2 -DSTRICT_SURPLUS
 unsafe|lock|[F] a release retried in the background without the owner's turn (RETRY_WITHOUT_TURN)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DRETRY_WITHOUT_TURN
+unsafe|lock|[F] a surplus given back after the owner's turn is left (GIVE_BACK_WITHOUT_TURN)|-DN=2 -DSAME_OWNER -DONLY_WD -DLW=2 -DFMAX=0 -DGIVE_BACK_WITHOUT_TURN
 safe|handoff|[E] new rule: a named process with no waiter passes the wake-up on|
 safe|handoff|[E] other new rule: every process arms its fallback on a handed unlock|-DFALLBACK_ALWAYS
 unsafe|handoff|[E] a named process without a waiter drops the wake-up (OLD_HANDOFF)|-DOLD_HANDOFF
