@@ -597,10 +597,11 @@ static int learn(release_t *op, release_outcome_t outcome) {
     return 0;
   int lost = hold->lost;
   if (outcome == RELEASE_FREED) {
-    count_end(op->l, hold, -1, NULL);
     if (!op->last && relock__hold_held(hold)) { /* it freed more than the owner let go of */
       declare_lost(op->l, hold, RELOCK_ELOST);
       lost = 1;
+    } else {
+      count_end(op->l, hold, -1, NULL);
     }
   } else if (outcome == RELEASE_NOT_HELD) {
     /* A hold Redis no longer has is a loss nobody had seen yet, unless it

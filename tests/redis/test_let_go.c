@@ -314,19 +314,30 @@ static void on_closed(relock_client_t *c, void *arg) {
  * the command timeout), and counts it. */
 static void test_a_close_hurries_the_releases_retried(void **state) {
   fx_t *fx = *state;
+  /* Its set-up needs the background try to have timed out and be backing
+   * off when Redis comes back; under valgrind the try is still in flight
+   * then and goes at the reconnect, which shows nothing of the close. The
+   * other stages (native, ASan, TSan, hiredis 1.2) run it. */
+  if (relock_test_under_valgrind()) {
+    print_message("# not under valgrind: its timing is the case itself\n");
+    skip();
+  }
   relock_options_t *o = fx_copy(fx->via);
-  fx_set_ms(o, RELOCK_OPT_RETRY_INTERVAL, 20000); /* the retry would wait that long */
+  fx_set_ms(o, RELOCK_OPT_RETRY_INTERVAL, 60000); /* the retry would wait 30-60 s */
+  /* No health check: the connection that swallows everything is not found
+   * dead (the background try would then wait in its queue for the
+   * reconnect, and go at once) - its tries time out, the retry backs off. */
+  fx_set_ms(o, RELOCK_OPT_PING_INTERVAL, 600000);
   relock_client_t *c = fx_client(o);
   relock_lock_t *l = relock_lock_new(c, "letgo-close", NULL);
   assert_int_equal(fx_value(relock_lock_lock_async(l, 5, 0, RELOCK_INFINITE)), 1);
-  relock_test_proxy_blackhole_accept(fx->proxy, 1);
   relock_test_proxy_blackhole_current(fx->proxy);
   relock_future_t *f = relock_lock_unlock_async(l, 5);
   assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), RELOCK_ETIMEDOUT);
   relock_future_release(f);
-  /* The background try times out too (a command timeout): it backs off. */
+  /* The background try times out too (a command timeout, or two if it
+   * waited in the queue of a connection found dead): it backs off. */
   fx_run_for(relock_client_loop(c), 3 * fx_slack_ms(250));
-  relock_test_proxy_blackhole_accept(fx->proxy, 0);
   relock_test_proxy_cut(fx->proxy);
   uint64_t t0 = relock__now_ns();
   int up = 0;
@@ -336,6 +347,10 @@ static void test_a_close_hurries_the_releases_retried(void **state) {
     relock_future_release(ping);
   }
   assert_true(up);
+  relock_stats_t st;
+  assert_int_equal(relock_client_stats(c, &st, sizeof st), 0);
+  print_message("# before the close: %llu retried, %llu settled, %llu expired\n", (unsigned long long)st.release_retries,
+                (unsigned long long)st.releases_settled, (unsigned long long)st.releases_expired);
   assert_int_equal(fx_raw_int(fx->redis, "EXISTS", "letgo-close", NULL), 1); /* still waiting to retry */
   size_t counts[2] = {99, 99};
   uint64_t t1 = relock__now_ns();
