@@ -43,7 +43,7 @@ secs=${TRUTH_SECONDS:-15}
 mutants() {
   m none '' '' 'no mutant: the tree as it is (the control: must pass)'
   m untold-loss src/watchdog/renewal.c \
-    's/(  mark_lost\(r, hold\);\n)  notify_lost\(r, hold, reason\);\n/$1/g' \
+    's/(  mark_lost\(r, hold\);\n)  notify_lost\(r, hold, reason\);\n/$1  (void)reason;\n/g' \
     'a loss marked but never told (declare_lost: no lost callback)'
   m untold-timeout src/watchdog/renewal.c \
     's/\n    notify_lost\(r, hold, RELOCK_ETIMEDOUT\);\n/\n/g' \
@@ -157,7 +157,7 @@ if [ -n "$rev" ]; then
 else
   checker="tests/truth of the working tree"
 fi
-build() { (cd "$tree" && make -j2 tests/truth/truth >"$logs/build.log" 2>&1); }
+build() { (cd "$tree" && make -j2 tests/truth/truth >"$logs/build${1:+.$1}.log" 2>&1); }
 build || { echo "mutants: the scratch tree does not build (see $logs/build.log)" >&2; keep=1; exit 2; }
 
 apply() { apply_in "$tree" "$1" "$2"; }
@@ -175,8 +175,8 @@ m() {
       echo "mutants: MUTANT $name NO LONGER APPLIES to $file: rewrite it" >&2
       return
     fi
-    if ! build; then
-      printf '%-30s NOBUILD (see the build log)\n' "$name"
+    if ! build "$name"; then
+      printf '%-30s NOBUILD (see %s)\n' "$name" "$logs/build.$name.log"
       cp "$tmp/orig" "$tree/$file"
       return
     fi

@@ -21,6 +21,7 @@ long truth_observer_exempt(const truth_observer_t *o);
 long truth_observer_cuts(const truth_observer_t *o);
 /* Checks at which a Redisson thread believed a hold Redis no longer had. */
 long truth_observer_foreign_void(const truth_observer_t *o);
+void truth_observer_print_counts(const truth_observer_t *o);
 /* How many violations of each kind were found (a line each). */
 void truth_observer_print_violations(const truth_observer_t *o);
 

@@ -69,12 +69,51 @@ static int64_t random_wait(actor_t *a) {
 
 op_t choose(actor_t *a) {
   worker_t *w = a->w;
-  op_t op = {.type = OP_THINK, .target = -1, .cancel_after_ms = -1};
+  op_t op = {.type = OP_THINK, .target = -1, .cancel_after_ms = -1, .think_ms = -1, .token_floor = -1};
   op.start_ns = truth_now_ns();
   if (a->has_redo) {
     op.type = OP_RELEASE;
     op.target = a->redo.target;
     return op;
+  }
+  if (a->reacquire >= 0 && a->depth == 0) {
+    /* its hold was lost (a timeout, a break): taken again at once */
+    op.type = OP_ACQUIRE;
+    op.target = a->reacquire;
+    a->reacquire = -1;
+    if ((!is_lock(w->targets[op.target].kind) && atomic_load(&w->sh->sem_paused)) ||
+        !(w->sh->kinds & (1u << w->targets[op.target].kind))) {
+      op.type = OP_THINK;
+      return op;
+    }
+    op.wait_ms = 1000;
+    op.lease_ms = w->targets[op.target].kind == K_PERMIT ? random_permit_lease(a) : random_lease(a);
+    return op;
+  }
+  if (a->depth > 0) {
+    hold_t *top = &a->holds[a->depth - 1];
+    /* a re-entry aimed right at the fixed lease's end, inside its drift
+     * margin: the library must either count it or declare the old hold
+     * lost, never both nor neither */
+    if (top->aim && top->lease_ms > 0 && a->depth < MAX_DEPTH) {
+      int64_t margin = drift_margin_ms(top->lease_ms);
+      uint64_t at = top->start_ns + (uint64_t)(top->lease_ms - margin + rnd_below(&a->rng, (int)margin + 3)) * 1000000u;
+      if (op.start_ns + 1000000u < at) {
+        op.think_ms = (int)((at - op.start_ns) / 1000000u);
+        return op;
+      }
+      top->aim = 0;
+      op.type = OP_ACQUIRE;
+      op.target = top->target;
+      op.wait_ms = 0;
+      op.lease_ms = random_lease(a);
+      op.aimed = 1;
+      return op;
+    }
+    if (op.start_ns < top->hold_until_ns && rnd_below(&a->rng, 8) != 0) {
+      op.think_ms = 20 + rnd_below(&a->rng, 60); /* a long hold: held on */
+      return op;
+    }
   }
   int r = rnd_below(&a->rng, 100);
   if (r < 2) {
@@ -136,14 +175,20 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
   target_t *t = op->target >= 0 ? &w->targets[op->target] : NULL;
   switch (op->type) {
   case OP_ACQUIRE:
-    truth_trace(w->slot, "a%d acquire %s %s wait %lld lease %lld%s", a->idx, truth_kind_names[t->kind],
+    truth_trace(w->slot, "a%d acquire %s %s wait %lld lease %lld%s%s", a->idx, truth_kind_names[t->kind],
                 truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms,
-                op->cancel_after_ms >= 0 ? " (to cancel)" : "");
+                op->cancel_after_ms >= 0 ? " (to cancel)" : "", op->aimed ? " (at the lease's end)" : "");
+    op->stops = atomic_load(&w->slot->stops);
+    op->token_floor = -1;
+    if (t->kind == K_FENCED && atomic_load(&w->sh->global_break.pending) == 0)
+      op->token_floor = atomic_load(&w->sh->max_token[t->name]);
+    set_busy(a, op);
     if (t->multi != NULL)
       return relock_multi_lock_lock_async(t->multi, a->owner, op->wait_ms, op->lease_ms);
     if (t->lock != NULL)
       return relock_lock_lock_async(t->lock, a->owner, op->wait_ms, op->lease_ms);
     atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
+    atomic_fetch_add(&w->sh->sem_ops, 1);
     if (t->sem != NULL)
       return relock_semaphore_acquire_async(t->sem, 1, op->wait_ms);
     return relock_permit_semaphore_acquire_async(t->permit, op->wait_ms, op->lease_ms);
@@ -157,6 +202,9 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
       a->has_redo = 0;
     } else if (a->depth > 0) {
       h = a->holds[--a->depth];
+      op->released_last = h.slot >= 0 && w->mine[h.slot].b.count == 1;
+      let_go(w, h.slot);
+      let_go(w, h.slot2);
       disbelieve(w, h.slot, 1);
       disbelieve(w, h.slot2, 1);
     } else {
@@ -167,8 +215,11 @@ relock_future_t *start_op(actor_t *a, op_t *op) {
     op->released = h;
     op->target = h.target;
     t = &w->targets[h.target];
-    if (!is_lock(t->kind))
+    if (!is_lock(t->kind)) {
       atomic_fetch_add(&w->sh->sem_inflight, 1); /* until finish_op */
+      atomic_fetch_add(&w->sh->sem_ops, 1);
+    }
+    set_busy(a, op);
     truth_trace(w->slot, "a%d release %s %s %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 h.permit_id);
     if (t->multi != NULL)
@@ -203,9 +254,28 @@ static int acquired_value(relock_future_t *f) {
 }
 
 /* An acquisition's outcome: rc 0 and acquired, or not. */
-static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const char *permit_id) {
+static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const char *permit_id, int64_t token) {
   worker_t *w = a->w;
   target_t *t = &w->targets[op->target];
+  if (rc == 0 && acquired && is_lock(t->kind)) {
+    atomic_store(&w->sh->taken_ns[t->name], truth_now_ns());
+    if (t->name2 >= 0)
+      atomic_store(&w->sh->taken_ns[t->name2], truth_now_ns());
+  }
+  if (rc == 0 && acquired && t->kind == K_FENCED && token > 0 && op->token_floor >= 0) {
+    /* a token is above every token handed out before this acquisition
+     * began, whoever took it (a FLUSHALL or a lost restart meanwhile
+     * starts them afresh: not checked) */
+    uint64_t g = atomic_load(&w->sh->global_break.at_ns);
+    if (atomic_load(&w->sh->global_break.pending) == 0 && g < op->start_ns) {
+      if (token <= op->token_floor)
+        truth_complain(w->sh, w->id, t->name, "%s: a fenced acquisition got token %lld, not above %lld handed out before it began",
+                       truth_names[t->name], (long long)token, (long long)op->token_floor);
+      int64_t old = atomic_load(&w->sh->max_token[t->name]);
+      while (old < token && !atomic_compare_exchange_weak(&w->sh->max_token[t->name], &old, token))
+        ;
+    }
+  }
   if (rc != 0 || !acquired) {
     truth_trace(w->slot, "a%d acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 rc != 0 ? relock_err_name(rc) : "not acquired");
@@ -218,6 +288,19 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   if (t->lock != NULL || t->multi != NULL) {
     int64_t v = validity_of(w, op->target, a->owner);
     deadline = truth_now_ns() + (uint64_t)(v > 0 ? v : 0) * 1000000u;
+    /* "acquired" is a promise of the lease from the try's send: an answer
+     * that came past it (less the drift margin) is no hold (unless the
+     * worker was stopped meanwhile: its own timing is void then) */
+    if (v == 0 && atomic_load(&w->slot->stops) == op->stops && !(atomic_load(&w->slot->stops) & 1))
+      truth_complain(w->sh, w->id, t->name, "%s: reported acquired (%s lease %lld) with no validity left",
+                     truth_names[t->name], truth_kind_names[t->kind], (long long)op->lease_ms);
+    if (v < 0) {
+      /* lost already (a force release's message, say): its lost callback
+       * came before the answer was seen here, and found nothing believed */
+      truth_trace(w->slot, "a%d acquired %s %s, lost already (%s)", a->idx, truth_kind_names[t->kind],
+                  truth_names[t->name], relock_err_name((int)v));
+      return;
+    }
   }
   if (t->lock != NULL) {
     relock_lock_field(t->lock, a->owner, field, sizeof field);
@@ -242,6 +325,13 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   memset(h, 0, sizeof *h);
   h->target = op->target;
   h->lease_ms = op->lease_ms;
+  h->start_ns = op->start_ns;
+  snprintf(h->field, sizeof h->field, "%s", field);
+  /* a share of long holds, past the bound of a break of truth */
+  if (rnd_below(&a->rng, 6) == 0)
+    h->hold_until_ns = op->start_ns + (uint64_t)(3000 + rnd_below(&a->rng, 3000)) * 1000000u;
+  /* and of re-entries aimed at a fixed lease's end */
+  h->aim = op->lease_ms > 0 && is_lock(t->kind) && t->multi == NULL && !op->aimed && rnd_below(&a->rng, 6) == 0;
   snprintf(h->permit_id, sizeof h->permit_id, "%s", permit_id != NULL ? permit_id : "");
   h->slot = believe(a, op->target, t->name, field, 1, op->lease_ms, op->start_ns, deadline);
   h->slot2 = t->name2 >= 0 ? believe(a, op->target, t->name2, field, 1, op->lease_ms, op->start_ns, deadline) : -1;
@@ -268,21 +358,26 @@ static void release_outcome(actor_t *a, op_t *op, int rc) {
     atomic_fetch_add(&w->sh->sem_uncertain, 1);
   }
   atomic_fetch_sub(&w->sh->sem_inflight, 1);
+  atomic_fetch_add(&w->sh->sem_ops, 1);
 }
 
 void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
   worker_t *w = a->w;
   int rc = relock_future_error(f);
+  clear_busy(a);
   if (rc == RELOCK_ECANCELED)
     atomic_fetch_add(&w->slot->cancels, 1);
   else if (rc != 0)
     atomic_fetch_add(&w->slot->errors, 1);
   switch (op->type) {
   case OP_ACQUIRE: {
-    if (!is_lock(w->targets[op->target].kind))
+    if (!is_lock(w->targets[op->target].kind)) {
       atomic_fetch_sub(&w->sh->sem_inflight, 1);
+      atomic_fetch_add(&w->sh->sem_ops, 1);
+    }
     const char *id = relock_future_value_type(f) == RELOCK_VALUE_STRING ? relock_future_string(f, NULL) : NULL;
-    finish_acquire(a, op, rc, rc == 0 && acquired_value(f), id);
+    int64_t token = rc == 0 && relock_future_value_type(f) == RELOCK_VALUE_INT ? relock_future_int(f) : 0;
+    finish_acquire(a, op, rc, rc == 0 && acquired_value(f), id, token);
     break;
   }
   case OP_FORCE: {
@@ -299,6 +394,20 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
   case OP_VALIDATE:
     if (op->type == OP_RELEASE && !is_lock(w->targets[op->target].kind))
       release_outcome(a, op, rc);
+    if (op->type == OP_RELEASE && rc == 0) {
+      /* answered: the hold was there; a loss shown meanwhile was none */
+      target_t *t = &w->targets[op->target];
+      pthread_mutex_lock(&w->mu);
+      told(w, t->name, op->released.field);
+      if (t->name2 >= 0)
+        told(w, t->name2, op->released.field);
+      pthread_mutex_unlock(&w->mu);
+      if (op->released_last && is_lock(t->kind)) {
+        atomic_store(&w->sh->freed_ns[t->name], truth_now_ns());
+        if (t->name2 >= 0)
+          atomic_store(&w->sh->freed_ns[t->name2], truth_now_ns());
+      }
+    }
     if (rc != 0)
       truth_trace(w->slot, "a%d op %d on %s: %s", a->idx, op->type, truth_names[w->targets[op->target].name],
                   relock_err_name(rc));
@@ -344,22 +453,25 @@ static void run_blocking_acquire(actor_t *a, op_t *op) {
   int acquired = 0;
   truth_trace(a->w->slot, "a%d blocking acquire %s %s wait %lld lease %lld", a->idx, truth_kind_names[t->kind],
               truth_names[t->name], (long long)op->wait_ms, (long long)op->lease_ms);
+  op->stops = atomic_load(&a->w->slot->stops);
+  set_busy(a, op);
   atomic_store(&a->blocked_in, t->lock);
   int rc = relock_lock_try_lock(t->lock, op->wait_ms, op->lease_ms, &acquired);
   atomic_store(&a->blocked_in, NULL);
+  clear_busy(a);
   if (rc == RELOCK_EINTERRUPTED)
     atomic_fetch_add(&a->w->slot->interrupts, 1);
   else if (rc != 0)
     atomic_fetch_add(&a->w->slot->errors, 1);
   truth_trace(a->w->slot, "a%d blocking acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
               rc != 0 ? relock_err_name(rc) : acquired ? "acquired" : "not acquired");
-  finish_acquire(a, op, rc, acquired, NULL);
+  finish_acquire(a, op, rc, acquired, NULL, 0);
   atomic_fetch_add(&a->w->slot->ops, 1);
 }
 
 void run_op_blocking(actor_t *a, op_t *op) {
   if (op->type == OP_THINK) {
-    msleep(rnd_below(&a->rng, 60));
+    msleep(op->think_ms >= 0 ? op->think_ms : rnd_below(&a->rng, 60));
     return;
   }
   if (op->blocking && op->type == OP_ACQUIRE) {
