@@ -114,9 +114,10 @@ void truth_complain(truth_shared_t *sh, int w, int name, const char *fmt, ...) {
   pthread_mutex_unlock(&complaint_mu);
 }
 
-int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns) {
+int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns, int victim) {
   int i = atomic_fetch_add(&sh->fault_next, 1) % 64;
   atomic_store(&sh->fault_at[i][1], 0);
+  atomic_store(&sh->fault_at[i][2], (uint64_t)(victim + 1));
   atomic_store(&sh->fault_at[i][0], start_ns);
   return i;
 }
@@ -125,9 +126,12 @@ void truth_fault_end(truth_shared_t *sh, int i, uint64_t end_ns) {
   atomic_store(&sh->fault_at[i][1], end_ns);
 }
 
-int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns) {
+int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns, int w) {
   for (int i = 0; i < 64; i++) {
     uint64_t a = atomic_load(&sh->fault_at[i][0]), b = atomic_load(&sh->fault_at[i][1]);
+    uint64_t v = atomic_load(&sh->fault_at[i][2]);
+    if (w >= 0 && v != 0 && v != (uint64_t)w + 1)
+      continue;
     if (a != 0 && a <= to_ns && (b == 0 || b >= from_ns))
       return 1;
   }

@@ -131,7 +131,10 @@ void truth_faults_inject(truth_faults_t *f) {
   char detail[64] = "";
   uint64_t start = truth_now_ns();
   int64_t lasting_ms = 300; /* reconnections, resubscriptions */
-  int entry = what != F_CLOCK_STEP ? truth_fault_begin(f->sh, start) : -1;
+  /* a proxy's fault or a stop touches one worker; the others every one */
+  int one = what == F_PROXY_DELAY || what == F_PROXY_CUT || what == F_PROXY_STALL || what == F_PROXY_BLACKHOLE ||
+            what == F_WORKER_STOP;
+  int entry = what != F_CLOCK_STEP ? truth_fault_begin(f->sh, start, one ? victim : -1) : -1;
   switch (what) {
   case F_DEL: {
     int name = below(f, N_RW1 + 1); /* a lock's key */

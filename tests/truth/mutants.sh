@@ -64,7 +64,7 @@ mutants() {
     "s/  if ARGV\[5\] ~= '' then\n/  if false then\n/g" \
     'a release that publishes nothing (waiters not woken)'
   m reentry-after-loss src/watchdog/renewal.c \
-    's/(static int earlier_holds_gone\([^{]*\{\n  if \()hold == NULL \|\| hold->lost \|\| count <= 0 \|\| count > hold->count\)/${1}1)/g' \
+    's/(static int earlier_holds_gone\([^{]*\{\n  if \()hold == NULL \|\| hold->lost \|\| count <= 0 \|\| count > hold->count\)/${1}1 || count < 0)/g' \
     'the wave-3 fix reverted: a re-entry after the key vanished counts on the lost holds'
   m turns-reverted src/objects/lock_turn.c \
     's/  if \(!t->busy\) \{\n    t->busy = 1;/  if (1) {\n    t->busy = 1;/g' \
@@ -76,7 +76,7 @@ mutants() {
     "s/if redis.call\('del', KEYS\[3\]\) == 0 or /if redis.call('del', KEYS[3]) < 0 or /g" \
     'an undo that ignores its latch (gives back a hold it did not take)'
   m acquire-validity-from-answer src/watchdog/renewal.c \
-    's/uint64_t deadline = relock__deadline_after\(sent_ns, lease_ms/uint64_t deadline = relock__deadline_after(relock__now_ns(), lease_ms/g' \
+    's/uint64_t deadline = relock__deadline_after\(sent_ns, lease_ms/uint64_t deadline = relock__deadline_after(sent_ns ? relock__now_ns() : 0, lease_ms/g' \
     'an acquisition'"'"'s validity counted from the answer, not the send'
   m renewal-validity-from-answer src/watchdog/renewal.c \
     's/relock__deadline_after\(b->sent_ns, r->watchdog_ms - /relock__deadline_after(relock__now_ns(), r->watchdog_ms - /g' \

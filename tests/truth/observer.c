@@ -95,8 +95,9 @@ struct truth_observer {
   int nsurplus;
   truth_belief_t letgo[TRUTH_MAX_WORKERS][TRUTH_SLOTS];
   truth_belief_t busy[TRUTH_MAX_WORKERS][TRUTH_MAX_OWNERS];
+  truth_belief_t abandoned[TRUTH_MAX_WORKERS][TRUTH_MAX_OWNERS];
   int complaints_told[TRUTH_MAX_WORKERS];
-  uint64_t wake_judged[N_COUNT];
+  int freed_read;
   long sem_ops0;
   uint64_t sem_short_since;
   int sem_still; /* no semaphore operation started or ended across the snapshot */
@@ -211,8 +212,10 @@ static void reread_beliefs(truth_observer_t *o) {
   for (int w = 0; w < o->sh->nworkers; w++) {
     for (int s = 0; s < TRUTH_SLOTS; s++)
       truth_belief_read(&o->sh->w[w].letgo[s], &o->letgo[w][s]);
-    for (int a = 0; a < TRUTH_MAX_OWNERS; a++)
+    for (int a = 0; a < TRUTH_MAX_OWNERS; a++) {
       truth_belief_read(&o->sh->w[w].busy[a], &o->busy[w][a]);
+      truth_belief_read(&o->sh->w[w].abandoned[a], &o->abandoned[w][a]);
+    }
   }
   o->sem_still = o->sem_still && atomic_load(&o->sh->sem_inflight) == 0 && atomic_load(&o->sh->sem_ops) == o->sem_ops0;
 }
@@ -625,44 +628,49 @@ static int check_orphans(truth_observer_t *o) {
  * believed by nobody: it must not be renewed, so it is gone from Redis
  * within its lease and a margin of its release being asked - unless the
  * same field is held again, or its owner is at it again. */
+static int check_let_go_hold(truth_observer_t *o, int w, int s, const truth_belief_t *g, const char *what) {
+  if (g->name < 0 || g->name >= N_COUNT || g->since_ns == 0 || g->foreign || g->lease_ms <= 0)
+    return 0;
+  enum truth_group grp = truth_name_group(g->name);
+  if (grp == G_SEMAPHORE || owner_busy_on(o, w, s, g->name))
+    return 0;
+  for (int i = 0; i < o->nseen; i++)
+    if (o->seen[i].b.name == g->name && strcmp(o->seen[i].b.field, g->field) == 0)
+      return 0; /* held again */
+  uint64_t bound = g->since_ns + (uint64_t)(g->lease_ms + TRUTH_LETGO_MARGIN_MS) * 1000000u;
+  if (o->t0 < bound)
+    return 0;
+  long long count = 0, pttl = -2;
+  if (grp == G_PERMIT) {
+    pttl = permit_left(o, g->field);
+    count = pttl != -2 && (pttl == -1 || pttl > 0);
+  } else {
+    count = field_count(hash_of(o, g->name, &pttl), g->field);
+  }
+  o->letgo_checked++;
+  if (count <= 0)
+    return 0;
+  char who[16];
+  snprintf(who, sizeof who, " a%d ", s / TRUTH_SLOTS_PER_OWNER);
+  printf("#   what the owner did (lines of every worker's a%d):\n", s / TRUTH_SLOTS_PER_OWNER);
+  truth_trace_dump(o->sh, who);
+  return violation(o, g->name,
+                   "%s %s: its owner (worker %d) %s %lld ms ago (lease %lld ms) and Redis still holds it (count %lld, "
+                   "%lld ms left): renewed, or never given back",
+                   truth_kind_names[g->kind], g->field, w, what, (long long)((o->t1 - g->since_ns) / 1000000u),
+                   (long long)g->lease_ms, count, pttl);
+}
+
 static int check_letgo(truth_observer_t *o) {
-  for (int w = 0; w < o->sh->nworkers; w++)
-    for (int s = 0; s < TRUTH_SLOTS; s++) {
-      const truth_belief_t *g = &o->letgo[w][s];
-      if (g->name < 0 || g->name >= N_COUNT || g->since_ns == 0 || g->foreign || g->lease_ms <= 0)
-        continue;
-      enum truth_group grp = truth_name_group(g->name);
-      if (grp == G_SEMAPHORE || owner_busy_on(o, w, s, g->name))
-        continue;
-      int again = 0;
-      for (int i = 0; i < o->nseen && !again; i++)
-        again = o->seen[i].b.name == g->name && strcmp(o->seen[i].b.field, g->field) == 0;
-      if (again)
-        continue;
-      uint64_t bound = g->since_ns + (uint64_t)(g->lease_ms + TRUTH_LETGO_MARGIN_MS) * 1000000u;
-      if (o->t0 < bound)
-        continue;
-      long long count = 0, pttl = -2;
-      if (grp == G_PERMIT) {
-        pttl = permit_left(o, g->field);
-        count = pttl != -2 && (pttl == -1 || pttl > 0);
-      } else {
-        count = field_count(hash_of(o, g->name, &pttl), g->field);
-      }
-      o->letgo_checked++;
-      if (count > 0) {
-        char who[16];
-        snprintf(who, sizeof who, " a%d ", s / TRUTH_SLOTS_PER_OWNER);
-        printf("#   what the owner did (lines of every worker's a%d):\n", s / TRUTH_SLOTS_PER_OWNER);
-        truth_trace_dump(o->sh, who);
-      }
-      if (count > 0)
-        return violation(o, g->name,
-                         "%s %s: its owner (worker %d) asked to release it %lld ms ago (lease %lld ms) and Redis still "
-                         "holds it (count %lld, %lld ms left): a hold let go is renewed, or never released",
-                         truth_kind_names[g->kind], g->field, w, (long long)((o->t1 - g->since_ns) / 1000000u),
-                         (long long)g->lease_ms, count, pttl);
-    }
+  for (int w = 0; w < o->sh->nworkers; w++) {
+    for (int s = 0; s < TRUTH_SLOTS; s++)
+      if (check_let_go_hold(o, w, s, &o->letgo[w][s], "asked to release it"))
+        return 1;
+    for (int a = 0; a < TRUTH_MAX_OWNERS; a++)
+      if (check_let_go_hold(o, w, a * TRUTH_SLOTS_PER_OWNER, &o->abandoned[w][a],
+                            "gave up acquiring it (an error)"))
+        return 1;
+  }
   return 0;
 }
 
@@ -737,29 +745,43 @@ static int check_counts(truth_observer_t *o) {
 static int check_wakeups(truth_observer_t *o) {
   if (o->sh->njava > 0)
     return 0;
-  for (int n = N_H0; n <= N_H2; n++) {
-    uint64_t f = atomic_load(&o->sh->freed_ns[n]);
-    if (f == 0 || f == o->wake_judged[n] || o->t0 < f + (uint64_t)TRUTH_WAKE_BOUND_MS * 1000000u)
+  int next = atomic_load(&o->sh->freed_next);
+  if (next - o->freed_read > 256)
+    o->freed_read = next - 256; /* overrun: the oldest are gone */
+  for (; o->freed_read < next; o->freed_read++) {
+    int i = o->freed_read % 256;
+    uint64_t f = atomic_load(&o->sh->freed[i][1]);
+    int n = (int)atomic_load(&o->sh->freed[i][0]);
+    if (f == 0 || n < N_H0 || n > N_H2)
       continue;
-    o->wake_judged[n] = f;
-    if (atomic_load(&o->sh->taken_ns[n]) >= f || truth_fault_near(o->sh, f - 300000000u, o->t1) ||
-        last_break(o->sh, n) + 3000000000ull > f)
+    if (o->t0 < f + (uint64_t)TRUTH_WAKE_BOUND_MS * 1000000u)
+      break; /* not yet: the ring is in time order (nearly) */
+    uint64_t brk = last_break(o->sh, n);
+    if (brk == UINT64_MAX || brk + 3000000000ull > f)
       continue;
-    long long pttl;
-    if (hash_of(o, n, &pttl)->elements > 0)
-      continue; /* taken (its answer is on its way) */
-    for (int w = 0; w < o->sh->nworkers; w++)
-      for (int a = 0; a < TRUTH_MAX_OWNERS; a++) {
+    const truth_belief_t *waiter = NULL;
+    int ww = -1;
+    for (int w = 0; w < o->sh->nworkers && waiter == NULL; w++)
+      for (int a = 0; a < TRUTH_MAX_OWNERS && waiter == NULL; a++) {
         const truth_belief_t *b = &o->busy[w][a];
-        if (b->name != n || b->deadline_ns == 0 || b->since_ns + 50000000u > f || b->deadline_ns < o->t1 + 50000000u)
-          continue;
-        o->wakes_judged++;
-        return violation(o, n,
-                         "%s: freed %lld ms ago and still free, while worker %d's %s acquisition (%s) has waited "
-                         "since %lld ms before it and waits on: the waiter was not woken",
-                         truth_names[n], (long long)((o->t1 - f) / 1000000u), w, truth_kind_names[b->kind], b->field,
-                         (long long)((f - b->since_ns) / 1000000u));
+        if (b->name == n && b->deadline_ns != 0 && b->since_ns + 50000000u < f && b->deadline_ns > o->t1 + 50000000u &&
+            !truth_fault_near(o->sh, f - 100000000u, o->t1, w)) {
+          waiter = b;
+          ww = w;
+        }
       }
+    if (waiter == NULL)
+      continue;
+    o->wakes_judged++;
+    long long pttl;
+    if (atomic_load(&o->sh->taken_ns[n]) >= f || hash_of(o, n, &pttl)->elements > 0)
+      continue; /* taken (its answer may be on its way) */
+    o->freed_read++;
+    return violation(o, n,
+                     "%s: freed %lld ms ago and still free, while worker %d's %s acquisition (%s) had waited %lld ms "
+                     "before it and waits on: the waiter was not woken",
+                     truth_names[n], (long long)((o->t1 - f) / 1000000u), ww, truth_kind_names[waiter->kind],
+                     waiter->field, (long long)((f - waiter->since_ns) / 1000000u));
   }
   return 0;
 }

@@ -279,6 +279,16 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   if (rc != 0 || !acquired) {
     truth_trace(w->slot, "a%d acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 rc != 0 ? relock_err_name(rc) : "not acquired");
+    if (rc != 0 && is_lock(t->kind) && w->client != NULL) {
+      char f[96];
+      if (t->lock != NULL)
+        relock_lock_field(t->lock, a->owner, f, sizeof f);
+      else
+        snprintf(f, sizeof f, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
+      pthread_mutex_lock(&w->mu);
+      abandon(a, op, f);
+      pthread_mutex_unlock(&w->mu);
+    }
     return;
   }
   atomic_fetch_add(&w->slot->acquired, 1);
@@ -402,10 +412,14 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
       if (t->name2 >= 0)
         told(w, t->name2, op->released.field);
       pthread_mutex_unlock(&w->mu);
-      if (op->released_last && is_lock(t->kind)) {
-        atomic_store(&w->sh->freed_ns[t->name], truth_now_ns());
-        if (t->name2 >= 0)
-          atomic_store(&w->sh->freed_ns[t->name2], truth_now_ns());
+      if (op->released_last && is_lock(t->kind) && truth_name_group(t->name) == G_HASH) {
+        int names[2] = {t->name, t->name2};
+        for (int k = 0; k < 2 && names[k] >= 0; k++) {
+          int i = atomic_fetch_add(&w->sh->freed_next, 1) % 256;
+          atomic_store(&w->sh->freed[i][1], 0);
+          atomic_store(&w->sh->freed[i][0], (uint64_t)names[k]);
+          atomic_store(&w->sh->freed[i][1], truth_now_ns());
+        }
       }
     }
     if (rc != 0)

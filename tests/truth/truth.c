@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < TRUTH_SLOTS; i++)
       sh->w[w].letgo[i].name = -1;
     for (int a = 0; a < TRUTH_MAX_OWNERS; a++)
-      sh->w[w].busy[a].name = -1;
+      sh->w[w].busy[a].name = sh->w[w].abandoned[a].name = -1;
   }
   const char *unix_path = relock_test_redis_unix_path(redis);
   reset_semaphores(unix_path);

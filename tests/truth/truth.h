@@ -112,6 +112,7 @@ typedef struct truth_worker_slot {
   _Atomic int ready; /* a Java worker's peer has started */
   truth_belief_t letgo[TRUTH_SLOTS];     /* holds let go, by belief slot */
   truth_belief_t busy[TRUTH_MAX_OWNERS]; /* each owner's operation in flight */
+  truth_belief_t abandoned[TRUTH_MAX_OWNERS]; /* each owner's latest acquisition that ended in an error (as a let-go) */
   /* A violation a worker found itself (a loss never told, a late
    * "acquired", a fencing token not above the last one): the observer
    * reports it with the name's trace. */
@@ -147,10 +148,11 @@ typedef struct truth_shared {
   _Atomic int64_t max_token[N_COUNT];
   /* Wake-ups: when a release that freed the lock was answered, and when
    * the latest acquisition of the name was answered, per name. */
-  _Atomic uint64_t freed_ns[N_COUNT];
   _Atomic uint64_t taken_ns[N_COUNT];
+  _Atomic uint64_t freed[256][2]; /* a ring: (name, when) */
+  _Atomic int freed_next;
   /* The faults' intervals (start, end of their effect), a ring. */
-  _Atomic uint64_t fault_at[64][2];
+  _Atomic uint64_t fault_at[64][3]; /* start, end, victim + 1 (0: every worker) */
   _Atomic int fault_next;
   _Atomic long sem_ops; /* semaphore operations started and finished (the counts are compared when still) */
   int njava;
@@ -202,10 +204,10 @@ uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out);
 /* A violation worker w found by itself (tests/truth/observer.c reports it). */
 void truth_complain(truth_shared_t *sh, int w, int name, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A fault's interval: its start (returns its entry), then the end of its effect. */
-int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns);
+int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns, int victim);
 void truth_fault_end(truth_shared_t *sh, int entry, uint64_t end_ns);
-/* Whether a fault touched [from, to]. */
-int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns);
+/* Whether a fault touched [from, to] on worker w's side (-1: any). */
+int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns, int w);
 
 /* One line into a worker's trace ring (monotonic ms stamp first). */
 void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

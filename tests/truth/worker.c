@@ -161,6 +161,35 @@ void set_busy(actor_t *a, const op_t *op) {
   if (op->type == OP_ACQUIRE && op->wait_ms > 0 && (t->kind == K_REENTRANT || t->kind == K_FENCED) && a->depth == 0)
     b.deadline_ns = op->start_ns + (uint64_t)op->wait_ms * 1000000u;
   truth_belief_write(&w->slot->busy[a->idx], &b);
+  if (op->type == OP_ACQUIRE) {
+    /* at it again: what it let go or gave up on before is this one's now */
+    for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+      truth_belief_t *g = &w->slot->letgo[a->idx * SLOTS_PER_ACTOR + j];
+      if (g->name == t->name || (t->name2 >= 0 && g->name == t->name2))
+        truth_belief_clear(g);
+    }
+    truth_belief_clear(&w->slot->abandoned[a->idx]);
+  }
+}
+
+/* An acquisition that ended in an error (a timeout, a cancel, an
+ * interrupt, a lost connection) took nothing the program knows of: what it
+ * may have taken in Redis is the library's to give back, within its lease
+ * (no renewal) and a margin - as a hold let go. */
+void abandon(actor_t *a, const op_t *op, const char *field) {
+  worker_t *w = a->w;
+  target_t *t = &w->targets[op->target];
+  int64_t lease = op->lease_ms > 0 ? op->lease_ms : op->lease_ms == RELOCK_INFINITE ? TRUTH_WATCHDOG_MS : -1;
+  if (lease < 0 || t->kind == K_SEMAPHORE)
+    return;
+  for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+    truth_belief_t *b = &w->mine[a->idx * SLOTS_PER_ACTOR + j].b;
+    if (b->name == t->name || (t->name2 >= 0 && b->name == t->name2))
+      return; /* a re-entry: its field stays held anyway (a surplus is checked) */
+  }
+  truth_belief_t g = {.name = t->name, .kind = (int32_t)t->kind, .lease_ms = lease, .since_ns = truth_now_ns()};
+  snprintf(g.field, sizeof g.field, "%s", field);
+  truth_belief_write(&w->slot->abandoned[a->idx], &g);
 }
 
 void clear_busy(actor_t *a) {
@@ -497,6 +526,7 @@ static void close_client(worker_t *w) {
     w->actors[i].depth = 0;
     w->actors[i].reacquire = -1;
     clear_busy(&w->actors[i]);
+    truth_belief_clear(&w->slot->abandoned[i]);
   }
   w->nuntold = 0; /* abandoned with the client: a close tells nothing */
   pthread_mutex_unlock(&w->mu);

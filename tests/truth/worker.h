@@ -123,6 +123,7 @@ void let_go(worker_t *w, int s);
 void told(worker_t *w, int name, const char *field);
 void set_busy(actor_t *a, const op_t *op);
 void clear_busy(actor_t *a);
+void abandon(actor_t *a, const op_t *op, const char *field);
 int64_t validity_of(worker_t *w, int target, uint64_t owner);
 int permit_tracked(int64_t lease_ms);
 void msleep(long ms);
