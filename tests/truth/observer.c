@@ -440,6 +440,19 @@ static uint64_t seen_for_ns(truth_observer_t *o, orphan_t *table, int *n, int na
   return o->t1 - x->since_ns;
 }
 
+/* Marks (name, field) seen (kept) or restarts its time, if it is there. */
+static void keep_seen(orphan_t *table, int n, int name, const char *field) {
+  for (int i = 0; i < n; i++)
+    if (table[i].name == name && strcmp(table[i].field, field) == 0)
+      table[i].seen_now = 1;
+}
+
+static void restart_seen(orphan_t *table, int n, int name, const char *field, uint64_t at) {
+  for (int i = 0; i < n; i++)
+    if (table[i].name == name && strcmp(table[i].field, field) == 0)
+      table[i].since_ns = at;
+}
+
 static void sweep(orphan_t *table, int *n) {
   int k = 0;
   for (int i = 0; i < *n; i++)
@@ -497,12 +510,15 @@ static int check_truth(truth_observer_t *o, seen_t *x) {
   if (count < x->b.count)
     return violation(o, x->b.name, "%s: Redis counts %lld holds, its owner believes %d", x->b.field, count,
                      x->b.count);
-  if (count > x->b.count && !x->b.foreign && !owner_busy_on(o, x->worker, x->slot, x->b.name)) {
+  if (count > x->b.count && !x->b.foreign) {
     /* a surplus: a hold the owner does not know of, that its releases
-     * would leave behind (a give-back under way may take a while) */
+     * would leave behind (a give-back under way may take a while): counted
+     * from the end of the owner's latest operation on the name */
     o->surplus_seen++;
     uint64_t for_ns = seen_for_ns(o, o->surplus, &o->nsurplus, x->b.name, x->b.field);
-    if (for_ns > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
+    if (owner_busy_on(o, x->worker, x->slot, x->b.name))
+      restart_seen(o->surplus, o->nsurplus, x->b.name, x->b.field, o->t0);
+    else if (for_ns > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
       return violation(o, x->b.name, "%s: Redis counts %lld holds, its owner believes %d, for %lld ms with nothing in flight",
                        x->b.field, count, x->b.count, (long long)(for_ns / 1000000u));
   }
@@ -637,6 +653,9 @@ static int check_let_go_hold(truth_observer_t *o, int w, int s, const truth_beli
   for (int i = 0; i < o->nseen; i++)
     if (o->seen[i].b.name == g->name && strcmp(o->seen[i].b.field, g->field) == 0)
       return 0; /* held again */
+  const truth_belief_t *ab = &o->abandoned[w][s / TRUTH_SLOTS_PER_OWNER];
+  if (ab != g && ab->name == g->name && strcmp(ab->field, g->field) == 0 && ab->since_ns > g->since_ns)
+    return 0; /* an acquisition given up on since: its own bound applies */
   uint64_t bound = g->since_ns + (uint64_t)(g->lease_ms + TRUTH_LETGO_MARGIN_MS) * 1000000u;
   if (o->t0 < bound)
     return 0;
@@ -805,6 +824,8 @@ int truth_observer_check(truth_observer_t *o) {
       o->exempt_seen++;
     if (x->counts && !x->exempt)
       bad = check_truth(o, x);
+    else /* not seen as it is: a surplus it had goes on */
+      keep_seen(o->surplus, o->nsurplus, x->b.name, x->b.field);
   }
   for (int n = 0; n < N_COUNT && !bad; n++)
     bad = check_exclusion(o, n);

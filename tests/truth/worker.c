@@ -161,15 +161,6 @@ void set_busy(actor_t *a, const op_t *op) {
   if (op->type == OP_ACQUIRE && op->wait_ms > 0 && (t->kind == K_REENTRANT || t->kind == K_FENCED) && a->depth == 0)
     b.deadline_ns = op->start_ns + (uint64_t)op->wait_ms * 1000000u;
   truth_belief_write(&w->slot->busy[a->idx], &b);
-  if (op->type == OP_ACQUIRE) {
-    /* at it again: what it let go or gave up on before is this one's now */
-    for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
-      truth_belief_t *g = &w->slot->letgo[a->idx * SLOTS_PER_ACTOR + j];
-      if (g->name == t->name || (t->name2 >= 0 && g->name == t->name2))
-        truth_belief_clear(g);
-    }
-    truth_belief_clear(&w->slot->abandoned[a->idx]);
-  }
 }
 
 /* An acquisition that ended in an error (a timeout, a cancel, an
