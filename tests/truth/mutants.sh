@@ -198,7 +198,7 @@ m() {
     elif [ "$rc" != 0 ]; then
       caught=$((caught + 1))
       at=$(grep -m1 -E '# VIOLATION|^ *[0-9.]+ not ok' "$log" | awk '{print $1}')
-      kind=$(grep -m1 -o -E 'VIOLATION at [0-9]+ ms: .{0,40}|not ok [0-9]+ - .{0,30}' "$log" | sed 's/VIOLATION at [0-9]* ms: //')
+      kind=$(grep -m1 -o -E 'VIOLATION at [0-9]+ ms[^:]*: .{0,90}|not ok [0-9]+ - .{0,40}' "$log" | sed 's/VIOLATION at [0-9]* ms[^:]*: //')
       times="$times ${at:-end}"
       echo "$name run $i: $kind" >>"$logs/kinds"
     else

@@ -653,6 +653,12 @@ static int check_let_go_hold(truth_observer_t *o, int w, int s, const truth_beli
   for (int i = 0; i < o->nseen; i++)
     if (o->seen[i].b.name == g->name && strcmp(o->seen[i].b.field, g->field) == 0)
       return 0; /* held again */
+  for (int k = 0; k < TRUTH_SLOTS; k++) { /* or since (its owner publishes it before it stops being busy) */
+    truth_belief_t b;
+    truth_belief_read(&o->sh->w[w].beliefs[k], &b);
+    if (b.name == g->name && strcmp(b.field, g->field) == 0)
+      return 0;
+  }
   const truth_belief_t *ab = &o->abandoned[w][s / TRUTH_SLOTS_PER_OWNER];
   if (ab != g && ab->name == g->name && strcmp(ab->field, g->field) == 0 && ab->since_ns > g->since_ns)
     return 0; /* an acquisition given up on since: its own bound applies */

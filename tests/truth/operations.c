@@ -374,7 +374,6 @@ static void release_outcome(actor_t *a, op_t *op, int rc) {
 void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
   worker_t *w = a->w;
   int rc = relock_future_error(f);
-  clear_busy(a);
   if (rc == RELOCK_ECANCELED)
     atomic_fetch_add(&w->slot->cancels, 1);
   else if (rc != 0)
@@ -428,6 +427,7 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
     break;
   default: break;
   }
+  clear_busy(a); /* after its outcome is believed: the observer reads the beliefs after this */
   atomic_fetch_add(&w->slot->ops, 1);
   uint64_t took_ms = (truth_now_ns() - op->start_ns) / 1000000u;
   int64_t bound = (op->wait_ms > 0 ? op->wait_ms : 0) + 8 * TRUTH_COMMAND_TIMEOUT_MS + 3000;
@@ -472,7 +472,6 @@ static void run_blocking_acquire(actor_t *a, op_t *op) {
   atomic_store(&a->blocked_in, t->lock);
   int rc = relock_lock_try_lock(t->lock, op->wait_ms, op->lease_ms, &acquired);
   atomic_store(&a->blocked_in, NULL);
-  clear_busy(a);
   if (rc == RELOCK_EINTERRUPTED)
     atomic_fetch_add(&a->w->slot->interrupts, 1);
   else if (rc != 0)
@@ -480,6 +479,7 @@ static void run_blocking_acquire(actor_t *a, op_t *op) {
   truth_trace(a->w->slot, "a%d blocking acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
               rc != 0 ? relock_err_name(rc) : acquired ? "acquired" : "not acquired");
   finish_acquire(a, op, rc, acquired, NULL, 0);
+  clear_busy(a);
   atomic_fetch_add(&a->w->slot->ops, 1);
 }
 

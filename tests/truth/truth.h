@@ -186,7 +186,7 @@ typedef struct truth_shared {
 #define TRUTH_UNTOLD_TICKS 200
 /* A freed lock is taken by a relock waiter within this, when no fault
  * came near. */
-#define TRUTH_WAKE_BOUND_MS 300
+#define TRUTH_WAKE_BOUND_MS 600
 
 /* Records a break at ns (never moving an announced break earlier). */
 void truth_break_at(truth_break_t *b, enum truth_fault what, uint64_t ns);
