@@ -194,7 +194,8 @@ void truth_faults_inject(truth_faults_t *f) {
   case F_PROXY_CUT: relock_test_proxy_cut(f->proxies[victim]); break;
   case F_PROXY_STALL:
     relock_test_proxy_stall(f->proxies[victim], 1);
-    msleep(200 + below(f, 1000));
+    /* now and then past the watchdog's timeout: a loss by timeout */
+    msleep(below(f, 4) == 0 ? 2500 + below(f, 1000) : 200 + below(f, 1000));
     relock_test_proxy_stall(f->proxies[victim], 0);
     break;
   case F_PROXY_BLACKHOLE: relock_test_proxy_blackhole_current(f->proxies[victim]); break;

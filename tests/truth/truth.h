@@ -177,9 +177,11 @@ typedef struct truth_shared {
  * and Redis's expiry has its own rounding. */
 #define TRUTH_LETGO_MARGIN_MS (3 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
 /* How long Redis may count more holds of an owner than it believes while
- * the owner has no operation in flight there (a give-back of a lost or
- * late acquisition, retried until Redis answers). */
-#define TRUTH_SURPLUS_BOUND_MS (6 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
+ * the owner has no operation in flight there: a give-back of a lost or
+ * late acquisition, retried until Redis answers, or a hold declared lost
+ * past its validity that Redis kept a moment longer, under a re-entry made
+ * right then - its lease at most, and the margin of a let-go. */
+#define TRUTH_SURPLUS_BOUND_MS (TRUTH_MAX_FIXED_LEASE_MS + TRUTH_LETGO_MARGIN_MS)
 /* A loss the library shows (validity 0) must be told by its lost callback
  * within this many of the worker's refreshes (5 ms each: they do not count
  * while the worker is stopped). */

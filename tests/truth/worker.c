@@ -103,12 +103,16 @@ int believe(actor_t *a, int target, int name, const char *field, int count, int6
     l->natural_end_ns = UINT64_MAX; /* a watchdog hold keeps it */
   }
   publish(w, s);
-  /* held again: an earlier let-go of the same field is over */
+  /* held again: an earlier let-go of the same field, or an acquisition
+   * given up on, is this belief's now */
   for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
     truth_belief_t *g = &w->slot->letgo[a->idx * SLOTS_PER_ACTOR + j];
     if (g->name == name && strcmp(g->field, field) == 0)
       truth_belief_clear(g);
   }
+  truth_belief_t *ab = &w->slot->abandoned[a->idx];
+  if (ab->name == name && strcmp(ab->field, field) == 0)
+    truth_belief_clear(ab);
   return s;
 }
 
@@ -376,8 +380,17 @@ static void refresh_all(worker_t *w) {
         l->b.deadline_ns = now + (uint64_t)v * 1000000u;
         publish(w, s);
       } else if (v <= 0 && l->natural_end_ns != UINT64_MAX && now + 2000000u >= l->natural_end_ns) {
-        /* a fixed lease's end: its program knew it from the start */
-        forget_slot(&w->actors[s / SLOTS_PER_ACTOR], s);
+        /* a fixed lease's end: its program knew it from the start. It
+         * still releases the hold later, as programs do (the release of a
+         * hold that ran out, which another owner may hold by now) */
+        actor_t *a = &w->actors[s / SLOTS_PER_ACTOR];
+        for (int i = 0; i < a->depth; i++) {
+          if (a->holds[i].slot == s)
+            a->holds[i].slot = -1;
+          if (a->holds[i].slot2 == s)
+            a->holds[i].slot2 = -1;
+        }
+        disbelieve(w, s, 1 << 20);
       } else if (v <= 0 && v != RELOCK_ELOST && l->natural_end_ns != UINT64_MAX) {
         /* a fixed lease the library gave up on before its end without
          * calling it lost (a check's answer it must count from the send):
