@@ -415,11 +415,25 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
       pthread_mutex_unlock(&w->mu);
       if (op->released_last && is_lock(t->kind) && truth_name_group(t->name) == G_HASH) {
         int names[2] = {t->name, t->name2};
+        uint64_t now = truth_now_ns();
         for (int k = 0; k < 2 && names[k] >= 0; k++) {
+          /* a relock acquisition waiting on it (for 50 ms), and on for the bound */
+          uint64_t waiter = 0;
+          for (int ow = 0; ow < w->sh->nworkers && waiter == 0; ow++)
+            for (int oa = 0; oa < TRUTH_MAX_OWNERS && waiter == 0; oa++) {
+              truth_belief_t b;
+              truth_belief_read(&w->sh->w[ow].busy[oa], &b);
+              if (b.name == names[k] && b.deadline_ns > now + (TRUTH_WAKE_BOUND_MS + 100) * 1000000ull &&
+                  b.since_ns + 50000000u < now)
+                waiter = (uint64_t)(ow * 16 + oa + 1);
+            }
+          if (waiter == 0)
+            continue;
           int i = atomic_fetch_add(&w->sh->freed_next, 1) % 256;
           atomic_store(&w->sh->freed[i][1], 0);
           atomic_store(&w->sh->freed[i][0], (uint64_t)names[k]);
-          atomic_store(&w->sh->freed[i][1], truth_now_ns());
+          atomic_store(&w->sh->freed[i][2], waiter);
+          atomic_store(&w->sh->freed[i][1], now);
         }
       }
     }

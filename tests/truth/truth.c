@@ -444,6 +444,13 @@ int main(int argc, char **argv) {
   CHECK(truth_observer_checks(o) > 0 && nfaults > 0 && kinds_seen == K_COUNT,
         "every kind was acquired under faults (%d of %d kinds, %ld faults, %ld checks)", kinds_seen, K_COUNT, nfaults,
         truth_observer_checks(o));
+  long wakes, slow_wakes;
+  truth_observer_wakes(o, &wakes, &slow_wakes);
+  /* under faults a wake-up may be slow; most must not be */
+  CHECK(wakes < 10 || slow_wakes * 2 <= wakes,
+        "waiters are woken: of %ld releases that freed a lock a relock waiter waited on, %ld left it free %d ms "
+        "(at most half may, faults or not)",
+        wakes, slow_wakes, TRUTH_WAKE_BOUND_MS);
   CHECK(hung == 0, "no operation overran its bound (%ld did; Redisson's over 10 s, not ours to bound: %ld)", hung,
         foreign_slow);
   CHECK(exited == sh->nworkers, "every worker wound down cleanly (%d of %d)", exited, sh->nworkers);

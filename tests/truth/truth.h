@@ -149,7 +149,7 @@ typedef struct truth_shared {
   /* Wake-ups: when a release that freed the lock was answered, and when
    * the latest acquisition of the name was answered, per name. */
   _Atomic uint64_t taken_ns[N_COUNT];
-  _Atomic uint64_t freed[256][2]; /* a ring: (name, when) */
+  _Atomic uint64_t freed[256][3]; /* a ring: name, when, the waiter then (worker * 16 + owner + 1; 0: none) */
   _Atomic int freed_next;
   /* The faults' intervals (start, end of their effect), a ring. */
   _Atomic uint64_t fault_at[64][3]; /* start, end, victim + 1 (0: every worker) */
