@@ -203,7 +203,7 @@ static void reread_beliefs(truth_observer_t *o) {
     uint64_t brk = last_break(o->sh, x->b.name);
     /* every hold of it taken before the break (a re-entry sent after it
      * must have found the loss, or be true) */
-    x->exempt = brk != 0 && x->b.latest_ns < brk;
+    x->exempt = brk != 0 && (x->b.latest_ns != 0 ? x->b.latest_ns : x->b.since_ns) < brk;
     if (x->exempt) {
       enum truth_group g = truth_name_group(x->b.name);
       /* a semaphore's permits and a permit without a lease are not
