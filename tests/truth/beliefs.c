@@ -17,7 +17,8 @@ const char *const truth_fault_names[F_COUNT] = {
     "DEL of a lock",       "FLUSHALL",          "restart losing data", "force release (a relock client)",
     "restart (AOF)",       "DEBUG SLEEP",       "CLIENT KILL",         "CLIENT PAUSE",
     "SIGSTOP of Redis",    "proxy delay",       "proxy cut",           "proxy stall",
-    "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock"};
+    "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock",
+    "a client's outage past the watchdog timeout"};
 
 int truth_kind_first_name(enum truth_kind k) {
   switch (k) {

@@ -34,7 +34,7 @@ static const int weight[F_COUNT] = {
     [F_DEL] = 8,           [F_FLUSHALL] = 2,      [F_RESTART_LOST] = 2, [F_FORCE_RELEASE] = 0, /* workers do it */
     [F_RESTART_AOF] = 4,   [F_DEBUG_SLEEP] = 8,   [F_CLIENT_KILL] = 10, [F_CLIENT_PAUSE] = 6,
     [F_SERVER_STOP] = 6,   [F_PROXY_DELAY] = 10,  [F_PROXY_CUT] = 10,   [F_PROXY_STALL] = 8,
-    [F_PROXY_BLACKHOLE] = 6, [F_WORKER_STOP] = 8,  [F_CLOCK_STEP] = 6};
+    [F_PROXY_BLACKHOLE] = 6, [F_WORKER_STOP] = 8,  [F_CLOCK_STEP] = 6, [F_PROXY_OUTAGE] = 6};
 
 static void msleep(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
@@ -133,7 +133,7 @@ void truth_faults_inject(truth_faults_t *f) {
   int64_t lasting_ms = 300; /* reconnections, resubscriptions */
   /* a proxy's fault or a stop touches one worker; the others every one */
   int one = what == F_PROXY_DELAY || what == F_PROXY_CUT || what == F_PROXY_STALL || what == F_PROXY_BLACKHOLE ||
-            what == F_WORKER_STOP;
+            what == F_WORKER_STOP || what == F_PROXY_OUTAGE;
   int entry = what != F_CLOCK_STEP ? truth_fault_begin(f->sh, start, one ? victim : -1) : -1;
   switch (what) {
   case F_DEL: {
@@ -194,8 +194,14 @@ void truth_faults_inject(truth_faults_t *f) {
   case F_PROXY_CUT: relock_test_proxy_cut(f->proxies[victim]); break;
   case F_PROXY_STALL:
     relock_test_proxy_stall(f->proxies[victim], 1);
-    /* now and then past the watchdog's timeout: a loss by timeout */
-    msleep(below(f, 4) == 0 ? 2500 + below(f, 1000) : 200 + below(f, 1000));
+    msleep(200 + below(f, 1000));
+    relock_test_proxy_stall(f->proxies[victim], 0);
+    break;
+  case F_PROXY_OUTAGE:
+    /* past the watchdog's timeout: its holds are lost by timeout (told),
+     * releases fail, answers come late */
+    relock_test_proxy_stall(f->proxies[victim], 1);
+    msleep(2300 + below(f, 1000));
     relock_test_proxy_stall(f->proxies[victim], 0);
     break;
   case F_PROXY_BLACKHOLE: relock_test_proxy_blackhole_current(f->proxies[victim]); break;

@@ -340,8 +340,8 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   h->start_ns = op->start_ns;
   snprintf(h->field, sizeof h->field, "%s", field);
   /* a share of long holds, past the bound of a break of truth */
-  if (rnd_below(&a->rng, 6) == 0)
-    h->hold_until_ns = op->start_ns + (uint64_t)(3000 + rnd_below(&a->rng, 3000)) * 1000000u;
+  if (rnd_below(&a->rng, 4) == 0)
+    h->hold_until_ns = op->start_ns + (uint64_t)(3000 + rnd_below(&a->rng, 4000)) * 1000000u;
   /* and of re-entries aimed at a fixed lease's end */
   h->aim = op->lease_ms > 0 && is_lock(t->kind) && t->multi == NULL && !op->aimed && rnd_below(&a->rng, 6) == 0;
   snprintf(h->permit_id, sizeof h->permit_id, "%s", permit_id != NULL ? permit_id : "");
