@@ -828,7 +828,10 @@ static int check_wakeups(truth_observer_t *o) {
     int ww = (int)((waiter - 1) / 16), wa = (int)((waiter - 1) % 16);
     if (ww >= o->sh->nworkers || wa >= TRUTH_MAX_OWNERS)
       continue;
-    int quiet = !truth_fault_near(o->sh, f - 100000000u, o->t1, ww);
+    /* a hand-off goes to the process registered longest, whichever: a
+     * fault on any worker may hold it up (its fallback then); the run's
+     * end neither (workers closing) */
+    int quiet = !truth_fault_near(o->sh, f - 100000000u, o->t1, -1) && !atomic_load(&o->sh->stop);
     long long pttl;
     int taken = atomic_load(&o->sh->taken_ns[n]) >= f || hash_of(o, n, &pttl)->elements > 0;
     /* every such release, faults or not, for the run's share of slow ones */
