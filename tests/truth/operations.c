@@ -347,8 +347,19 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   snprintf(h->permit_id, sizeof h->permit_id, "%s", permit_id != NULL ? permit_id : "");
   h->slot = believe(a, op->target, t->name, field, 1, op->lease_ms, op->start_ns, deadline);
   h->slot2 = t->name2 >= 0 ? believe(a, op->target, t->name2, field, 1, op->lease_ms, op->start_ns, deadline) : -1;
-  if (h->slot >= 0)
-    a->depth++;
+  /* held, believed or not: it is released like any other */
+  a->depth++;
+  if (h->slot < 0 || (t->name2 >= 0 && h->slot2 < 0)) {
+    char busy[200] = "";
+    for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+      truth_belief_t *b = &w->mine[a->idx * SLOTS_PER_ACTOR + j].b;
+      size_t n = strlen(busy);
+      snprintf(busy + n, sizeof busy - n, " [%s %.12s x%d]", b->name >= 0 ? truth_names[b->name] : "-", b->field,
+               b->count);
+    }
+    truth_trace(w->slot, "a%d: no belief slot left for %s (depth %d):%s", a->idx, truth_names[t->name], a->depth,
+                busy);
+  }
   pthread_mutex_unlock(&w->mu);
   truth_trace(w->slot, "a%d acquired %s %s %s validity %lld ms", a->idx, truth_kind_names[t->kind],
               truth_names[t->name], field[0] == 'p' ? "" : field,

@@ -40,7 +40,7 @@ enum truth_group truth_name_group(int name);
 
 #define TRUTH_PERMITS 2 /* each semaphore's permits */
 #define TRUTH_MAX_WORKERS 8
-#define TRUTH_SLOTS 24 /* belief slots per worker */
+#define TRUTH_SLOTS 24 /* belief slots per worker (TRUTH_SLOTS_PER_OWNER each: 6 owners at most) */
 #define TRUTH_TRACE 1024 /* trace lines kept per worker */
 #define TRUTH_LINE 120
 
@@ -70,7 +70,7 @@ typedef struct truth_belief {
  * the name the owner's operation in flight is on (-1: none), field = the
  * owner's field there, since_ns = its start, deadline_ns = when a waiting
  * acquisition's wait ends (0: not a waiting one), kind = its kind. */
-#define TRUTH_SLOTS_PER_OWNER 3
+#define TRUTH_SLOTS_PER_OWNER 4
 #define TRUTH_MAX_OWNERS 8
 
 /* The faults the supervisor injects (tests/truth/faults.c); the first ones
