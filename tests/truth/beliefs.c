@@ -17,7 +17,8 @@ const char *const truth_fault_names[F_COUNT] = {
     "DEL of a lock",       "FLUSHALL",          "restart losing data", "force release (a relock client)",
     "restart (AOF)",       "DEBUG SLEEP",       "CLIENT KILL",         "CLIENT PAUSE",
     "SIGSTOP of Redis",    "proxy delay",       "proxy cut",           "proxy stall",
-    "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock"};
+    "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock",
+    "a client's outage past the watchdog timeout"};
 
 int truth_kind_first_name(enum truth_kind k) {
   switch (k) {
@@ -73,6 +74,8 @@ uint64_t truth_rnd(uint64_t *s) {
   return *s;
 }
 
+static pthread_mutex_t complaint_mu = PTHREAD_MUTEX_INITIALIZER;
+
 /* The fields are plain memory shared with another process: the release
  * fences order them against seq, which is all a sequence lock needs. */
 void truth_belief_write(truth_belief_t *b, const truth_belief_t *value) {
@@ -84,10 +87,56 @@ void truth_belief_write(truth_belief_t *b, const truth_belief_t *value) {
   b->count = value->count;
   b->fixed = value->fixed;
   b->foreign = value->foreign;
+  b->tracked = value->tracked;
+  b->epoch = value->epoch;
   b->since_ns = value->since_ns;
+  b->latest_ns = value->latest_ns;
   b->deadline_ns = value->deadline_ns;
+  b->untold_ns = value->untold_ns;
+  b->lease_ms = value->lease_ms;
   memcpy(b->field, value->field, sizeof b->field);
   atomic_store_explicit(&b->seq, seq + 2, memory_order_release);
+}
+
+void truth_complain(truth_shared_t *sh, int w, int name, const char *fmt, ...) {
+  truth_worker_slot_t *slot = &sh->w[w];
+  char text[240];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  truth_trace(slot, "VIOLATION %s", text);
+  pthread_mutex_lock(&complaint_mu);
+  if (atomic_load(&slot->complaints) == 0) { /* the first is kept: the observer reports it */
+    slot->complaint_name = name;
+    memcpy(slot->complaint, text, sizeof slot->complaint);
+  }
+  atomic_fetch_add(&slot->complaints, 1);
+  pthread_mutex_unlock(&complaint_mu);
+}
+
+int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns, int victim) {
+  int i = atomic_fetch_add(&sh->fault_next, 1) % 64;
+  atomic_store(&sh->fault_at[i][1], 0);
+  atomic_store(&sh->fault_at[i][2], (uint64_t)(victim + 1));
+  atomic_store(&sh->fault_at[i][0], start_ns);
+  return i;
+}
+
+void truth_fault_end(truth_shared_t *sh, int i, uint64_t end_ns) {
+  atomic_store(&sh->fault_at[i][1], end_ns);
+}
+
+int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns, int w) {
+  for (int i = 0; i < 64; i++) {
+    uint64_t a = atomic_load(&sh->fault_at[i][0]), b = atomic_load(&sh->fault_at[i][1]);
+    uint64_t v = atomic_load(&sh->fault_at[i][2]);
+    if (w >= 0 && v != 0 && v != (uint64_t)w + 1)
+      continue;
+    if (a != 0 && a <= to_ns && (b == 0 || b >= from_ns))
+      return 1;
+  }
+  return 0;
 }
 
 void truth_belief_clear(truth_belief_t *b) {
@@ -105,8 +154,13 @@ uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out) {
     out->count = b->count;
     out->fixed = b->fixed;
     out->foreign = b->foreign;
+    out->tracked = b->tracked;
+    out->epoch = b->epoch;
     out->since_ns = b->since_ns;
+    out->latest_ns = b->latest_ns;
     out->deadline_ns = b->deadline_ns;
+    out->untold_ns = b->untold_ns;
+    out->lease_ms = b->lease_ms;
     memcpy(out->field, b->field, sizeof out->field);
     out->field[sizeof out->field - 1] = '\0';
     atomic_thread_fence(memory_order_acquire);

@@ -34,7 +34,7 @@ static const int weight[F_COUNT] = {
     [F_DEL] = 8,           [F_FLUSHALL] = 2,      [F_RESTART_LOST] = 2, [F_FORCE_RELEASE] = 0, /* workers do it */
     [F_RESTART_AOF] = 4,   [F_DEBUG_SLEEP] = 8,   [F_CLIENT_KILL] = 10, [F_CLIENT_PAUSE] = 6,
     [F_SERVER_STOP] = 6,   [F_PROXY_DELAY] = 10,  [F_PROXY_CUT] = 10,   [F_PROXY_STALL] = 8,
-    [F_PROXY_BLACKHOLE] = 6, [F_WORKER_STOP] = 8,  [F_CLOCK_STEP] = 6};
+    [F_PROXY_BLACKHOLE] = 6, [F_WORKER_STOP] = 8,  [F_CLOCK_STEP] = 6, [F_PROXY_OUTAGE] = 14};
 
 static void msleep(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
@@ -129,6 +129,12 @@ void truth_faults_inject(truth_faults_t *f) {
   enum truth_fault what = draw(f);
   int victim = below(f, f->nworkers);
   char detail[64] = "";
+  uint64_t start = truth_now_ns();
+  int64_t lasting_ms = 300; /* reconnections, resubscriptions */
+  /* a proxy's fault or a stop touches one worker; the others every one */
+  int one = what == F_PROXY_DELAY || what == F_PROXY_CUT || what == F_PROXY_STALL || what == F_PROXY_BLACKHOLE ||
+            what == F_WORKER_STOP || what == F_PROXY_OUTAGE;
+  int entry = what != F_CLOCK_STEP ? truth_fault_begin(f->sh, start, one ? victim : -1) : -1;
   switch (what) {
   case F_DEL: {
     int name = below(f, N_RW1 + 1); /* a lock's key */
@@ -145,6 +151,8 @@ void truth_faults_inject(truth_faults_t *f) {
     announce(&f->sh->global_break, what);
     cmd(f, "FLUSHALL", NULL, NULL, NULL);
     done(&f->sh->global_break, what);
+    for (int n = 0; n < N_COUNT; n++) /* the fenced locks' tokens start afresh */
+      atomic_store(&f->sh->max_token[n], 0);
     break;
   case F_RESTART_LOST:
     trace_all(f, truth_fault_names[what], "(every name)");
@@ -152,8 +160,14 @@ void truth_faults_inject(truth_faults_t *f) {
     announce(&f->sh->global_break, what);
     restart_losing_data(f);
     done(&f->sh->global_break, what);
+    for (int n = 0; n < N_COUNT; n++)
+      atomic_store(&f->sh->max_token[n], 0);
+    lasting_ms = 1000;
     break;
-  case F_RESTART_AOF: relock_test_redis_restart(f->redis); break;
+  case F_RESTART_AOF:
+    relock_test_redis_restart(f->redis);
+    lasting_ms = 1000;
+    break;
   case F_DEBUG_SLEEP: {
     static const char *const secs[] = {"0.05", "0.3", "0.8"};
     cmd(f, "DEBUG", "SLEEP", secs[below(f, 3)], NULL);
@@ -164,6 +178,7 @@ void truth_faults_inject(truth_faults_t *f) {
     char ms[16];
     snprintf(ms, sizeof ms, "%d", 100 + below(f, 700));
     cmd(f, "CLIENT", "PAUSE", ms, NULL);
+    lasting_ms += atoi(ms);
     break;
   }
   case F_SERVER_STOP:
@@ -182,12 +197,21 @@ void truth_faults_inject(truth_faults_t *f) {
     msleep(200 + below(f, 1000));
     relock_test_proxy_stall(f->proxies[victim], 0);
     break;
+  case F_PROXY_OUTAGE:
+    /* past the watchdog's timeout: its holds are lost by timeout (told),
+     * releases fail, answers come late */
+    relock_test_proxy_stall(f->proxies[victim], 1);
+    msleep(2300 + below(f, 1000));
+    relock_test_proxy_stall(f->proxies[victim], 0);
+    break;
   case F_PROXY_BLACKHOLE: relock_test_proxy_blackhole_current(f->proxies[victim]); break;
   case F_WORKER_STOP:
     if (f->pids[victim] > 0) {
+      atomic_fetch_add(&f->sh->w[victim].stops, 1); /* odd while stopped */
       kill(f->pids[victim], SIGSTOP);
       msleep(100 + below(f, 1400));
       kill(f->pids[victim], SIGCONT);
+      atomic_fetch_add(&f->sh->w[victim].stops, 1);
     }
     break;
   case F_CLOCK_STEP: {
@@ -200,6 +224,8 @@ void truth_faults_inject(truth_faults_t *f) {
   }
   if (what != F_DEL && what != F_FLUSHALL && what != F_RESTART_LOST)
     truth_trace(&f->sh->w[0], "FAULT %s (worker %d)", truth_fault_names[what], victim);
+  if (entry >= 0)
+    truth_fault_end(f->sh, entry, truth_now_ns() + (uint64_t)lasting_ms * 1000000u);
   f->count[what]++;
 }
 

@@ -175,8 +175,12 @@ static void got_permit(jworker_t *w, tag_t *t, const char *result) {
   t->count = 1;
   snprintf(t->permit_id, sizeof t->permit_id, "%s", result);
   truth_belief_t b = {.name = t->name, .kind = K_PERMIT, .count = 1, .foreign = 1, .fixed = 1};
-  b.since_ns = t->sent_ns;
+  b.since_ns = b.latest_ns = t->sent_ns;
   b.deadline_ns = t->sent_ns + (uint64_t)(t->op_lease - t->op_lease / 100 - 2) * 1000000u;
+  b.lease_ms = t->op_lease;
+  truth_belief_t old;
+  truth_belief_read(&w->slot->beliefs[t->slot], &old);
+  b.epoch = old.epoch + 1;
   snprintf(b.field, sizeof b.field, "%s", result);
   truth_belief_write(&w->slot->beliefs[t->slot], &b);
 }
@@ -227,6 +231,8 @@ static void on_answer(jworker_t *w, char *line) {
   truth_belief_t old;
   truth_belief_read(&w->slot->beliefs[t->slot], &old);
   b.since_ns = old.name == t->name ? old.since_ns : t->sent_ns;
+  b.latest_ns = t->sent_ns;
+  b.epoch = old.epoch + 1;
   b.fixed = t->op_lease > 0;
   /* a fixed lease from its send, less the margin; the watchdog: open */
   uint64_t deadline = t->op_lease > 0 ? t->sent_ns + (uint64_t)(t->op_lease - t->op_lease / 100 - 2) * 1000000u
@@ -260,12 +266,15 @@ static void next(jworker_t *w, tag_t *t) {
     /* withdraw the belief, then unlock */
     t->count--;
     if (t->count == 0) {
-      truth_belief_t empty = {.name = -1};
+      truth_belief_t empty = {.name = -1}, was;
+      truth_belief_read(&w->slot->beliefs[t->slot], &was);
+      empty.epoch = was.epoch + 1; /* a belief made anew differs from this one */
       truth_belief_write(&w->slot->beliefs[t->slot], &empty);
     } else {
       truth_belief_t b;
       truth_belief_read(&w->slot->beliefs[t->slot], &b);
       b.count = t->count;
+      b.epoch++;
       truth_belief_write(&w->slot->beliefs[t->slot], &b);
     }
     t->op_kind = t->kind;

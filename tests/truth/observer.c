@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "truth/observer.h"
 
@@ -65,7 +66,7 @@ typedef struct seen {
   truth_belief_t b;
   uint32_t seq;
   int worker, slot;
-  int stable, exempt, counts;
+  int stable, exempt, counts, untold;
   int64_t read_timeout_ms; /* a read hold's longest timeout key; -3: n/a */
 } seen_t;
 
@@ -89,11 +90,26 @@ struct truth_observer {
   orphan_t cuts[MAX_ORPHANS];
   int ncuts;
   uint64_t foreign_seen_ns[N_COUNT];
+  /* Redis counting more holds of an owner than it believes, the owner idle there */
+  orphan_t surplus[MAX_ORPHANS];
+  int nsurplus;
+  truth_belief_t letgo[TRUTH_MAX_WORKERS][TRUTH_SLOTS];
+  truth_belief_t busy[TRUTH_MAX_WORKERS][TRUTH_MAX_OWNERS];
+  truth_belief_t abandoned[TRUTH_MAX_WORKERS][TRUTH_MAX_OWNERS];
+  int complaints_told[TRUTH_MAX_WORKERS];
+  int freed_read;
+  long sem_ops0;
+  uint64_t sem_short_since;
+  int sem_still; /* no semaphore operation started or ended across the snapshot */
+  uint64_t start_ns;
+  uint64_t exec_ns; /* when the snapshot ran in Redis (its TIME on this clock), within [t0, t1] */
   uint64_t t0, t1;
   long checks, failed_snapshots;
   int64_t server_ms;
   redisReply *snap;
   long exempt_seen, cuts_seen, foreign_void;
+  long wakes_all, wakes_slow;
+  long exec_mapped, letgo_checked, surplus_seen, wakes_judged, sem_checked, beliefs_checked;
 };
 
 truth_observer_t *truth_observer_new(truth_shared_t *sh, const char *unix_path) {
@@ -101,6 +117,7 @@ truth_observer_t *truth_observer_new(truth_shared_t *sh, const char *unix_path) 
   if (o == NULL)
     return NULL;
   o->sh = sh;
+  o->start_ns = truth_now_ns();
   snprintf(o->unix_path, sizeof o->unix_path, "%s", unix_path);
   return o;
 }
@@ -131,6 +148,17 @@ long truth_observer_foreign_void(const truth_observer_t *o) {
   return o->foreign_void;
 }
 
+void truth_observer_wakes(const truth_observer_t *o, long *all, long *slow) {
+  *all = o->wakes_all;
+  *slow = o->wakes_slow;
+}
+
+void truth_observer_print_counts(const truth_observer_t *o) {
+  printf("# beliefs checked against Redis: %ld; let-go holds checked: %ld; Redis counting more than believed (owner "
+         "idle): %ld; freed locks judged for a wake-up: %ld; semaphore counts checked: %ld; snapshots timed by Redis's clock: %ld\n",
+         o->beliefs_checked, o->letgo_checked, o->surplus_seen, o->wakes_judged, o->sem_checked, o->exec_mapped);
+}
+
 /* The latest break of truth on name; UINT64_MAX while one is under way
  * (sent, not answered: it may run at any moment until then). */
 static uint64_t last_break(truth_shared_t *sh, int name) {
@@ -142,6 +170,8 @@ static uint64_t last_break(truth_shared_t *sh, int name) {
 
 static void read_beliefs(truth_observer_t *o) {
   o->nseen = 0;
+  o->sem_ops0 = atomic_load(&o->sh->sem_ops);
+  o->sem_still = atomic_load(&o->sh->sem_inflight) == 0;
   for (int w = 0; w < o->sh->nworkers; w++)
     for (int s = 0; s < TRUTH_SLOTS; s++) {
       seen_t *x = &o->seen[o->nseen];
@@ -155,18 +185,25 @@ static void read_beliefs(truth_observer_t *o) {
     }
 }
 
-/* Marks the beliefs that stood unchanged across the snapshot. */
+/* Marks the beliefs that stood unchanged across the snapshot: the same
+ * holds (epoch), whatever deadline refreshes came meanwhile - the deadline
+ * checked is the one read before the snapshot, which no renewal answered
+ * after the snapshot ran can have moved. Reads the let-gos and what each
+ * owner has in flight, after the snapshot. */
 static void reread_beliefs(truth_observer_t *o) {
   for (int i = 0; i < o->nseen; i++) {
     seen_t *x = &o->seen[i];
     truth_belief_t again;
-    uint32_t seq = truth_belief_read(&o->sh->w[x->worker].beliefs[x->slot], &again);
-    x->stable = seq == x->seq;
+    truth_belief_read(&o->sh->w[x->worker].beliefs[x->slot], &again);
+    x->stable = again.name == x->b.name && again.epoch == x->b.epoch && strcmp(again.field, x->b.field) == 0;
+    x->untold = x->b.untold_ns != 0 || again.untold_ns != 0;
     if (x->b.foreign)
       o->foreign_seen_ns[x->b.name] = o->t1;
-    x->counts = x->stable && x->b.deadline_ns > o->t1;
+    x->counts = x->stable && x->b.deadline_ns > o->t1 && !x->untold;
     uint64_t brk = last_break(o->sh, x->b.name);
-    x->exempt = brk != 0 && x->b.since_ns < brk;
+    /* every hold of it taken before the break (a re-entry sent after it
+     * must have found the loss, or be true) */
+    x->exempt = brk != 0 && (x->b.latest_ns != 0 ? x->b.latest_ns : x->b.since_ns) < brk;
     if (x->exempt) {
       enum truth_group g = truth_name_group(x->b.name);
       /* a semaphore's permits and a permit without a lease are not
@@ -178,6 +215,15 @@ static void reread_beliefs(truth_observer_t *o) {
         x->exempt = 0;
     }
   }
+  for (int w = 0; w < o->sh->nworkers; w++) {
+    for (int s = 0; s < TRUTH_SLOTS; s++)
+      truth_belief_read(&o->sh->w[w].letgo[s], &o->letgo[w][s]);
+    for (int a = 0; a < TRUTH_MAX_OWNERS; a++) {
+      truth_belief_read(&o->sh->w[w].busy[a], &o->busy[w][a]);
+      truth_belief_read(&o->sh->w[w].abandoned[a], &o->abandoned[w][a]);
+    }
+  }
+  o->sem_still = o->sem_still && atomic_load(&o->sh->sem_inflight) == 0 && atomic_load(&o->sh->sem_ops) == o->sem_ops0;
 }
 
 static int is_read_hold(const seen_t *x) {
@@ -244,6 +290,25 @@ static int take_snapshot(truth_observer_t *o) {
   }
   redisReply *t = o->snap->element[0];
   o->server_ms = strtoll(t->element[0]->str, NULL, 10) * 1000 + strtoll(t->element[1]->str, NULL, 10) / 1000;
+  /* when the script ran, on this clock: Redis's TIME (the same machine's
+   * wall clock) less the wall clock's lead over the monotonic one */
+  struct timespec wall, mt;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  clock_gettime(CLOCK_MONOTONIC, &mt);
+  int64_t lead = ((int64_t)wall.tv_sec - (int64_t)mt.tv_sec) * 1000000000 + (wall.tv_nsec - mt.tv_nsec);
+  int64_t server_ns =
+      strtoll(t->element[0]->str, NULL, 10) * 1000000000 + strtoll(t->element[1]->str, NULL, 10) * 1000;
+  int64_t exec = server_ns - lead;
+  /* outside [t0, t1] the mapping is not to be trusted (a server stopped
+   * and resumed can answer TIME from before): the latest it can be then */
+  /* and only for a quick snapshot: TIME and PTTL need not read one clock
+   * (a busy server), so the mapping may err by the snapshot's time: within
+   * the tolerance, it cannot make a violation */
+  o->exec_ns = exec < (int64_t)o->t0 || exec > (int64_t)o->t1 || o->t1 - o->t0 > TOLERANCE_MS * 1000000u
+                   ? o->t1
+                   : (uint64_t)exec;
+  if (o->exec_ns != o->t1)
+    o->exec_mapped++;
   redisReply *rt = o->snap->element[HASH_NAMES + 4];
   nread = 0;
   for (int i = 0; i < o->nseen; i++)
@@ -353,7 +418,8 @@ static int violation(truth_observer_t *o, int name, const char *fmt, ...) {
   classes[k] = fmt;
   if (++class_count[k] > 2)
     return 1;
-  printf("# VIOLATION at %llu ms: ", (unsigned long long)(o->t1 / 1000000u));
+  printf("# VIOLATION at %llu ms (%.1f s into the run): ", (unsigned long long)(o->t1 / 1000000u),
+         (double)(o->t1 - o->start_ns) / 1e9);
   va_list ap;
   va_start(ap, fmt);
   vprintf(fmt, ap);
@@ -413,8 +479,16 @@ static int cut_by_redisson(truth_observer_t *o, const seen_t *x) {
 }
 
 /* 1: Redis keeps what each standing belief counts on. */
+/* Whether the owner of worker w's slot s has an operation in flight on name. */
+static int owner_busy_on(truth_observer_t *o, int w, int s, int name) {
+  const truth_belief_t *b = &o->busy[w][s / TRUTH_SLOTS_PER_OWNER];
+  return b->name >= 0 && (b->name == name || (b->kind == K_MULTI && b->name + 1 == name));
+}
+
 static int check_truth(truth_observer_t *o, seen_t *x) {
-  int64_t left = (int64_t)(x->b.deadline_ns - o->t1) / 1000000 - TOLERANCE_MS;
+  o->beliefs_checked++;
+  /* its validity left when the snapshot ran */
+  int64_t left = ((int64_t)x->b.deadline_ns - (int64_t)o->exec_ns) / 1000000 - TOLERANCE_MS;
   enum truth_group g = truth_name_group(x->b.name);
   if (g == G_SEMAPHORE || x->b.foreign)
     return 0;
@@ -552,6 +626,235 @@ static int check_orphans(truth_observer_t *o) {
   return bad;
 }
 
+/* Whether an owner's operation in flight is on (name, field). */
+static int busy_on_field(truth_observer_t *o, int name, const char *field) {
+  char want[96], have[96];
+  owner_base(field, want, sizeof want);
+  for (int w = 0; w < o->sh->nworkers; w++)
+    for (int a = 0; a < TRUTH_MAX_OWNERS; a++) {
+      const truth_belief_t *b = &o->busy[w][a];
+      if (b->name < 0 || !(b->name == name || (b->kind == K_MULTI && b->name + 1 == name)))
+        continue;
+      owner_base(b->field, have, sizeof have);
+      if (strcmp(want, have) == 0)
+        return 1;
+    }
+  return 0;
+}
+
+/* Redis counts of a field no more holds than its owner believes, and one
+ * more while the owner has an operation in flight there (a re-entry sent,
+ * a release not yet run): an excess past that, held on for
+ * TRUTH_SURPLUS_BOUND_MS, is a hold its owner does not know of - counted
+ * twice, never given back - believed or not (across the owner's releases
+ * and acquisitions of the field: a leftover is not forgotten). */
+static int check_excess(truth_observer_t *o) {
+  for (int n = 0; n < HASH_NAMES; n++) {
+    long long pttl;
+    redisReply *pairs = hash_of(o, n, &pttl);
+    for (size_t i = 0; i + 1 < pairs->elements; i += 2) {
+      const char *f = pairs->element[i]->str;
+      if (strcmp(f, "mode") == 0)
+        continue;
+      long long count = strtoll(pairs->element[i + 1]->str, NULL, 10), believed = 0;
+      int foreign = 0;
+      for (int k = 0; k < o->nseen; k++)
+        if (o->seen[k].b.name == n && strcmp(o->seen[k].b.field, f) == 0) {
+          believed += o->seen[k].b.count;
+          foreign |= o->seen[k].b.foreign;
+        }
+      if (foreign)
+        continue;
+      long long allowed = believed + busy_on_field(o, n, f);
+      if (count <= allowed)
+        continue;
+      o->surplus_seen++;
+      uint64_t for_ns = seen_for_ns(o, o->surplus, &o->nsurplus, n, f);
+      if (for_ns > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
+        return violation(o, n, "%s: Redis counts %lld holds, its owner believes %lld (%lld with what it has in flight), "
+                         "for %lld ms", f, count, believed, allowed, (long long)(for_ns / 1000000u));
+    }
+  }
+  return 0;
+}
+
+/* A hold let go (its owner asked to release it, whatever the answer) is
+ * believed by nobody: it must not be renewed, so it is gone from Redis
+ * within its lease and a margin of its release being asked - unless the
+ * same field is held again, or its owner is at it again. */
+static int check_let_go_hold(truth_observer_t *o, int w, int s, const truth_belief_t *g, const char *what) {
+  if (g->name < 0 || g->name >= N_COUNT || g->since_ns == 0 || g->foreign || g->lease_ms <= 0)
+    return 0;
+  enum truth_group grp = truth_name_group(g->name);
+  if (grp == G_SEMAPHORE || owner_busy_on(o, w, s, g->name))
+    return 0;
+  for (int i = 0; i < o->nseen; i++)
+    if (o->seen[i].b.name == g->name && strcmp(o->seen[i].b.field, g->field) == 0)
+      return 0; /* held again */
+  for (int k = 0; k < TRUTH_SLOTS; k++) { /* or since (its owner publishes it before it stops being busy) */
+    truth_belief_t b;
+    truth_belief_read(&o->sh->w[w].beliefs[k], &b);
+    if (b.name == g->name && strcmp(b.field, g->field) == 0)
+      return 0;
+  }
+  const truth_belief_t *ab = &o->abandoned[w][s / TRUTH_SLOTS_PER_OWNER];
+  if (ab != g && ab->name == g->name && strcmp(ab->field, g->field) == 0 && ab->since_ns > g->since_ns)
+    return 0; /* an acquisition given up on since: its own bound applies */
+  uint64_t bound = g->since_ns + (uint64_t)(g->lease_ms + TRUTH_LETGO_MARGIN_MS) * 1000000u;
+  if (o->t0 < bound)
+    return 0;
+  long long count = 0, pttl = -2;
+  if (grp == G_PERMIT) {
+    pttl = permit_left(o, g->field);
+    count = pttl != -2 && (pttl == -1 || pttl > 0);
+  } else {
+    count = field_count(hash_of(o, g->name, &pttl), g->field);
+  }
+  o->letgo_checked++;
+  if (count <= 0)
+    return 0;
+  char who[16];
+  snprintf(who, sizeof who, " a%d ", s / TRUTH_SLOTS_PER_OWNER);
+  printf("#   what the owner did (lines of every worker's a%d):\n", s / TRUTH_SLOTS_PER_OWNER);
+  truth_trace_dump(o->sh, who);
+  return violation(o, g->name,
+                   "%s %s: its owner (worker %d) %s %lld ms ago (lease %lld ms) and Redis still holds it (count %lld, "
+                   "%lld ms left): renewed, or never given back",
+                   truth_kind_names[g->kind], g->field, w, what, (long long)((o->t1 - g->since_ns) / 1000000u),
+                   (long long)g->lease_ms, count, pttl);
+}
+
+static int check_letgo(truth_observer_t *o) {
+  for (int w = 0; w < o->sh->nworkers; w++) {
+    for (int s = 0; s < TRUTH_SLOTS; s++)
+      if (check_let_go_hold(o, w, s, &o->letgo[w][s], "asked to release it"))
+        return 1;
+    for (int a = 0; a < TRUTH_MAX_OWNERS; a++)
+      if (check_let_go_hold(o, w, a * TRUTH_SLOTS_PER_OWNER, &o->abandoned[w][a],
+                            "gave up acquiring it (an error)"))
+        return 1;
+  }
+  return 0;
+}
+
+/* What a worker found by itself. */
+static int check_complaints(truth_observer_t *o) {
+  for (int w = 0; w < o->sh->nworkers; w++) {
+    int n = atomic_load(&o->sh->w[w].complaints);
+    if (n <= o->complaints_told[w])
+      continue;
+    o->complaints_told[w] = n;
+    const char *text = o->sh->w[w].complaint;
+    int name = o->sh->w[w].complaint_name;
+    if (name < 0 || name >= N_COUNT)
+      name = 0;
+    if (strstr(text, "never told") != NULL)
+      return violation(o, name, "worker %d: %s", w, text);
+    if (strstr(text, "token") != NULL)
+      return violation(o, name, "worker %d (fencing): %s", w, text);
+    return violation(o, name, "worker %d (late): %s", w, text);
+  }
+  return 0;
+}
+
+/* The semaphores' counts, while no operation on them started or ended
+ * across the snapshot: the free permits and those believed held make the
+ * permits (less a release that failed, which may or may not have given
+ * back, and what closes could not give back); the permit-expirable
+ * semaphore's free count and its taken permits make them exactly. */
+static int check_counts(truth_observer_t *o) {
+  if (!o->sem_still || atomic_load(&o->sh->sem_paused) || last_break(o->sh, N_S0) == UINT64_MAX)
+    return 0;
+  const char *sv = o->snap->element[HASH_NAMES + 1]->str, *pv = o->snap->element[HASH_NAMES + 2]->str;
+  if (sv == NULL || pv == NULL || strcmp(sv, "-") == 0 || strcmp(pv, "-") == 0)
+    return 0;
+  long believed = 0;
+  for (int i = 0; i < o->nseen; i++)
+    if (o->seen[i].b.name == N_S0 && o->seen[i].stable && !o->seen[i].exempt)
+      believed += o->seen[i].b.count;
+    else if (o->seen[i].b.name == N_S0)
+      return 0; /* one changing, or exempt after a break: the count is anyone's */
+  long free_s = strtol(sv, NULL, 10), free_p = strtol(pv, NULL, 10);
+  long slack = atomic_load(&o->sh->sem_uncertain) + atomic_load(&o->sh->unreturned);
+  redisReply *z = o->snap->element[HASH_NAMES + 3];
+  long taken = (long)(z->elements / 2);
+  o->sem_checked++;
+  /* more free than the permits less those believed is at once wrong;
+   * fewer may be a give-back under way (of an acquisition cancelled or
+   * timed out): for a bound */
+  if (free_s < 0 || free_s + believed > TRUTH_PERMITS)
+    return violation(o, N_S0, "%s: %ld permits free and %ld believed held, of %d", truth_names[N_S0], free_s,
+                     believed, TRUTH_PERMITS);
+  if (free_s + believed < TRUTH_PERMITS - slack) {
+    if (o->sem_short_since == 0)
+      o->sem_short_since = o->t0;
+    if (o->t1 - o->sem_short_since > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
+      return violation(o, N_S0, "%s: %ld permits free and %ld believed held, of %d (%ld uncertain), for %lld ms",
+                       truth_names[N_S0], free_s, believed, TRUTH_PERMITS, slack,
+                       (long long)((o->t1 - o->sem_short_since) / 1000000u));
+  } else {
+    o->sem_short_since = 0;
+  }
+  if (free_p < 0 || free_p + taken != TRUTH_PERMITS)
+    return violation(o, N_P0, "%s: %ld permits free and %ld taken, of %d", truth_names[N_P0], free_p, taken,
+                     TRUTH_PERMITS);
+  return 0;
+}
+
+/* A lock freed by a release is taken by a relock waiter (reentrant or
+ * fenced: they are woken by the release's message) within
+ * TRUTH_WAKE_BOUND_MS, when no fault came near it: judged once per
+ * release, on the h names (Redisson workers take them unseen: not then). */
+static int check_wakeups(truth_observer_t *o) {
+  if (o->sh->njava > 0)
+    return 0;
+  int next = atomic_load(&o->sh->freed_next);
+  if (next - o->freed_read > 256)
+    o->freed_read = next - 256; /* overrun: the oldest are gone */
+  for (; o->freed_read < next; o->freed_read++) {
+    int i = o->freed_read % 256;
+    uint64_t f = atomic_load(&o->sh->freed[i][1]);
+    int n = (int)atomic_load(&o->sh->freed[i][0]);
+    if (f == 0 || n < N_H0 || n > N_H2)
+      continue;
+    if (o->t0 < f + (uint64_t)TRUTH_WAKE_BOUND_MS * 1000000u)
+      break; /* not yet: the ring is in time order (nearly) */
+    uint64_t brk = last_break(o->sh, n);
+    if (brk == UINT64_MAX || brk + 3000000000ull > f)
+      continue;
+    uint64_t waiter = atomic_load(&o->sh->freed[i][2]);
+    if (waiter == 0)
+      continue;
+    int ww = (int)((waiter - 1) / 16), wa = (int)((waiter - 1) % 16);
+    if (ww >= o->sh->nworkers || wa >= TRUTH_MAX_OWNERS)
+      continue;
+    /* a hand-off goes to the process registered longest, whichever: a
+     * fault on any worker may hold it up (its fallback then); the run's
+     * end neither (workers closing) */
+    int quiet = !truth_fault_near(o->sh, f - 100000000u, o->t1, -1) && !atomic_load(&o->sh->stop);
+    long long pttl;
+    int taken = atomic_load(&o->sh->taken_ns[n]) >= f || hash_of(o, n, &pttl)->elements > 0;
+    /* every such release, faults or not, for the run's share of slow ones */
+    o->wakes_all++;
+    o->wakes_slow += !taken;
+    const truth_belief_t *wb = &o->busy[ww][wa];
+    /* judged at once when nothing came near and the waiter waits on */
+    if (!quiet || wb->name != n || wb->deadline_ns == 0)
+      continue;
+    o->wakes_judged++;
+    if (taken)
+      continue;
+    const truth_belief_t *waiter_b = wb;
+    o->freed_read++;
+    return violation(o, n,
+                     "%s: freed %lld ms ago and still free, while worker %d's %s acquisition (%s) had waited %lld ms "
+                     "before it and waits on: the waiter was not woken",
+                     truth_names[n], (long long)((o->t1 - f) / 1000000u), ww, truth_kind_names[waiter_b->kind],
+                     waiter_b->field, (long long)((f - waiter_b->since_ns) / 1000000u));
+  }
+  return 0;
+}
+
 void truth_observer_print_violations(const truth_observer_t *o) {
   (void)o;
   for (int k = 0; k < 32 && classes[k] != NULL; k++)
@@ -564,17 +867,27 @@ int truth_observer_check(truth_observer_t *o) {
     return 0;
   reread_beliefs(o);
   o->checks++;
-  int bad = 0;
+  int bad = check_complaints(o);
   for (int i = 0; i < o->nseen && !bad; i++) {
     seen_t *x = &o->seen[i];
     if (x->exempt)
       o->exempt_seen++;
     if (x->counts && !x->exempt)
       bad = check_truth(o, x);
+
   }
   for (int n = 0; n < N_COUNT && !bad; n++)
     bad = check_exclusion(o, n);
   sweep(o->cuts, &o->ncuts);
+  if (!bad)
+    bad = check_excess(o);
+  sweep(o->surplus, &o->nsurplus);
+  if (!bad)
+    bad = check_letgo(o);
+  if (!bad)
+    bad = check_counts(o);
+  if (!bad)
+    bad = check_wakeups(o);
   if (!bad)
     bad = check_orphans(o);
   return bad;

@@ -21,6 +21,10 @@ long truth_observer_exempt(const truth_observer_t *o);
 long truth_observer_cuts(const truth_observer_t *o);
 /* Checks at which a Redisson thread believed a hold Redis no longer had. */
 long truth_observer_foreign_void(const truth_observer_t *o);
+void truth_observer_print_counts(const truth_observer_t *o);
+/* Releases that freed an "h" lock with a relock waiter waiting on, and how
+ * many of them saw it still free TRUTH_WAKE_BOUND_MS later. */
+void truth_observer_wakes(const truth_observer_t *o, long *all, long *slow);
 /* How many violations of each kind were found (a line each). */
 void truth_observer_print_violations(const truth_observer_t *o);
 

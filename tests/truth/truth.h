@@ -40,7 +40,7 @@ enum truth_group truth_name_group(int name);
 
 #define TRUTH_PERMITS 2 /* each semaphore's permits */
 #define TRUTH_MAX_WORKERS 8
-#define TRUTH_SLOTS 24 /* belief slots per worker */
+#define TRUTH_SLOTS 24 /* belief slots per worker (TRUTH_SLOTS_PER_OWNER each: 6 owners at most) */
 #define TRUTH_TRACE 1024 /* trace lines kept per worker */
 #define TRUTH_LINE 120
 
@@ -53,17 +53,32 @@ typedef struct truth_belief {
   int32_t fixed;       /* the latest hold's lease was fixed, not the watchdog */
   int32_t foreign;     /* a Redisson thread's: never told of a loss */
   int32_t tracked;     /* a permit the library watches or tracks (a lease): told of its loss */
+  uint32_t epoch;      /* changes whenever the belief is made or its count changes (not its deadline) */
   uint64_t since_ns;   /* when the first hold's acquisition was sent */
+  uint64_t latest_ns;  /* when the latest hold's acquisition was sent (a re-entry after a break is not exempt) */
   uint64_t deadline_ns; /* the library's validity end; UINT64_MAX: none */
+  uint64_t untold_ns;  /* the library said it holds it no more (validity 0) with no lost callback yet, since */
+  int64_t lease_ms;    /* the longest lease of its holds (the watchdog's for a renewed one) */
   char field[80];      /* the hash field, or the permit's id in hex */
 } truth_belief_t;
+
+/* A let-go (in truth_worker_slot_t.letgo) reuses the belief's layout: name,
+ * field, kind, since_ns = when its owner asked to release the last hold,
+ * lease_ms = the longest lease it had; from then on nobody believes in it,
+ * so it must not be renewed, and must be gone within its lease and a
+ * margin. A busy record (truth_worker_slot_t.busy, one per owner): name =
+ * the name the owner's operation in flight is on (-1: none), field = the
+ * owner's field there, since_ns = its start, deadline_ns = when a waiting
+ * acquisition's wait ends (0: not a waiting one), kind = its kind. */
+#define TRUTH_SLOTS_PER_OWNER 4
+#define TRUTH_MAX_OWNERS 8
 
 /* The faults the supervisor injects (tests/truth/faults.c); the first ones
  * break truth (Redis forgets holds). */
 enum truth_fault {
   F_DEL, F_FLUSHALL, F_RESTART_LOST, F_FORCE_RELEASE, /* truth breaks */
   F_RESTART_AOF, F_DEBUG_SLEEP, F_CLIENT_KILL, F_CLIENT_PAUSE, F_SERVER_STOP,
-  F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP, F_CLOCK_STEP,
+  F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP, F_CLOCK_STEP, F_PROXY_OUTAGE,
   F_COUNT
 };
 extern const char *const truth_fault_names[F_COUNT];
@@ -95,6 +110,16 @@ typedef struct truth_worker_slot {
   char trace[TRUTH_TRACE][TRUTH_LINE];
   _Atomic int done;
   _Atomic int ready; /* a Java worker's peer has started */
+  truth_belief_t letgo[TRUTH_SLOTS];     /* holds let go, by belief slot */
+  truth_belief_t busy[TRUTH_MAX_OWNERS]; /* each owner's operation in flight */
+  truth_belief_t abandoned[TRUTH_MAX_OWNERS]; /* each owner's latest acquisition that ended in an error (as a let-go) */
+  /* A violation a worker found itself (a loss never told, a late
+   * "acquired", a fencing token not above the last one): the observer
+   * reports it with the name's trace. */
+  _Atomic int complaints;
+  int32_t complaint_name;
+  char complaint[240];
+  _Atomic long stops; /* SIGSTOPs of the worker (odd while stopped): its own timings are void across one */
   _Atomic int64_t wall_offset_ns; /* the worker's wall clock's step (tests/support/wall_clock.h) */
 } truth_worker_slot_t;
 
@@ -118,6 +143,19 @@ typedef struct truth_shared {
    * Java worker states a belief only once it has heard the answer. */
   _Atomic uint64_t foreign_trying_ns[N_COUNT];
   _Atomic long violations;
+  /* Fencing tokens handed out per name (the largest, and when it was
+   * recorded: a FLUSHALL or a lost restart starts them afresh). */
+  _Atomic int64_t max_token[N_COUNT];
+  /* Wake-ups: when a release that freed the lock was answered, and when
+   * the latest acquisition of the name was answered, per name. */
+  _Atomic uint64_t taken_ns[N_COUNT];
+  _Atomic uint64_t freed[256][3]; /* a ring: name, when, the waiter then (worker * 16 + owner + 1; 0: none) */
+  _Atomic int freed_next;
+  /* The faults' intervals (start, end of their effect), a ring. */
+  _Atomic uint64_t fault_at[64][3]; /* start, end, victim + 1 (0: every worker) */
+  _Atomic int fault_next;
+  _Atomic long sem_ops; /* semaphore operations started and finished (the counts are compared when still) */
+  int njava;
   int nworkers;
   unsigned kinds; /* the kinds the workers use (bit k: enum truth_kind k) */
   truth_worker_slot_t w[TRUTH_MAX_WORKERS];
@@ -134,6 +172,23 @@ typedef struct truth_shared {
  * workers ask for, an acquisition in flight, slack. */
 #define TRUTH_MAX_FIXED_LEASE_MS 4000
 #define TRUTH_ORPHAN_BOUND_MS (TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 6 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
+/* A let-go hold is gone within its lease and this: a renewal sent before
+ * the release was asked may run late (a stalled connection delivers it),
+ * and Redis's expiry has its own rounding. */
+#define TRUTH_LETGO_MARGIN_MS (3 * TRUTH_COMMAND_TIMEOUT_MS + 1000)
+/* How long Redis may count more holds of an owner than it believes while
+ * the owner has no operation in flight there: a give-back of a lost or
+ * late acquisition, retried until Redis answers, or a hold declared lost
+ * past its validity that Redis kept a moment longer, under a re-entry made
+ * right then - its lease at most, and the margin of a let-go. */
+#define TRUTH_SURPLUS_BOUND_MS (TRUTH_MAX_FIXED_LEASE_MS + TRUTH_LETGO_MARGIN_MS)
+/* A loss the library shows (validity 0) must be told by its lost callback
+ * within this many of the worker's refreshes (5 ms each: they do not count
+ * while the worker is stopped). */
+#define TRUTH_UNTOLD_TICKS 200
+/* A freed lock is taken by a relock waiter within this, when no fault
+ * came near. */
+#define TRUTH_WAKE_BOUND_MS 600
 
 /* Records a break at ns (never moving an announced break earlier). */
 void truth_break_at(truth_break_t *b, enum truth_fault what, uint64_t ns);
@@ -147,6 +202,14 @@ void truth_belief_write(truth_belief_t *b, const truth_belief_t *value);
 void truth_belief_clear(truth_belief_t *b);
 /* A consistent copy; returns its seq (even). */
 uint32_t truth_belief_read(const truth_belief_t *b, truth_belief_t *out);
+
+/* A violation worker w found by itself (tests/truth/observer.c reports it). */
+void truth_complain(truth_shared_t *sh, int w, int name, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A fault's interval: its start (returns its entry), then the end of its effect. */
+int truth_fault_begin(truth_shared_t *sh, uint64_t start_ns, int victim);
+void truth_fault_end(truth_shared_t *sh, int entry, uint64_t end_ns);
+/* Whether a fault touched [from, to] on worker w's side (-1: any). */
+int truth_fault_near(truth_shared_t *sh, uint64_t from_ns, uint64_t to_ns, int w);
 
 /* One line into a worker's trace ring (monotonic ms stamp first). */
 void truth_trace(truth_worker_slot_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

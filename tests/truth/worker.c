@@ -63,7 +63,9 @@ int64_t drift_margin_ms(int64_t lease_ms) {
   return lease_ms / 100 + 2;
 }
 
-/* Adds one hold (or permits) to a belief; called with w->mu held. */
+/* Adds one hold (or permits) to a belief; called with w->mu held. What
+ * the program was told: acquired, with this lease (RELOCK_INFINITE: the
+ * watchdog's; a fixed one promises since + lease less the drift margin). */
 int believe(actor_t *a, int target, int name, const char *field, int count, int64_t lease_ms,
                    uint64_t since_ns, uint64_t deadline_ns) {
   worker_t *w = a->w;
@@ -72,27 +74,45 @@ int believe(actor_t *a, int target, int name, const char *field, int count, int6
     return -1;
   local_belief_t *l = &w->mine[s];
   if (l->b.name < 0) {
+    uint32_t epoch = l->b.epoch;
     memset(l, 0, sizeof *l);
+    l->b.epoch = epoch;
     l->b.name = name;
     l->b.kind = (int32_t)w->targets[target].kind;
     l->b.since_ns = since_ns;
+    l->b.lease_ms = -1;
     snprintf(l->b.field, sizeof l->b.field, "%s", field);
     l->target = target;
-    l->natural_end_ns = UINT64_MAX;
+    l->natural_end_ns = 0;
   }
+  l->b.epoch++;
   l->b.count += count;
+  l->b.latest_ns = since_ns;
   l->b.fixed = lease_ms > 0;
   l->b.tracked = w->targets[target].permit != NULL && permit_tracked(lease_ms);
   if (deadline_ns > l->b.deadline_ns)
     l->b.deadline_ns = deadline_ns;
+  int64_t kept = lease_ms > 0 ? lease_ms : lease_ms == RELOCK_INFINITE ? TRUTH_WATCHDOG_MS : -1;
+  if (kept > l->b.lease_ms)
+    l->b.lease_ms = kept;
   if (lease_ms > 0) {
-    uint64_t end = since_ns + (uint64_t)lease_ms * 1000000u;
-    if (l->natural_end_ns == UINT64_MAX || end > l->natural_end_ns)
+    uint64_t end = since_ns + (uint64_t)(lease_ms - drift_margin_ms(lease_ms)) * 1000000u;
+    if (l->natural_end_ns != UINT64_MAX && end > l->natural_end_ns)
       l->natural_end_ns = end;
   } else {
     l->natural_end_ns = UINT64_MAX; /* a watchdog hold keeps it */
   }
   publish(w, s);
+  /* held again: an earlier let-go of the same field, or an acquisition
+   * given up on, is this belief's now */
+  for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+    truth_belief_t *g = &w->slot->letgo[a->idx * SLOTS_PER_ACTOR + j];
+    if (g->name == name && strcmp(g->field, field) == 0)
+      truth_belief_clear(g);
+  }
+  truth_belief_t *ab = &w->slot->abandoned[a->idx];
+  if (ab->name == name && strcmp(ab->field, field) == 0)
+    truth_belief_clear(ab);
   return s;
 }
 
@@ -101,11 +121,74 @@ void disbelieve(worker_t *w, int s, int count) {
     return;
   local_belief_t *l = &w->mine[s];
   l->b.count -= count;
+  l->b.epoch++;
   if (l->b.count <= 0) {
+    uint32_t epoch = l->b.epoch;
     memset(l, 0, sizeof *l);
     l->b.name = -1;
+    l->b.epoch = epoch;
   }
   publish(w, s);
+}
+
+/* The owner asks to release the last hold of slot s: from now on nobody
+ * believes in it, whatever the answer (called before disbelieve). */
+void let_go(worker_t *w, int s) {
+  if (s < 0 || w->mine[s].b.name < 0 || w->mine[s].b.count != 1)
+    return;
+  truth_belief_t g = w->mine[s].b;
+  g.since_ns = truth_now_ns();
+  g.deadline_ns = 0;
+  g.count = 0;
+  truth_belief_write(&w->slot->letgo[s], &g);
+}
+
+/* The program was told of (name, field): a lost callback, or a release
+ * answered 0 (the hold was there). */
+void told(worker_t *w, int name, const char *field) {
+  int k = 0;
+  for (int i = 0; i < w->nuntold; i++)
+    if (!(w->untold[i].name == name && strcmp(w->untold[i].field, field) == 0))
+      w->untold[k++] = w->untold[i];
+  w->nuntold = k;
+}
+
+/* What the actor's operation in flight is on, for the observer. */
+void set_busy(actor_t *a, const op_t *op) {
+  worker_t *w = a->w;
+  target_t *t = &w->targets[op->target];
+  truth_belief_t b = {.name = t->name, .kind = (int32_t)t->kind, .since_ns = op->start_ns, .count = op->type};
+  if (t->lock != NULL)
+    relock_lock_field(t->lock, a->owner, b.field, sizeof b.field);
+  else if (w->client != NULL)
+    snprintf(b.field, sizeof b.field, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
+  if (op->type == OP_ACQUIRE && op->wait_ms > 0 && (t->kind == K_REENTRANT || t->kind == K_FENCED) && a->depth == 0)
+    b.deadline_ns = op->start_ns + (uint64_t)op->wait_ms * 1000000u;
+  truth_belief_write(&w->slot->busy[a->idx], &b);
+}
+
+/* An acquisition that ended in an error (a timeout, a cancel, an
+ * interrupt, a lost connection) took nothing the program knows of: what it
+ * may have taken in Redis is the library's to give back, within its lease
+ * (no renewal) and a margin - as a hold let go. */
+void abandon(actor_t *a, const op_t *op, const char *field) {
+  worker_t *w = a->w;
+  target_t *t = &w->targets[op->target];
+  int64_t lease = op->lease_ms > 0 ? op->lease_ms : op->lease_ms == RELOCK_INFINITE ? TRUTH_WATCHDOG_MS : -1;
+  if (lease < 0 || t->kind == K_SEMAPHORE)
+    return;
+  for (int j = 0; j < SLOTS_PER_ACTOR; j++) {
+    truth_belief_t *b = &w->mine[a->idx * SLOTS_PER_ACTOR + j].b;
+    if (b->name == t->name || (t->name2 >= 0 && b->name == t->name2))
+      return; /* a re-entry: its field stays held anyway (a surplus is checked) */
+  }
+  truth_belief_t g = {.name = t->name, .kind = (int32_t)t->kind, .lease_ms = lease, .since_ns = truth_now_ns()};
+  snprintf(g.field, sizeof g.field, "%s", field);
+  truth_belief_write(&w->slot->abandoned[a->idx], &g);
+}
+
+void clear_busy(actor_t *a) {
+  truth_belief_clear(&a->w->slot->busy[a->idx]);
 }
 
 /* Drops every hold of the actor that counts on slot s (its loss). */
@@ -152,9 +235,13 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
     if (w->targets[t].lock == lock)
       name = w->targets[t].name; /* a write lock's field ends in ":write" */
   if (a != NULL && name >= 0) {
+    told(w, name, field);
     int s = slot_for(a, name, field);
     if (s >= 0 && w->mine[s].b.name == name) {
       note_loss(w, name, field);
+      /* taken again at once, now and then: a re-acquisition after a loss */
+      if (a->reacquire < 0 && rnd_below(&w->rng, 2) == 0)
+        a->reacquire = w->mine[s].target;
       forget_slot(a, s);
     }
   }
@@ -170,6 +257,10 @@ static void on_multi_lost(relock_multi_lock_t *m, uint64_t owner, int reason, co
   for (int i = 0; a != NULL && i < a->depth; i++) {
     target_t *t = &w->targets[a->holds[i].target];
     if (t->multi == m) {
+      char field[96];
+      snprintf(field, sizeof field, "%s:%llu", relock_client_id(w->client), (unsigned long long)owner);
+      told(w, t->name, field);
+      told(w, t->name2, field);
       note_loss(w, t->name, "multi");
       forget_slot(a, a->holds[i].slot);
       break;
@@ -187,6 +278,7 @@ static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int rea
   (void)message;
   worker_t *w = arg;
   pthread_mutex_lock(&w->mu);
+  told(w, N_P0, id);
   for (int i = 0; i < w->nactors; i++) {
     actor_t *a = &w->actors[i];
     int slot = slot_for(a, N_P0, id);
@@ -220,10 +312,53 @@ static uint64_t owner_of_slot(worker_t *w, int s) {
   return w->actors[s / SLOTS_PER_ACTOR].owner;
 }
 
+/* A loss shown and not told: the observer no longer counts the belief
+ * (its program would not act on it, if it asked), and its lost callback
+ * must come within TRUTH_UNTOLD_TICKS refreshes. */
+static void note_untold(worker_t *w, int s, int64_t v, uint64_t now) {
+  local_belief_t *l = &w->mine[s];
+  if (l->b.untold_ns == 0) {
+    l->b.untold_ns = now;
+    l->b.deadline_ns = now;
+    publish(w, s);
+    truth_trace(w->slot, "%s %s: validity %lld, no lost callback yet", truth_names[l->b.name], l->b.field,
+                (long long)v);
+  }
+  for (int i = 0; i < w->nuntold; i++)
+    if (w->untold[i].name == l->b.name && strcmp(w->untold[i].field, l->b.field) == 0)
+      return;
+  if (w->nuntold < TRUTH_SLOTS) {
+    untold_t *u = &w->untold[w->nuntold++];
+    u->name = l->b.name;
+    u->slot = s;
+    u->ticks = 0;
+    u->since_ns = now;
+    snprintf(u->field, sizeof u->field, "%s", l->b.field);
+  }
+}
+
+/* One refresh: every loss shown and not told yet ages a tick. */
+static void age_untold(worker_t *w) {
+  pthread_mutex_lock(&w->mu);
+  for (int i = 0; i < w->nuntold; i++) {
+    untold_t *u = &w->untold[i];
+    if (++u->ticks == TRUTH_UNTOLD_TICKS)
+      truth_complain(w->sh, w->id, u->name,
+                     "%s %s: the library holds it no more (validity 0 since %llu ms ago) and its program was never "
+                     "told (no lost callback in %d refreshes)",
+                     truth_names[u->name], u->field, (unsigned long long)((truth_now_ns() - u->since_ns) / 1000000u),
+                     TRUTH_UNTOLD_TICKS);
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
 /* Brings each lock belief's deadline to the library's validity now. A
- * belief the library dropped without a lost callback is withdrawn; if its
- * fixed lease had not run out, that is a silent loss (counted). */
+ * belief ends only as its program is told: a lost callback, a release it
+ * asked for, or its fixed lease's end (less the drift margin) passing. The
+ * library showing it holds a hold no more (validity 0) before then, with
+ * no lost callback, is a loss not told yet (note_untold). */
 static void refresh_all(worker_t *w) {
+  age_untold(w);
   for (int s = 0; s < w->nactors * SLOTS_PER_ACTOR; s++) {
     pthread_mutex_lock(&w->mu);
     int target = w->mine[s].b.name >= 0 ? w->mine[s].target : -1;
@@ -241,16 +376,37 @@ static void refresh_all(worker_t *w) {
     pthread_mutex_lock(&w->mu);
     local_belief_t *l = &w->mine[s];
     if (atomic_load(&w->slot->beliefs[s].seq) == gen && l->b.name >= 0) {
-      if (v > 0) {
+      if (v > 0 && l->b.untold_ns == 0) {
         l->b.deadline_ns = now + (uint64_t)v * 1000000u;
         publish(w, s);
-      } else {
-        /* the library holds it no more: a fixed lease that ran out (its
-         * end), or a loss whose callback is yet to come */
-        if (now + 50000000u < l->natural_end_ns)
-          truth_trace(w->slot, "%s %s: validity %lld before its lease ran out, no lost callback yet",
-                      truth_names[l->b.name], l->b.field, (long long)v);
-        forget_slot(&w->actors[s / SLOTS_PER_ACTOR], s);
+      } else if (v <= 0 && l->natural_end_ns != UINT64_MAX && now + 2000000u >= l->natural_end_ns) {
+        /* a fixed lease's end: its program knew it from the start. It
+         * still releases the hold later, as programs do (the release of a
+         * hold that ran out, which another owner may hold by now) */
+        actor_t *a = &w->actors[s / SLOTS_PER_ACTOR];
+        for (int i = 0; i < a->depth; i++) {
+          if (a->holds[i].slot == s)
+            a->holds[i].slot = -1;
+          if (a->holds[i].slot2 == s)
+            a->holds[i].slot2 = -1;
+        }
+        disbelieve(w, s, 1 << 20);
+      } else if (v <= 0 && v != RELOCK_ELOST && l->natural_end_ns != UINT64_MAX) {
+        /* a fixed lease the library gave up on before its end without
+         * calling it lost (a check's answer it must count from the send):
+         * its program was promised the lease, so Redis must keep it that
+         * long - the belief stands until then */
+        if (l->b.deadline_ns != l->natural_end_ns) {
+          truth_trace(w->slot, "%s %s: validity %lld %llu ms before its lease's end, no lost callback: believed to its end",
+                      truth_names[l->b.name], l->b.field, (long long)v,
+                      (unsigned long long)((l->natural_end_ns - now) / 1000000u));
+          l->b.deadline_ns = l->natural_end_ns;
+          publish(w, s);
+        }
+      } else if (v <= 0) {
+        /* lost (the library says so), or a renewed hold it holds no more:
+         * its lost callback must come */
+        note_untold(w, s, v, now);
       }
     }
     pthread_mutex_unlock(&w->mu);
@@ -370,8 +526,13 @@ static void close_client(worker_t *w) {
     w->mine[s].b.name = -1;
     publish(w, s);
   }
-  for (int i = 0; i < w->nactors; i++)
+  for (int i = 0; i < w->nactors; i++) {
     w->actors[i].depth = 0;
+    w->actors[i].reacquire = -1;
+    clear_busy(&w->actors[i]);
+    truth_belief_clear(&w->slot->abandoned[i]);
+  }
+  w->nuntold = 0; /* abandoned with the client: a close tells nothing */
   pthread_mutex_unlock(&w->mu);
   for (int i = 0; i < w->ntargets; i++) {
     target_t *t = &w->targets[i];
@@ -521,7 +682,7 @@ static void actor_step(actor_t *a) {
                      : choose(a);
   a->op = op;
   if (op.type == OP_THINK) {
-    later(a, rnd_below(&a->rng, 60));
+    later(a, op.think_ms >= 0 ? op.think_ms : rnd_below(&a->rng, 60));
     return;
   }
   relock_future_t *f = start_op(a, &a->op);
@@ -591,6 +752,7 @@ int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int e
     w.actors[i].idx = i;
     w.actors[i].owner = (uint64_t)i + 1;
     w.actors[i].rng = truth_rnd(&w.rng) | 1;
+    w.actors[i].reacquire = -1;
   }
   for (int s = 0; s < TRUTH_SLOTS; s++) {
     w.mine[s].b.name = -1;

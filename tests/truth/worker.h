@@ -12,8 +12,8 @@
 
 #include "truth/truth.h"
 
-#define MAX_ACTORS 8
-#define SLOTS_PER_ACTOR 3
+#define MAX_ACTORS TRUTH_MAX_OWNERS
+#define SLOTS_PER_ACTOR TRUTH_SLOTS_PER_OWNER
 #define MAX_DEPTH 6
 #define MAX_TARGETS 40
 
@@ -30,6 +30,10 @@ typedef struct hold {
   int target;
   int slot, slot2; /* belief slots (slot2: a multi-lock's second name) */
   int64_t lease_ms;
+  uint64_t start_ns;     /* its acquisition's start */
+  uint64_t hold_until_ns; /* a long hold: not released before then */
+  int aim;               /* re-enter right at its fixed lease's end (inside the drift margin) */
+  char field[96];        /* its field (a permit: its id) */
   char permit_id[RELOCK_PERMIT_ID_SIZE];
 } hold_t;
 
@@ -41,8 +45,13 @@ typedef struct op {
   int64_t wait_ms, lease_ms;
   int cancel_after_ms; /* >= 0: cancel the acquisition then */
   int blocking;        /* threaded: through the blocking wrapper */
+  int think_ms;        /* OP_THINK: how long (-1: at random) */
+  int aimed;           /* a re-entry aimed at the end of the lease below */
+  long stops;          /* the worker's stops at the start */
+  int64_t token_floor; /* a fenced acquisition: the largest token handed out before it (-1: not checked) */
   uint64_t start_ns;
   hold_t released;     /* a release's hold, once sent */
+  int released_last;   /* it was the belief's last hold (the field let go) */
 } op_t;
 
 typedef struct worker worker_t;
@@ -58,6 +67,7 @@ typedef struct actor {
    * anything else, as a program must, or it is taken for good */
   hold_t redo;
   int has_redo;
+  int reacquire; /* a target to take again at once (its hold was lost), or -1 */
   op_t op;
   relock_future_t *inflight; /* embedded */
   ev_timer think, cancel;    /* embedded */
@@ -71,8 +81,18 @@ typedef struct actor {
 typedef struct local_belief {
   truth_belief_t b;
   int target;
-  uint64_t natural_end_ns; /* a fixed lease's end; UINT64_MAX: none */
+  uint64_t natural_end_ns; /* a fixed lease's end less its drift margin (from the acquisition's start); UINT64_MAX: none */
 } local_belief_t;
+
+/* A loss the library shows (validity 0) and has not told yet: its lost
+ * callback must come within TRUTH_UNTOLD_TICKS refreshes (a release
+ * answered 0 ends it too: the hold was there after all). */
+typedef struct untold {
+  int name, slot;
+  char field[80];
+  int ticks;
+  uint64_t since_ns;
+} untold_t;
 
 struct worker {
   truth_shared_t *sh;
@@ -86,6 +106,8 @@ struct worker {
   actor_t actors[MAX_ACTORS];
   int nactors;
   local_belief_t mine[TRUTH_SLOTS];
+  untold_t untold[TRUTH_SLOTS];
+  int nuntold;
   pthread_mutex_t mu;
   _Atomic int closing; /* actors stop at their next idle moment */
   ev_timer refresh;    /* embedded */
@@ -97,6 +119,11 @@ int64_t drift_margin_ms(int64_t lease_ms);
 int believe(actor_t *a, int target, int name, const char *field, int count, int64_t lease_ms, uint64_t since_ns,
             uint64_t deadline_ns);
 void disbelieve(worker_t *w, int s, int count);
+void let_go(worker_t *w, int s);
+void told(worker_t *w, int name, const char *field);
+void set_busy(actor_t *a, const op_t *op);
+void clear_busy(actor_t *a);
+void abandon(actor_t *a, const op_t *op, const char *field);
 int64_t validity_of(worker_t *w, int target, uint64_t owner);
 int permit_tracked(int64_t lease_ms);
 void msleep(long ms);
