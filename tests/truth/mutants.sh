@@ -42,11 +42,11 @@ secs=${TRUTH_SECONDS:-15}
 # places it changed: exactly 1) | the bug
 mutants() {
   m none '' '' 'no mutant: the tree as it is (the control: must pass)'
-  m untold-loss src/watchdog/renewal.c \
-    's/(  mark_lost\(r, hold\);\n)  notify_lost\(r, hold, reason\);\n/$1  (void)reason;\n/g' \
+  m untold-loss src/watchdog/hold.c \
+    's/(  mark_lost\(l, hold\);\n)  notify_lost\(l, hold, reason\);\n/$1  (void)reason;\n/g' \
     'a loss marked but never told (declare_lost: no lost callback)'
-  m untold-timeout src/watchdog/renewal.c \
-    's/\n    notify_lost\(r, hold, RELOCK_ETIMEDOUT\);\n/\n/g' \
+  m untold-timeout src/watchdog/hold.c \
+    's/\n    notify_lost\(l, hold, RELOCK_ETIMEDOUT\);\n/\n/g' \
     'a watchdog hold past its deadline marked lost, never told'
   m renew-ignores-gone src/watchdog/renewal.c \
     's/return b->check \? v == -2 : v != 1;/return b->check ? v == -2 : 0;/g' \
@@ -63,8 +63,8 @@ mutants() {
   m release-no-publish lua/lock_release.lua \
     "s/  if ARGV\[5\] ~= '' then\n/  if false then\n/g" \
     'a release that publishes nothing (waiters not woken)'
-  m reentry-after-loss src/watchdog/renewal.c \
-    's/(static int earlier_holds_gone\([^{]*\{\n  if \()hold == NULL \|\| hold->lost \|\| count <= 0 \|\| count > hold->count\)/${1}1 || count < 0)/g' \
+  m reentry-after-loss src/watchdog/hold.c \
+    's/(static int earlier_holds_gone\([^{]*\{\n  if \()hold == NULL \|\| !relock__hold_held\(hold\) \|\| count <= 0 \|\| count > hold->count\)/${1}1 || count < 0)/g' \
     'the wave-3 fix reverted: a re-entry after the key vanished counts on the lost holds'
   m turns-reverted src/objects/lock_turn.c \
     's/  if \(!t->busy\) \{\n    t->busy = 1;/  if (1) {\n    t->busy = 1;/g' \
@@ -75,11 +75,11 @@ mutants() {
   m undo-ignores-latch lua/lock_acquire_undo.lua \
     "s/if redis.call\('del', KEYS\[3\]\) == 0 or /if redis.call('del', KEYS[3]) < 0 or /g" \
     'an undo that ignores its latch (gives back a hold it did not take)'
-  m acquire-validity-from-answer src/watchdog/renewal.c \
+  m acquire-validity-from-answer src/watchdog/hold.c \
     's/uint64_t deadline = relock__deadline_after\(sent_ns, lease_ms/uint64_t deadline = relock__deadline_after(sent_ns ? relock__now_ns() : 0, lease_ms/g' \
     'an acquisition'"'"'s validity counted from the answer, not the send'
-  m renewal-validity-from-answer src/watchdog/renewal.c \
-    's/relock__deadline_after\(b->sent_ns, r->watchdog_ms - /relock__deadline_after(relock__now_ns(), r->watchdog_ms - /g' \
+  m renewal-validity-from-answer src/watchdog/hold.c \
+    's/relock__deadline_after\(sent_ns, l->watchdog_ms - /relock__deadline_after(relock__now_ns(), l->watchdog_ms - /g' \
     'a renewal'"'"'s validity counted from the answer, not the send'
   m token-not-incremented lua/fenced_lock_acquire.lua \
     "s/local token = redis.call\('incr', KEYS\[3\]\)/local token = tonumber(redis.call('get', KEYS[3]) or '1')/g" \
@@ -91,8 +91,14 @@ mutants() {
     "s/if redis.call\('hincrby', KEYS\[1\], ARGV\[3\], -1\) > 0 then/if redis.call('hincrby', KEYS[1], ARGV[3], 0) > 1 then/g" \
     'a partial release that leaves the count (answers "remains": the field is never freed)'
   m renew-short-lease src/watchdog/renewal.c \
-    's/relock__decimal\(lease, r->watchdog_ms\)/relock__decimal(lease, r->watchdog_ms \/ 2)/g' \
+    's/relock__decimal\(lease, r->ledger->watchdog_ms\)/relock__decimal(lease, r->ledger->watchdog_ms \/ 2)/g' \
     'renewals that ask Redis for half the lease the holder believes'
+  m no-let-go src/watchdog/hold.c \
+    's/      let_go\(l, hold\);\n/      (void)0;\n/g' \
+    'the old rule: a hold whose last release was asked stays renewed while its release is unanswered'
+  m surplus-kept src/objects/lock.c \
+    's/  if \(surplus > 0\) \/\* given back/  if (0) \/* given back/g' \
+    'a surplus an acquisition'"'"'s answer shows is kept (not given back)'
 }
 
 if [ "$list" = 1 ]; then
