@@ -490,9 +490,10 @@ uint64_t relock__ledger_check_deadlines(relock__ledger_t *l, uint64_t now) {
   for (relock__link_t *link = head->next, *next; link != head; link = next) {
     next = link->next;
     relock__hold_t *hold = hold_at(link);
-    if (hold->releases_in_flight > 0) {
-      continue; /* its release decides (and re-arms the check if it fails) */
-    } else if (hold->deadline_ns <= now) {
+    /* A hold still listed here is still believed in (a last release lets
+     * go of it first): a partial release or a give-back in flight, retried
+     * perhaps for a whole lease, does not make its deadline any later. */
+    if (hold->deadline_ns <= now) {
       hold->refs++;
       leave_state(l, hold);
       hold->lost = 1;
