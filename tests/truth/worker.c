@@ -240,7 +240,7 @@ static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char 
     if (s >= 0 && w->mine[s].b.name == name) {
       note_loss(w, name, field);
       /* taken again at once, now and then: a re-acquisition after a loss */
-      if (a->reacquire < 0 && rnd_below(&w->rng, 2) == 0)
+      if (a->reacquire < 0 && rnd_below(&w->lost_rng, 2) == 0)
         a->reacquire = w->mine[s].target;
       forget_slot(a, s);
     }
@@ -744,6 +744,7 @@ int truth_worker_main(truth_shared_t *sh, int id, int port, uint64_t seed, int e
   w.port = port;
   w.embedded = embedded;
   w.rng = seed | 1;
+  w.lost_rng = (seed ^ 0x5851f42d4c957f2dull) | 1;
   pthread_mutex_init(&w.mu, NULL);
   relock_test_wall_offset_at(&w.slot->wall_offset_ns); /* the supervisor steps it */
   w.nactors = embedded ? 4 : 3;

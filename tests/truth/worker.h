@@ -98,7 +98,9 @@ struct worker {
   truth_shared_t *sh;
   truth_worker_slot_t *slot;
   int id, port, embedded;
-  uint64_t rng;
+  uint64_t rng;      /* the worker's own thread (and the embedded loop) */
+  uint64_t lost_rng; /* the lost callbacks', under mu: in threaded mode they
+                      * run on the client's loop thread, beside the worker's */
   relock_client_t *client;
   struct ev_loop *loop;
   target_t targets[MAX_TARGETS];
