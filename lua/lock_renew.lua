@@ -14,7 +14,9 @@
 -- A read hold's count n also has n timeout keys, Redisson's
 -- "<base>:<field>:rwlock_timeout:<k>" (base: the key in braces, or the key
 -- itself when it has a hash tag, so they share its slot): a read unlock by
--- anyone sets the lock's expiry from them, so they are renewed too.
+-- anyone sets the lock's expiry from them, so they are renewed too. A read
+-- hold none of whose timeout keys is left has ended: the renewal drops it
+-- (lua/shared/dead_readers.lua), its own owner's included (answered 0).
 --
 -- A permit is not in KEYS[i] (the semaphore's count) but in the zset
 -- "<base>:timeout", scored by its expiry on the server's clock (Redisson's
@@ -36,6 +38,7 @@ local function extend(key)
   end
 end
 --#include lua/shared/suffix_name.lua
+--#include lua/shared/dead_readers.lua
 local now
 local function renew_permit(key, permit)
   if not now then
@@ -56,6 +59,9 @@ local renewed = {}
 for i = 1, #KEYS do
   local field = ARGV[i + 2]
   local role = string.sub(ARGV[2], i, i)
+  if role == 'r' and redis.call('type', KEYS[i]).ok == 'hash' then
+    drop_dead_readers(KEYS[i], base_of(KEYS[i])) -- this owner's too: then it is not renewed
+  end
   local count = role ~= 'p' and redis.pcall('hget', KEYS[i], field)
   if role == 'p' then
     renewed[i] = renew_permit(KEYS[i], field)

@@ -24,6 +24,7 @@
 --#include lua/shared/kind.lua
 local lease = tonumber(ARGV[1])
 --#include lua/shared/suffix_name.lua
+--#include lua/shared/dead_readers.lua
 local base = base_of(KEYS[1])
 
 local function take()
@@ -61,6 +62,11 @@ end
 local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if mine and redis.call('exists', KEYS[2]) == 1 then
   return {tonumber(redis.call('hget', KEYS[1], ARGV[2]))} -- this request counted its hold already
+end
+-- ended read holds go first: the owner's own among them, which a new hold
+-- must not count on
+if drop_dead_readers(KEYS[1], base) >= 0 then
+  mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' then

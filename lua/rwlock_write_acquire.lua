@@ -16,6 +16,9 @@
 -- kind; otherwise how long to wait at most (ms) before trying again. The
 -- tag is the error's code (src/redis/reply.c), the message the user's.
 --
+-- Read holds that ended unrenewed are dropped first
+-- (lua/shared/dead_readers.lua): a lock only they kept is free.
+--
 -- A waiting writer keeps new readers out (they wait: rwlock_read_acquire)
 -- for ARGV[6] ms from each try, and tries again within a third of it.
 --#include lua/shared/kind.lua
@@ -37,7 +40,12 @@ local refused = wrong_kind(KEYS[1], 'read-write lock', 'take')
 if refused then
   return refused
 end
+--#include lua/shared/suffix_name.lua
+--#include lua/shared/dead_readers.lua
 local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == 'read' and drop_dead_readers(KEYS[1], base_of(KEYS[1])) == 0 then
+  mode = false -- only ended read holds were left
+end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if redis.call('exists', KEYS[2]) == 1 then
     extend()

@@ -738,6 +738,63 @@ static void test_read_release_after_a_timeout_key_expired_keeps_the_hold(void **
   relock_lock_free(rb);
 }
 
+/* A read hold whose timeout keys are all gone has ended (its lease ran out
+ * unrenewed: its owner let it go, was cut off, or died), and Redisson's own
+ * read release counts it so (the lock's expiry comes from the timeout keys
+ * left). Its field must not stay in the hash while other readers keep the
+ * lock: Redis would show a reader nobody is, and an owner that read again
+ * would count a hold it does not have. Each of the three scripts that
+ * meet such a field drops it: a renewal of another reader's hold, another
+ * reader's acquisition, and a writer's try (which then gets in when the
+ * dead fields were all that was left). */
+enum sweeper { BY_RENEWAL, BY_READ_ACQUIRE, BY_WRITE_ACQUIRE };
+
+static void dead_reader_dropped(fx_t *fx, enum sweeper by) {
+  fx_set_ms(fx->cfg, RELOCK_OPT_WATCHDOG_TIMEOUT, 900); /* renewals every 300 ms */
+  fx_pair_clients(fx);
+  relock_lock_t *ra = reader(fx->a), *rb = reader(fx->b), *rc = reader(fx->b), *w = writer(fx->b);
+  char dead[RELOCK__FIELD_MAX], buf[128], key[256];
+  field_of(rb, 2, dead);
+  if (by == BY_RENEWAL)
+    assert_int_equal(ACQUIRE(ra, 1, 0, RELOCK_INFINITE), 1); /* a watchdog reader keeps the lock */
+  else if (by == BY_READ_ACQUIRE)
+    assert_int_equal(ACQUIRE(ra, 1, 0, 5000), 1); /* a fixed reader keeps it, renewing nothing */
+  assert_int_equal(ACQUIRE(rb, 2, 0, 300), 1);
+  /* b's hold ends unrenewed: its timeout key goes (as its lease runs out) */
+  snprintf(key, sizeof key, "{rw}:%s:rwlock_timeout:1", dead);
+  assert_int_equal(fx_raw_int(fx->redis, "DEL", key, NULL), 1);
+  if (by == BY_WRITE_ACQUIRE)
+    assert_int_equal(fx_raw_int(fx->redis, "PEXPIRE", "rw", "60000", NULL), 1); /* the key outlives it */
+  until_t u = {relock__now_ns() + 400 * 1000000ull}; /* past a renewal of a's */
+  switch (by) {
+  case BY_RENEWAL: fx_run_until(fx->a->loop, time_is_up, &u, 3000); break;
+  case BY_READ_ACQUIRE: assert_int_equal(ACQUIRE(rc, 3, 0, 1000), 1); break;
+  case BY_WRITE_ACQUIRE: assert_int_equal(ACQUIRE(w, 4, 0, 1000), 1); break; /* nothing else holds it */
+  }
+  if (fx_raw_int(fx->redis, "HEXISTS", "rw", dead, NULL) != 0)
+    fail_msg("%s: the ended read hold of %s is still in the hash (count %s)",
+             by == BY_RENEWAL ? "a renewal" : by == BY_READ_ACQUIRE ? "a read acquisition" : "a write acquisition",
+             dead, raw_str(fx, buf, sizeof buf, "HGET", "rw", dead));
+  if (by != BY_WRITE_ACQUIRE)
+    assert_true(relock_lock_validity_ms(ra, 1) > 0); /* the live reader is untouched */
+  relock_lock_free(ra);
+  relock_lock_free(rb);
+  relock_lock_free(rc);
+  relock_lock_free(w);
+}
+
+static void test_dead_reader_dropped_by_a_renewal(void **state) {
+  dead_reader_dropped(*state, BY_RENEWAL);
+}
+
+static void test_dead_reader_dropped_by_a_read_acquisition(void **state) {
+  dead_reader_dropped(*state, BY_READ_ACQUIRE);
+}
+
+static void test_dead_reader_dropped_by_a_writer_that_then_gets_in(void **state) {
+  dead_reader_dropped(*state, BY_WRITE_ACQUIRE);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_layout_is_redissons),
@@ -757,6 +814,9 @@ int main(void) {
       T(test_a_watchdog_reader_keeps_a_fixed_readers_lease),
       T(test_partial_read_release_keeps_the_readers_longest_lease),
       T(test_read_release_after_a_timeout_key_expired_keeps_the_hold),
+      T(test_dead_reader_dropped_by_a_renewal),
+      T(test_dead_reader_dropped_by_a_read_acquisition),
+      T(test_dead_reader_dropped_by_a_writer_that_then_gets_in),
       T(test_mixed_holders_keep_what_each_believes),
       T(test_a_foreign_pexpire_cuts_a_fixed_readers_belief),
       T(test_a_cut_timeout_key_cuts_a_fixed_readers_belief),
