@@ -62,7 +62,9 @@ RELOCK_EXTERN int relock_multi_lock_results(relock_multi_lock_t *m, int *results
 RELOCK_EXTERN int64_t relock_multi_lock_validity_ms(relock_multi_lock_t *m, uint64_t owner);
 
 /* Called on the loop, once, when fewer than quorum members of owner's
- * acquisition remain held; reason as relock_lost_cb's. */
+ * acquisition remain held; reason as relock_lost_cb's. The members left
+ * are released right then: the acquisition holds nothing any more, and
+ * its release answers RELOCK_ELOST. */
 typedef void (*relock_multi_lost_cb)(relock_multi_lock_t *m, uint64_t owner, int reason, const char *message,
                                      void *arg);
 /* Sets (or, with NULL, clears) it. Returns 0, RELOCK_EINVAL for a NULL m,

@@ -5,8 +5,10 @@
  *
  * The group sets itself as each lock's lost callback: a member found lost
  * is marked so in every hold of that owner, and a hold left with fewer than
- * quorum members is reported lost, once. A lost member is still released
- * with its hold, so that the member's own bookkeeping of the loss ends. */
+ * quorum members is reported lost, once, and let go at once: every member
+ * it has is released (a lost one too, so that the member's own bookkeeping
+ * of the loss ends), nothing renews what is left, and the owner's release
+ * of the group answers "lost". */
 #include <config.h>
 
 #include <stdio.h>
@@ -84,6 +86,34 @@ int64_t relock__multi_validity(relock_multi_lock_t *m, const relock__multi_hold_
 
 /* -- loss -------------------------------------------------------------------*/
 
+static void on_let_go(relock_future_t *f, void *arg) {
+  (void)arg;
+  relock_future_release(f); /* a failed release is retried by the member's ledger, within its lease */
+}
+
+/* A hold found lost holds nothing: the owner, told so, may never release
+ * the group. Every member it still has is released now (the lost ones
+ * too: that ends the member's own memory of the loss), so that nothing
+ * renews the survivors; the hold stays listed, empty, so that the owner's
+ * release of the group answers "lost". Late answers of the round that
+ * filled it are given back by the round. */
+static void let_go(relock_multi_lock_t *m, relock__multi_hold_t *hold) {
+  hold->let_go = hold->held;
+  if (hold->filler != NULL) {
+    *hold->filler = NULL;
+    hold->filler = NULL;
+  }
+  for (size_t j = 0; j < m->n; j++) {
+    if (hold->member[j] == RELOCK__MEMBER_NONE)
+      continue;
+    hold->member[j] = RELOCK__MEMBER_NONE;
+    relock_future_t *f = relock_lock_unlock_async(m->locks[j], hold->owner);
+    if (f != NULL && relock_future_on_done(f, on_let_go, NULL) != 0)
+      relock_future_release(f);
+  }
+  hold->held = 0;
+}
+
 static void member_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
   relock_multi_lock_t *m = arg;
   size_t i = 0;
@@ -102,10 +132,11 @@ static void member_lost(relock_lock_t *lock, uint64_t owner, int reason, const c
     if (hold->lost || hold->held >= m->quorum)
       continue;
     hold->lost = 1;
+    let_go(m, hold);
     if (m->lost_cb != NULL) {
       char msg[512];
       snprintf(msg, sizeof msg, "%s of %zu locks lost: %zu held, %zu needed; lock %zu (%s): %s", m->what, m->n,
-               hold->held, m->quorum, i, lock->name, message);
+               hold->let_go, m->quorum, i, lock->name, message);
       m->lost_cb(m, owner, reason, msg, m->lost_arg);
     }
   }
@@ -314,8 +345,10 @@ typedef struct release {
 static void release_end(release_t *op) {
   relock_multi_lock_t *m = op->m;
   if (op->hold->lost)
-    relock__future_fail(op->out, RELOCK_ELOST, "%s of %zu locks was lost before this release (%zu members released)",
-                        m->what, m->n, op->released);
+    relock__future_fail(op->out, RELOCK_ELOST,
+                        "%s of %zu locks was lost before this release (its %zu members left were let go when the "
+                        "loss was found)",
+                        m->what, m->n, op->hold->let_go);
   else if (op->released < m->quorum && op->err != 0)
     relock__future_fail(op->out, op->err, "%s of %zu locks: %zu members released, %zu needed: %s", m->what, m->n,
                         op->released, m->quorum, op->msg);

@@ -22,7 +22,8 @@ typedef struct relock__multi_hold {
   relock__link_t link;            /* in m->holds once the group is held, newest last */
   uint64_t owner;
   size_t held;                    /* members RELOCK__MEMBER_HELD */
-  int lost;                       /* fewer than quorum remained: reported */
+  int lost;                       /* fewer than quorum remained: reported, and let go */
+  size_t let_go;                  /* members it still held when it was let go */
   /* &round->hold of the round that took it (multi_lock_acquire.c), while
    * answers may still come; NULL: none. The hold's end sets *filler to
    * NULL, and the round gives late members back. A pointer into the round
