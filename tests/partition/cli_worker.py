@@ -11,9 +11,12 @@ The loop prints the contract's TIMEOUT, ERR and REL lines from relock's
 exit status (75 busy, 69 unreachable, 76 lost: the job was stopped); the
 section prints ACQ when it starts (relock holds the lock then), WROTE,
 and, when relock stops it with SIGTERM before its write, LOST <t> stopped
-and ABANDON: the CLI's stop is its lost callback. The section has no
-validity check of its own: whether the stop comes in time is what the
-test measures.
+and ABANDON: the CLI's stop is its lost callback. When relock exits 76
+the loop prints LOST <t> exited too: a loss relock found only after the
+job ended (the job's section is over, relock's release found the lock
+gone) is told by that exit status alone. The section has no validity
+check of its own: whether the stop comes in time is what the test
+measures.
 """
 
 import argparse
@@ -98,7 +101,11 @@ def loop(a):
             writes += 1
             emit("REL", "ok")
         elif rc == EXIT_LOST:
+            # relock's other way of telling: a loss found after the job
+            # had ended (its release found the lock gone) stops nothing,
+            # its exit status says it; a stopped job printed LOST already
             acquisitions += 1
+            emit("LOST", "exited", "relock exited 76")
             emit("REL", "error", "lost: relock exited 76")
         elif rc == EXIT_BUSY:
             emit("TIMEOUT")

@@ -197,27 +197,54 @@ class Row:
         self.results = {}
         for w in self.workers:
             if w.res not in self.results:
-                self.results[w.res] = checker.summarize(w.res, ops, ws, self.events)
+                self.results[w.res] = checker.summarize(w.res, ops, ws, self.events, LEASE_MS)
         return self.results
 
 
+def _untold(x):
+    """Why an overlap's stale holder is not excused."""
+    if x["told"] == "late":
+        return "its lost callback came %.0f ms after the other's acquisition, past the bound (%.0f ms)" % (
+            x["told_ms"], x["deadline_ms"])
+    return "the library never told it (no lost callback for that hold)"
+
+
 def verdict(row):
-    """What --check fails on: in a setting documented safe, a relock
-    violation with neither holder's host paused during its section (a
-    pause between the validity check and the write is what only fencing
-    catches), a lost update or a token that went down on a fenced
-    resource; anywhere, a worker that did nothing or did not end."""
+    """What --check fails on. In a setting documented safe, for relock's
+    workers: two writers at once, unless the stale holder (the earlier
+    acquisition) was told - its own lost callback, for that hold, within
+    the bound after the faults that could delay it (checker.tell_deadline);
+    a hold another worker acquired the lock during whose holder was not
+    told so, even if its validity check said no and it wrote nothing; a
+    lost update or a token that went down on a fenced resource. Anywhere:
+    a relock worker's log the resource contradicts (a write in a hold it
+    abandoned, a write without its validity check), a worker that did
+    nothing or did not end. Redisson's workers are measured, never judged:
+    nothing tells them a loss."""
     problems = []
     if row.unfinished:
         problems.append("workers that did not end cleanly: %s" % ", ".join(row.unfinished))
     for res, r in row.results.items():
         if r["acquisitions"] == 0 or r["writes"] == 0:
             problems.append("%s: no work done (%d acquisitions, %d writes)" % (res, r["acquisitions"], r["writes"]))
-        if not row.safe or not res.startswith("relock-"):
+        if not res.startswith("relock-"):
             continue
+        for c in r["contract"]:
+            problems.append("%s: the worker's log and the resource disagree: %s" % (res, c))
+        if not row.safe:
+            continue
+        judged = set()
         for v in r["violations"]:
-            if not v["paused"]:
-                problems.append("%s: mutual exclusion broken without a pause: %s" % (res, json.dumps(v)))
+            if not v["excused"]:
+                judged.add((v["stale"], v["stale_acq"]))
+                problems.append("%s: two writers, %s stale over %s: %s: %s" % (res, v["stale"], v["other"], _untold(
+                    {"told": v["stale_told"], "told_ms": v["stale_told_ms"], "deadline_ms": v["deadline_ms"]}),
+                    json.dumps(v)))
+        for b in r["overlapped"]:
+            if b["told"] != "told" and (b["stale"], b["stale_acq"]) not in judged:
+                problems.append("%s: a loss untold: %s acquired while %s still believed (%s): %s: %s" % (
+                    res, b["other"], b["stale"], "abandoned, " + b["abandoned"] if b["abandoned"] else "it wrote",
+                    _untold(b), json.dumps(b)))
         if res.endswith("fenced") and (r["lost_updates"] or r["disorder"]):
             problems.append("%s: fencing failed: %d lost updates, %d tokens out of order"
                             % (res, r["lost_updates"], r["disorder"]))
@@ -246,6 +273,18 @@ def report(row):
             sum(1 for x in v if x["caught"]), r["lost_updates"],
             "%d / %d / %d" % (sum(1 for t in told if t <= 0), sum(1 for t in told if t > 0), len(v) - len(told))
             if lib == "relock" else "n/a (no loss callback)", r["abandoned"], r["errors"]))
+    owed = []
+    for res, r in sorted(row.results.items()):
+        b = r["overlapped"]
+        if res.startswith("relock-") and b:
+            owed.append("%s %d (told in time %d, late %d, never %d; %d abandoned)" % (
+                res.split("-", 1)[1], len(b), sum(1 for x in b if x["told"] == "told"),
+                sum(1 for x in b if x["told"] == "late"), sum(1 for x in b if x["told"] is None),
+                sum(1 for x in b if x["abandoned"])))
+    bound = next(iter(row.results.values()))["tell_bound_ms"] if row.results else 0
+    lines.append("")
+    lines.append("relock holds another worker acquired the lock during (a lost callback owed within %.1f s): %s"
+                 % (bound / 1e3, "; ".join(owed) or "none"))
     return "\n".join(lines)
 
 
@@ -253,11 +292,21 @@ def details(row):
     out = []
     for res, r in sorted(row.results.items()):
         for v in r["violations"]:
-            out.append("%s %s: %s over %s for %.1f ms%s%s%s; faults then: %s" % (
+            stale = {"told": "the stale holder was told %+.0f ms from the other's acquisition" % (v["stale_told_ms"] or 0),
+                     "late": "the stale holder was told %+.0f ms from the other's acquisition, too late" % (
+                         v["stale_told_ms"] or 0)}.get(v["stale_told"], "the stale holder was never told")
+            out.append("%s %s: %s over %s for %.1f ms%s%s, %s%s; faults then: %s" % (
                 row.name, res, v["stale"], v["other"], v["overlap_ms"], ", caught by fencing" if v["caught"] else "",
-                ", its host was paused" if v["paused"] else "",
-                (", told %+.0f ms from the other's acquisition" % v["told_ms"]) if v["told_ms"] is not None else "",
+                ", a host was paused" if v["paused"] else "", stale,
+                (" (either: told %+.0f ms)" % v["told_ms"]) if v["told_ms"] is not None else "",
                 ", ".join(v["faults"]) or ("none; " + v["after"] if v["after"] else "none")))
+        for b in r["overlapped"]:
+            if b["told"] != "told" and res.startswith("relock-"):
+                out.append("%s %s: %s acquired while %s still believed (%.0f ms more, %s): lost callback %s; faults then: %s"
+                           % (row.name, res, b["other"], b["stale"], b["believed_ms"],
+                              "abandoned " + b["abandoned"] if b["abandoned"] else "it wrote",
+                              "never" if b["told"] is None else "%+.0f ms, past %.0f ms" % (b["told_ms"], b["deadline_ms"]),
+                              ", ".join(b["faults"]) or "none"))
     return out
 
 

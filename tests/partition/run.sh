@@ -3,8 +3,10 @@
 # workers only:
 #  1. the rows whose settings docs/SAFETY.md calls safe, a random seed
 #     (printed, so that a failure replays): fails if relock broke mutual
-#     exclusion there but for a process pause after its validity check, if
-#     a fenced resource lost an update, or if a worker did no work;
+#     exclusion there and the stale holder's lost callback did not fire
+#     within the bound, if a hold another worker acquired the lock during
+#     was never told lost (even one its validity check abandoned), if a
+#     fenced resource lost an update, or if a worker did no work;
 #  2. the canary: asynchronous Sentinel under long isolated-master
 #     partitions (seed 12 draws two of 8 s), where two holders must be
 #     seen - a harness that cannot see a violation proves nothing.

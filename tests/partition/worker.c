@@ -527,7 +527,13 @@ static const char *reason_name(int reason) {
 }
 
 /* On the client's loop thread, possibly while the worker thread sleeps in
- * its critical section: it only prints. */
+ * its critical section: it only prints. The worker decides by polling
+ * (relock_lock_validity_ms before the write); the checker judges the
+ * library by this line: a LOST belongs to the hold whose ACQ came last
+ * before it (a loss is told at the latest by the hold's release, whose
+ * answer comes before the next acquisition), and a hold another worker
+ * acquired the lock during must have one within the library's bound
+ * (tests/partition/README.md). */
 static void on_lost(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg) {
   char msg[LINE_MAX_BYTES];
   (void)lock, (void)owner, (void)arg;
@@ -645,7 +651,7 @@ static void critical_section(worker_t *w, int64_t token) {
     emit("ABANDON", "validity=%" PRId64, v);
     return;
   }
-  emit("VALID", "%" PRId64, v);
+  emit("VALID", "%" PRId64, v); /* right before the write: nothing between them but a pause */
   int ok = resource_write(w->res, token, value + 1);
   w->writes += (uint64_t)ok;
   emit("WROTE", "%s", ok ? "ok" : "refused");
