@@ -367,11 +367,63 @@ static void test_a_close_hurries_the_releases_retried(void **state) {
   relock_options_free(o);
 }
 
+/* A re-entry that fails - its answer lost, or late past its lease less the
+ * drift margin - takes nothing, and takes nothing away: the holds before
+ * it are held on (their validity stands) whatever objects of the name
+ * took them, and the give-back of the failed try leaves them in Redis.
+ * Generated: the first hold's object x the second's x how the re-entry
+ * fails. */
+static void test_a_failed_reentry_keeps_the_holds_before_it(void **state) {
+  fx_t *fx = *state;
+  relock_client_t *c = fx_client(fx->via);
+  struct ev_loop *loop = relock_client_loop(c);
+  relock_lock_t *(*const make[3])(relock_client_t *, const char *, relock_error_t *) = {
+      relock_lock_new, relock_spin_lock_new, relock_fenced_lock_new};
+  static const char *const made[3] = {"lock", "spin lock", "fenced lock"};
+  int n = 0;
+  for (int first = 0; first < 3; first++)
+    for (int second = 0; second < 3; second++)
+      for (int how = 0; how < 2; how++, n++) {
+        char name[64];
+        snprintf(name, sizeof name, "reentry-%d", n);
+        relock_lock_t *a = make[first](c, name, NULL), *b = make[second](c, name, NULL),
+                      *r = relock_lock_new(c, name, NULL);
+        assert_true(a != NULL && b != NULL && r != NULL);
+        assert_true(fx_value(relock_lock_lock_async(a, 3, 0, 3900)) > 0); /* a fenced lock answers its token */
+        assert_true(fx_value(relock_lock_lock_async(b, 3, 0, 555)) > 0);
+        /* how 0: the answer is lost (the connection swallows it); 1: it
+         * comes past the 432 ms lease less its margin */
+        if (how == 0)
+          relock_test_proxy_blackhole_current(fx->proxy);
+        else
+          relock_test_proxy_delay(fx->proxy, fx_slack_ms(250) / 2 + 220);
+        relock_future_t *f = relock_lock_lock_async(r, 3, 0, 432);
+        int err = relock_future_wait(f, fx_slack_ms(5000));
+        relock_future_release(f);
+        relock_test_proxy_delay(fx->proxy, 0);
+        fx_run_for(loop, 700); /* b's lease has ended; the give-back has gone */
+        int64_t valid = relock_lock_validity_ms(a, 3);
+        if (valid <= 0)
+          fail_msg("case %d (%s, then %s, then a re-entry %s: %s): the first hold's validity is %lld (%s)", n,
+                   made[first], made[second], how == 0 ? "whose answer was lost" : "answered late",
+                   relock_err_name(err), (long long)valid, valid < 0 ? relock_err_name((int)valid) : "");
+        char field[RELOCK__FIELD_MAX];
+        relock__lock_field(a, 3, field);
+        assert_true(fx_raw_int(fx->redis, "HEXISTS", name, field, NULL) == 1);
+        relock_lock_free(a);
+        relock_lock_free(b);
+        relock_lock_free(r);
+      }
+  print_message("# %d cases\n", n);
+  relock_client_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_a_release_that_gets_no_answer_lets_go, setup, teardown),
       cmocka_unit_test_setup_teardown(test_a_surplus_in_redis_is_given_back, setup, teardown),
       cmocka_unit_test_setup_teardown(test_a_close_hurries_the_releases_retried, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_failed_reentry_keeps_the_holds_before_it, setup, teardown),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");
