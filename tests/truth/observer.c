@@ -805,6 +805,17 @@ static int check_counts(truth_observer_t *o) {
  * fenced: they are woken by the release's message) within
  * TRUTH_WAKE_BOUND_MS, when no fault came near it: judged once per
  * release, on the h names (Redisson workers take them unseen: not then). */
+/* Whether a fault came near [from, to] on the server (every worker) or on
+ * one of the workers (bit w of mask). */
+static int fault_on(truth_shared_t *sh, uint64_t from, uint64_t to, uint64_t mask) {
+  if (truth_fault_near(sh, from, to, TRUTH_MAX_WORKERS)) /* no worker has that id: the server's faults alone */
+    return 1;
+  for (int w = 0; w < sh->nworkers; w++)
+    if ((mask >> w) & 1u && truth_fault_near(sh, from, to, w))
+      return 1;
+  return 0;
+}
+
 static int check_wakeups(truth_observer_t *o) {
   if (o->sh->njava > 0)
     return 0;
@@ -828,18 +839,21 @@ static int check_wakeups(truth_observer_t *o) {
     int ww = (int)((waiter - 1) / 16), wa = (int)((waiter - 1) % 16);
     if (ww >= o->sh->nworkers || wa >= TRUTH_MAX_OWNERS)
       continue;
-    /* a hand-off goes to the process registered longest, whichever: a
-     * fault on any worker may hold it up (its fallback then); the run's
-     * end neither (workers closing) */
-    int quiet = !truth_fault_near(o->sh, f - 100000000u, o->t1, -1) && !atomic_load(&o->sh->stop);
+    /* a hand-off goes to the process registered longest: a fault on a
+     * worker busy on the name (or the releaser) may hold it up (its
+     * fallback then), as a fault of the server may; one on another worker
+     * cannot; the run's end neither (workers closing) */
+    uint64_t involved = atomic_load(&o->sh->freed[i][3]);
+    int quiet = !atomic_load(&o->sh->stop) && !fault_on(o->sh, f - 100000000u, o->t1, involved);
     long long pttl;
     int taken = atomic_load(&o->sh->taken_ns[n]) >= f || hash_of(o, n, &pttl)->elements > 0;
     /* every such release, faults or not, for the run's share of slow ones */
     o->wakes_all++;
     o->wakes_slow += !taken;
     const truth_belief_t *wb = &o->busy[ww][wa];
-    /* judged at once when nothing came near and the waiter waits on */
-    if (!quiet || wb->name != n || wb->deadline_ns == 0)
+    /* judged at once when nothing came near: taken, or the waiter waits
+     * on (one that gave up meanwhile proves nothing) */
+    if (!quiet || (!taken && (wb->name != n || wb->deadline_ns == 0)))
       continue;
     o->wakes_judged++;
     if (taken)

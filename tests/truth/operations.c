@@ -144,7 +144,12 @@ op_t choose(actor_t *a) {
     return op;
   }
   hold_t *top = &a->holds[a->depth - 1];
-  if (r < 12 && a->depth < MAX_DEPTH) {
+  /* While a fault is on this worker's path (its proxy, its process, the
+   * server), re-entries come four times as often: a re-entry whose try is
+   * lost, timed out or cut is given back by an undo that must take
+   * nothing but what the try took - the owner's earlier holds stay */
+  int reentries = truth_fault_near(w->sh, op.start_ns, op.start_ns, w->id) ? 42 : 12;
+  if (r < reentries && a->depth < MAX_DEPTH) {
     int t = reentry_target(a);
     if (t >= 0 && !is_lock(w->targets[t].kind) && atomic_load(&w->sh->sem_paused))
       t = -1;
@@ -154,15 +159,17 @@ op_t choose(actor_t *a) {
       op.wait_ms = random_wait(a);
       op.lease_ms = w->targets[t].kind == K_PERMIT ? random_permit_lease(a) : random_lease(a);
       op.blocking = !w->embedded && w->targets[t].lock != NULL && rnd_below(&a->rng, 2) == 0;
+      if (rnd_below(&a->rng, 8) == 0)
+        op.cancel_after_ms = rnd_below(&a->rng, 200);
       return op;
     }
   }
-  if (r < 18 && w->targets[top->target].lock != NULL) {
+  if (r < reentries + 6 && w->targets[top->target].lock != NULL) {
     op.type = OP_VALIDATE;
     op.target = top->target;
     return op;
   }
-  if (r < 55) {
+  if (r < reentries + 43) {
     op.type = OP_RELEASE;
     op.target = top->target;
     return op;
@@ -281,7 +288,9 @@ static void finish_acquire(actor_t *a, op_t *op, int rc, int acquired, const cha
   if (rc != 0 || !acquired) {
     truth_trace(w->slot, "a%d acquire %s %s: %s", a->idx, truth_kind_names[t->kind], truth_names[t->name],
                 rc != 0 ? relock_err_name(rc) : "not acquired");
-    if (rc != 0 && is_lock(t->kind) && w->client != NULL) {
+    /* an error, or a wait that ran out with a try in flight: what that
+     * try took when it landed past the wait's end, the library gives back */
+    if ((rc != 0 || op->wait_ms > 0) && is_lock(t->kind) && w->client != NULL) {
       char f[96];
       if (t->lock != NULL)
         relock_lock_field(t->lock, a->owner, f, sizeof f);
@@ -429,12 +438,15 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
         uint64_t now = truth_now_ns();
         for (int k = 0; k < 2 && names[k] >= 0; k++) {
           /* a relock acquisition waiting on it (for 50 ms), and on for the bound */
-          uint64_t waiter = 0;
-          for (int ow = 0; ow < w->sh->nworkers && waiter == 0; ow++)
-            for (int oa = 0; oa < TRUTH_MAX_OWNERS && waiter == 0; oa++) {
+          uint64_t waiter = 0, involved = 1u << w->id;
+          for (int ow = 0; ow < w->sh->nworkers; ow++)
+            for (int oa = 0; oa < TRUTH_MAX_OWNERS; oa++) {
               truth_belief_t b;
               truth_belief_read(&w->sh->w[ow].busy[oa], &b);
-              if (b.name == names[k] && b.deadline_ns > now + (TRUTH_WAKE_BOUND_MS + 100) * 1000000ull &&
+              if (b.name != names[k])
+                continue;
+              involved |= 1u << ow;
+              if (waiter == 0 && b.deadline_ns > now + (TRUTH_WAKE_BOUND_MS + 100) * 1000000ull &&
                   b.since_ns + 50000000u < now)
                 waiter = (uint64_t)(ow * 16 + oa + 1);
             }
@@ -444,6 +456,7 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
           atomic_store(&w->sh->freed[i][1], 0);
           atomic_store(&w->sh->freed[i][0], (uint64_t)names[k]);
           atomic_store(&w->sh->freed[i][2], waiter);
+          atomic_store(&w->sh->freed[i][3], involved);
           atomic_store(&w->sh->freed[i][1], now);
         }
       }

@@ -345,8 +345,16 @@ int main(int argc, char **argv) {
   pthread_create(&observer, NULL, observer_main, o);
 
   uint64_t start = truth_now_ns(), end = start + (uint64_t)seconds * 1000000000u;
+  /* A fault every 150-500 ms, but for a quiet spell of 2 s every 4-7 s:
+   * a wake-up is judged only where no fault came near the release and its
+   * waiter (observer.c, check_wakeups), and faults this dense leave none */
+  uint64_t quiet_at = start + (uint64_t)(4000 + truth_rnd(&rng) % 3000) * 1000000u;
   while (truth_now_ns() < end && !atomic_load(&found)) {
     msleep(150 + (long)(truth_rnd(&rng) % 350));
+    if (truth_now_ns() >= quiet_at) {
+      msleep(2000);
+      quiet_at = truth_now_ns() + (uint64_t)(4000 + truth_rnd(&rng) % 3000) * 1000000u;
+    }
     truth_faults_inject(faults);
     maybe_reset_semaphores(unix_path);
   }

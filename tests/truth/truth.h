@@ -149,7 +149,10 @@ typedef struct truth_shared {
   /* Wake-ups: when a release that freed the lock was answered, and when
    * the latest acquisition of the name was answered, per name. */
   _Atomic uint64_t taken_ns[N_COUNT];
-  _Atomic uint64_t freed[256][3]; /* a ring: name, when, the waiter then (worker * 16 + owner + 1; 0: none) */
+  /* a ring: name, when, the waiter then (worker * 16 + owner + 1; 0: none),
+   * the workers (bit w) busy on the name then and the releaser's: a fault
+   * on one of them may hold the hand-off up, one elsewhere cannot */
+  _Atomic uint64_t freed[256][4];
   _Atomic int freed_next;
   /* The faults' intervals (start, end of their effect), a ring. */
   _Atomic uint64_t fault_at[64][3]; /* start, end, victim + 1 (0: every worker) */
