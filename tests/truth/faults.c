@@ -31,7 +31,7 @@ struct truth_faults {
 /* How often each fault is drawn (out of the sum): breaks of truth are rare
  * enough that most beliefs are checked most of the time. */
 static const int weight[F_COUNT] = {
-    [F_DEL] = 12,          [F_FLUSHALL] = 2,      [F_RESTART_LOST] = 2, [F_FORCE_RELEASE] = 0, /* workers do it */
+    [F_DEL] = 20,          [F_FLUSHALL] = 2,      [F_RESTART_LOST] = 2, [F_FORCE_RELEASE] = 0, /* workers do it */
     [F_RESTART_AOF] = 4,   [F_DEBUG_SLEEP] = 8,   [F_CLIENT_KILL] = 10, [F_CLIENT_PAUSE] = 6,
     [F_SERVER_STOP] = 6,   [F_PROXY_DELAY] = 10,  [F_PROXY_CUT] = 10,   [F_PROXY_STALL] = 8,
     [F_PROXY_BLACKHOLE] = 6, [F_WORKER_STOP] = 8,  [F_CLOCK_STEP] = 6, [F_PROXY_OUTAGE] = 14};

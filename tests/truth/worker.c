@@ -63,6 +63,22 @@ int64_t drift_margin_ms(int64_t lease_ms) {
   return lease_ms / 100 + 2;
 }
 
+/* Slot s's fixed leases have all ended (and no watchdog hold was among
+ * them): its program knew it from the start, and the library forgets such
+ * a hold - a later acquisition counts afresh. The actor still releases the
+ * holds later, as programs do (the release of a hold that ran out, which
+ * another owner may hold by now). */
+static void leases_ended(worker_t *w, int s) {
+  actor_t *a = &w->actors[s / SLOTS_PER_ACTOR];
+  for (int i = 0; i < a->depth; i++) {
+    if (a->holds[i].slot == s)
+      a->holds[i].slot = -1;
+    if (a->holds[i].slot2 == s)
+      a->holds[i].slot2 = -1;
+  }
+  disbelieve(w, s, 1 << 20);
+}
+
 /* Adds one hold (or permits) to a belief; called with w->mu held. What
  * the program was told: acquired, with this lease (RELOCK_INFINITE: the
  * watchdog's; a fixed one promises since + lease less the drift margin). */
@@ -73,6 +89,10 @@ int believe(actor_t *a, int target, int name, const char *field, int count, int6
   if (s < 0)
     return -1;
   local_belief_t *l = &w->mine[s];
+  /* sent after the slot's fixed leases had all ended (before a refresh
+   * saw it): those holds are gone, this one counts afresh */
+  if (l->b.name >= 0 && l->natural_end_ns != UINT64_MAX && l->natural_end_ns <= since_ns)
+    leases_ended(w, s);
   if (l->b.name < 0) {
     uint32_t epoch = l->b.epoch;
     memset(l, 0, sizeof *l);
@@ -380,17 +400,7 @@ static void refresh_all(worker_t *w) {
         l->b.deadline_ns = now + (uint64_t)v * 1000000u;
         publish(w, s);
       } else if (v <= 0 && l->natural_end_ns != UINT64_MAX && now + 2000000u >= l->natural_end_ns) {
-        /* a fixed lease's end: its program knew it from the start. It
-         * still releases the hold later, as programs do (the release of a
-         * hold that ran out, which another owner may hold by now) */
-        actor_t *a = &w->actors[s / SLOTS_PER_ACTOR];
-        for (int i = 0; i < a->depth; i++) {
-          if (a->holds[i].slot == s)
-            a->holds[i].slot = -1;
-          if (a->holds[i].slot2 == s)
-            a->holds[i].slot2 = -1;
-        }
-        disbelieve(w, s, 1 << 20);
+        leases_ended(w, s);
       } else if (v <= 0 && v != RELOCK_ELOST && l->natural_end_ns != UINT64_MAX) {
         /* a fixed lease the library gave up on before its end without
          * calling it lost (a check's answer it must count from the send):
