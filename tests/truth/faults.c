@@ -53,8 +53,8 @@ static const int topo_weight[F_COUNT] = {
 
 /* The first failover or migration this long into the run, the next this
  * long after one ended (ms): two or three in a 10 s run. */
-#define TOPO_FIRST_MS 1500
-#define TOPO_GAP_MS 2000
+#define TOPO_FIRST_MS 1000
+#define TOPO_GAP_MS 1500
 /* How long a fixture may take to fail over, settle, migrate. */
 #define TOPO_TIMEOUT_MS 15000
 
@@ -194,6 +194,8 @@ static enum truth_fault draw(truth_faults_t *f) {
   return F_CLIENT_KILL;
 }
 
+static char topo_detail[96]; /* what the latest failover or migration did */
+
 static void fixture_failed(truth_faults_t *f, const char *what) {
   f->failures++;
   printf("# FIXTURE FAILURE: %s did not complete (see stderr): the run fails\n", what);
@@ -228,6 +230,7 @@ static void sentinel_failover(truth_faults_t *f, enum truth_fault what) {
   char detail[64];
   snprintf(detail, sizeof detail, "node %d -> node %d in %lld ms", old, relock_test_sentinel_master(t), (long long)took);
   trace_all(f, truth_fault_names[what], detail);
+  snprintf(topo_detail, sizeof topo_detail, "%s", detail);
   moved(f);
   done(&f->sh->rollback, what);
   done(&f->sh->global_break, what);
@@ -255,6 +258,7 @@ static void cluster_failover(truth_faults_t *f) {
   char detail[64];
   snprintf(detail, sizeof detail, "node %d -> node %d", old, f->owner);
   trace_all(f, truth_fault_names[F_CLUSTER_FAILOVER], detail);
+  snprintf(topo_detail, sizeof topo_detail, "%s", detail);
   moved(f);
 }
 
@@ -269,6 +273,7 @@ static void slot_migration(truth_faults_t *f) {
   char detail[64];
   snprintf(detail, sizeof detail, "slot %d: node %d -> node %d", f->slot, from, to);
   trace_all(f, truth_fault_names[F_SLOT_MIGRATION], detail);
+  snprintf(topo_detail, sizeof topo_detail, "%s", detail);
   int ok = to >= 0 && relock_test_cluster_migrate_begin(t, f->slot, to) == 0;
   if (ok) {
     msleep(100 + below(f, 400));
@@ -302,7 +307,10 @@ static int topology_fault(truth_faults_t *f) {
     slot_migration(f);
   uint64_t end = truth_now_ns();
   truth_fault_end(f->sh, entry, end + 1000000000u); /* reconnections, resubscriptions */
-  f->next_topo_ns = end + (uint64_t)(TOPO_GAP_MS + below(f, 1500)) * 1000000u;
+  printf("# %s: %s, %llu ms in all\n", truth_fault_names[what], topo_detail,
+         (unsigned long long)((end - start) / 1000000u));
+  fflush(stdout);
+  f->next_topo_ns = end + (uint64_t)(TOPO_GAP_MS + below(f, 1000)) * 1000000u;
   f->count[what]++;
   return 1;
 }

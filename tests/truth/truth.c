@@ -334,7 +334,9 @@ int main(int argc, char **argv) {
     relock_test_redis_opts_t opts = {.aof = 1};
     topo.redis = relock_test_redis_start(&opts);
   } else if (topology == T_SENTINEL) {
-    topo.sentinel = relock_test_sentinel_start(NULL);
+    /* a master, one replica (the one a failover promotes), 3 sentinels */
+    relock_test_sentinel_opts_t opts = {.replicas = 1};
+    topo.sentinel = relock_test_sentinel_start(&opts);
   } else {
     topo.cluster = relock_test_cluster_start(NULL);
   }
@@ -381,7 +383,7 @@ int main(int argc, char **argv) {
          nworkers, njava, seconds, (unsigned long long)seed, seconds, (unsigned long long)seed, nworkers, njava,
          topo_arg);
   if (topology != T_SINGLE)
-    printf("# %s started in %.1f s: %s\n", topology == T_SENTINEL ? "Sentinel topology (a master, 2 replicas, 3 sentinels)"
+    printf("# %s started in %.1f s: %s\n", topology == T_SENTINEL ? "Sentinel topology (a master, a replica, 3 sentinels)"
                                                                   : "cluster (3 masters, 3 replicas)",
            (double)fixture_ns / 1e9, sh->addrs);
   fflush(stdout);
@@ -416,6 +418,7 @@ int main(int argc, char **argv) {
   double minutes = (double)(truth_now_ns() - start) / 60e9;
 
   /* wind down: every worker releases everything it holds and exits */
+  uint64_t wind_ns = truth_now_ns();
   atomic_store(&sh->stop, 1);
   int exited = 0;
   for (int i = 0; i < sh->nworkers; i++) {
@@ -445,6 +448,7 @@ int main(int argc, char **argv) {
   /* every lease runs out: the watchdog's and the longest fixed one */
   char quiet_why[200];
   int locks_clear, permits_free;
+  uint64_t quiet_ns = truth_now_ns();
   if (topology == T_SINGLE) {
     msleep(TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 500);
     check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
@@ -459,6 +463,8 @@ int main(int argc, char **argv) {
         break;
       msleep(100);
     }
+    printf("# wound down in %.1f s, quiet %.1f s after\n", (double)(quiet_ns - wind_ns) / 1e9,
+           (double)(truth_now_ns() - quiet_ns) / 1e9);
   }
 
   long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0,
