@@ -97,7 +97,7 @@ mutants() {
     's/relock__decimal\(lease, r->ledger->watchdog_ms\)/relock__decimal(lease, r->ledger->watchdog_ms \/ 2)/g' \
     'renewals that ask Redis for half the lease the holder believes'
   m no-let-go src/watchdog/hold.c \
-    's/      let_go\(l, hold\);\n/      (void)0;\n/g' \
+    's/      let_go\(l, hold\);\n/      (void)let_go;\n/g' \
     'the old rule: a hold whose last release was asked stays renewed while its release is unanswered'
   m surplus-kept src/objects/lock.c \
     's/  if \(surplus > 0\) \/\* given back/  if (0) \/* given back/g' \
