@@ -2,6 +2,7 @@
  * invariant (docs/SAFETY.md) against a real redis-server under real faults.
  *
  *   truth [--seconds N] [--seed S] [--workers N] [--java N] [--keep-going] [--kinds K,K...]
+ *         [--topology single|sentinel|cluster]
  *
  * Worker processes (tests/truth/worker.c), half with an embedded client and
  * half with a threaded one, each with several owners, take, re-enter and
@@ -12,7 +13,11 @@
  * (tests/truth/observer.c) checks, every few milliseconds, what each
  * owner believes against what Redis keeps. The first violation prints the
  * seed, the state and the trace, and fails the run; the same seed replays
- * the same choices. Output is TAP with the figures as comments. */
+ * the same choices. Output is TAP with the figures as comments.
+ *
+ * --topology sentinel or cluster: the same against tests/support's Sentinel
+ * topology or cluster, through the sentinels or the slot map (no proxies),
+ * with their failovers and a slot migration among the faults (README). */
 #include <config.h>
 
 #define _GNU_SOURCE /* memfd_create */
