@@ -36,7 +36,8 @@ const char *const truth_fault_names[F_COUNT] = {
     "SIGSTOP of Redis",    "proxy delay",       "proxy cut",           "proxy stall",
     "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock",
     "a client's outage past the watchdog timeout",
-    "SENTINEL FAILOVER", "kill -9 of the master", "CLUSTER FAILOVER", "a live migration of the truth slot"};
+    "SENTINEL FAILOVER", "kill -9 of the master", "CLUSTER FAILOVER", "a live migration of the truth slot",
+    "CLIENT PAUSE WRITE past the watchdog timeout"};
 
 int truth_kind_first_name(enum truth_kind k) {
   switch (k) {

@@ -49,7 +49,7 @@ static const int weight[F_COUNT] = {
  * topology's own, scheduled apart - see inject). */
 static const int topo_weight[F_COUNT] = {
     [F_DEL] = 8,         [F_FLUSHALL] = 2,   [F_DEBUG_SLEEP] = 6, [F_CLIENT_KILL] = 10, [F_CLIENT_PAUSE] = 6,
-    [F_SERVER_STOP] = 6, [F_WORKER_STOP] = 8, [F_CLOCK_STEP] = 6};
+    [F_SERVER_STOP] = 6, [F_WORKER_STOP] = 8, [F_CLOCK_STEP] = 6, [F_WRITE_PAUSE] = 6};
 
 /* The first failover or migration this long into the run, the next this
  * long after one ended (ms): two or three in a 10 s run. */
@@ -374,6 +374,15 @@ void truth_faults_inject(truth_faults_t *f) {
     snprintf(ms, sizeof ms, "%d", 100 + below(f, topo ? 400 : 700));
     cmd(f, "CLIENT", "PAUSE", ms, NULL);
     lasting_ms += atoi(ms);
+    break;
+  }
+  case F_WRITE_PAUSE: {
+    /* every client's commands that write wait (renewals, releases,
+     * acquisitions): holds are lost by timeout, answers come late */
+    char ms[16];
+    snprintf(ms, sizeof ms, "%d", 2300 + below(f, 1000));
+    cmd(f, "CLIENT", "PAUSE", ms, "WRITE");
+    msleep(atoi(ms));
     break;
   }
   case F_SERVER_STOP: {

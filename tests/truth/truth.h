@@ -99,6 +99,10 @@ enum truth_fault {
    * replica of the truth slot's master (coordinated: nothing acknowledged
    * is lost, no break) and a live migration of the truth slot (no break) */
   F_FAILOVER, F_KILL_MASTER, F_CLUSTER_FAILOVER, F_SLOT_MIGRATION,
+  /* the topologies' outage past the watchdog timeout, for every client at
+   * once: CLIENT PAUSE WRITE on the master for 2.3-3.3 s (the sentinels'
+   * and the cluster bus's pings still answered: no failover) */
+  F_WRITE_PAUSE,
   F_COUNT
 };
 extern const char *const truth_fault_names[F_COUNT];
