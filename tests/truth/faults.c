@@ -49,7 +49,7 @@ static const int weight[F_COUNT] = {
  * topology's own, scheduled apart - see inject). */
 static const int topo_weight[F_COUNT] = {
     [F_DEL] = 8,         [F_FLUSHALL] = 2,   [F_DEBUG_SLEEP] = 6, [F_CLIENT_KILL] = 10, [F_CLIENT_PAUSE] = 6,
-    [F_SERVER_STOP] = 6, [F_WORKER_STOP] = 8, [F_CLOCK_STEP] = 6, [F_WRITE_PAUSE] = 6};
+    [F_SERVER_STOP] = 6, [F_WORKER_STOP] = 8, [F_CLOCK_STEP] = 6, [F_WRITE_PAUSE] = 3};
 
 /* The first failover or migration this long into the run, the next this
  * long after one ended (ms): two or three in a 10 s run. */
