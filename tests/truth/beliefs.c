@@ -11,14 +11,33 @@
 
 const char *const truth_kind_names[K_COUNT] = {"reentrant", "spin",  "fenced",    "multi",  "fair",
                                                "read",      "write", "semaphore", "permit"};
-const char *const truth_names[N_COUNT] = {"truth:h:0",  "truth:h:1",  "truth:h:2", "truth:f:0", "truth:f:1",
-                                          "truth:rw:0", "truth:rw:1", "truth:s:0", "truth:p:0"};
+const char *truth_names[N_COUNT] = {"truth:h:0",  "truth:h:1",  "truth:h:2", "truth:f:0", "truth:f:1",
+                                    "truth:rw:0", "truth:rw:1", "truth:s:0", "truth:p:0"};
+static const char *const tagged_names[N_COUNT] = {
+    TRUTH_HASH_TAG ":h:0",  TRUTH_HASH_TAG ":h:1",  TRUTH_HASH_TAG ":h:2", TRUTH_HASH_TAG ":f:0", TRUTH_HASH_TAG ":f:1",
+    TRUTH_HASH_TAG ":rw:0", TRUTH_HASH_TAG ":rw:1", TRUTH_HASH_TAG ":s:0", TRUTH_HASH_TAG ":p:0"};
+const char *const truth_topology_names[3] = {"single", "sentinel", "cluster"};
+
+void truth_use_topology_names(int topology) {
+  if (topology == T_CLUSTER)
+    for (int i = 0; i < N_COUNT; i++)
+      truth_names[i] = tagged_names[i];
+}
+
+void truth_suffix_name(char *out, size_t size, int name, const char *suffix) {
+  if (strchr(truth_names[name], '{') != NULL)
+    snprintf(out, size, "%s%s", truth_names[name], suffix);
+  else
+    snprintf(out, size, "{%s}%s", truth_names[name], suffix);
+}
 const char *const truth_fault_names[F_COUNT] = {
     "DEL of a lock",       "FLUSHALL",          "restart losing data", "force release (a relock client)",
     "restart (AOF)",       "DEBUG SLEEP",       "CLIENT KILL",         "CLIENT PAUSE",
     "SIGSTOP of Redis",    "proxy delay",       "proxy cut",           "proxy stall",
     "proxy black hole",    "SIGSTOP of a client", "a step of a client's wall clock",
-    "a client's outage past the watchdog timeout"};
+    "a client's outage past the watchdog timeout",
+    "SENTINEL FAILOVER", "kill -9 of the master", "CLUSTER FAILOVER", "a live migration of the truth slot",
+    "CLIENT PAUSE WRITE past the watchdog timeout"};
 
 int truth_kind_first_name(enum truth_kind k) {
   switch (k) {

@@ -7,8 +7,10 @@
 # many runs caught it and how many seconds into each run. Not part of make
 # check (it takes a while); `make mutants` runs it with MUTANTS_ARGS.
 #
-#   tests/truth/mutants.sh [-n RUNS] [-c REV] [-m NAME,NAME...] [-s SEED] [-k] [-l]
-#     -n RUNS  the first RUNS of run.sh's runs (default 5, all of them)
+#   tests/truth/mutants.sh [-n RUNS] [-r LIST] [-c REV] [-m NAME,NAME...] [-s SEED] [-k] [-l]
+#     -n RUNS  the first RUNS of run.sh's runs (default 5: the single-node
+#              ones; 6 and 7 are run.sh's Sentinel and Cluster runs)
+#     -r LIST  these of run.sh's runs only, e.g. -r 6,7 (the topologies)
 #     -c REV   run the checker (tests/truth/*) of git revision REV instead of
 #              the working tree's (e.g. -c 6a2b6a4: a table of the old one)
 #     -m LIST  only these mutants ("none", the tree as it is, is the control)
@@ -22,17 +24,18 @@
 # moves: rewrite the mutant) and counts as "STALE", never as caught.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-runs=5 rev= only= seed= keep=0 list=0 try=0
-while getopts n:c:m:s:klt opt; do
+runs=5 rev= only= seed= keep=0 list=0 try=0 pick=
+while getopts n:r:c:m:s:klt opt; do
   case $opt in
   n) runs=$OPTARG ;;
+  r) pick=$(printf '%s' "$OPTARG" | tr ',' ' ') ;;
   c) rev=$OPTARG ;;
   m) only=$OPTARG ;;
   s) seed=$OPTARG ;;
   k) keep=1 ;;
   l) list=1 ;;
   t) try=1 ;;
-  *) sed -n '2,23p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
   esac
 done
 secs=${TRUTH_SECONDS:-15}
@@ -94,7 +97,7 @@ mutants() {
     's/relock__decimal\(lease, r->ledger->watchdog_ms\)/relock__decimal(lease, r->ledger->watchdog_ms \/ 2)/g' \
     'renewals that ask Redis for half the lease the holder believes'
   m no-let-go src/watchdog/hold.c \
-    's/      let_go\(l, hold\);\n/      (void)0;\n/g' \
+    's/      let_go\(l, hold\);\n/      (void)let_go;\n/g' \
     'the old rule: a hold whose last release was asked stays renewed while its release is unanswered'
   m surplus-kept src/objects/lock.c \
     's/  if \(surplus > 0\) \/\* given back/  if (0) \/* given back/g' \
@@ -142,6 +145,7 @@ fi
 run_spec() {
   case $1 in
   1) echo "1" ;; 2) echo "2" ;; 3) echo "3" ;; 4) echo "$seed" ;; 5) echo "4 --java 1" ;;
+  6) echo "5 --topology sentinel" ;; 7) echo "6 --topology cluster" ;;
   *) echo "$((1000 + $1))" ;;
   esac
 }
@@ -168,7 +172,9 @@ build || { echo "mutants: the scratch tree does not build (see $logs/build.log)"
 
 apply() { apply_in "$tree" "$1" "$2"; }
 
-echo "# checker: $checker; $runs runs of $secs s (run.sh's: 1 2 3 $seed '4 --java 1'); $(date -u +%H:%M) UTC"
+[ -n "$pick" ] || pick=$(seq 1 "$runs")
+runs=$(echo $pick | wc -w)
+echo "# checker: $checker; runs $(echo $pick) of run.sh's (1 2 3 $seed '4 --java 1' '5 --topology sentinel' '6 --topology cluster'; $secs s, 8 s those with options); $(date -u +%H:%M) UTC"
 printf '%-30s %-7s %s\n' "mutant" "caught" "per run: seconds into the run when caught (- : not caught)"
 total=0 allcaught=0
 m() {
@@ -188,8 +194,7 @@ m() {
     fi
   fi
   caught=0 times=
-  i=1
-  while [ $i -le "$runs" ]; do
+  for i in $pick; do
     set -- $(run_spec $i)
     s=$1
     shift
@@ -210,7 +215,6 @@ m() {
     else
       times="$times -"
     fi
-    i=$((i + 1))
   done
   printf '%-30s %d/%-5d%s\n' "$name" "$caught" "$runs" "$times"
   if [ -n "$file" ]; then

@@ -20,6 +20,7 @@
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,14 @@
 #define MAX_BELIEFS (TRUTH_MAX_WORKERS * TRUTH_SLOTS)
 #define MAX_ORPHANS 256
 #define TOLERANCE_MS 2 /* PTTL is whole milliseconds */
+
+/* Sentinel: the node must still be the master when the script runs (a
+ * demoted one answers from a past the new master has moved on from). A
+ * cluster node that does not own the slot answers -MOVED by itself. */
+static const char master_check_lua[] =
+    "if not string.find(redis.call('info', 'replication'), 'role:master', 1, true) then\n"
+    "  return redis.error_reply('NOTMASTER this node is no longer the master')\n"
+    "end\n";
 
 static const char snapshot_lua[] =
     "local out = {redis.call('time')}\n"
@@ -77,9 +86,21 @@ typedef struct orphan {
   int seen_now;
 } orphan_t;
 
+#define MAX_NODES 16
+
 struct truth_observer {
   truth_shared_t *sh;
   char unix_path[256];
+  pthread_mutex_t target_mu; /* unix_path and retarget, set by the supervisor */
+  int retarget;
+  struct {
+    int port;
+    char path[256];
+  } nodes[MAX_NODES];
+  int nnodes;
+  long moved_followed, snapshots_refused, surplus_rolled_back, counts_rolled_back;
+  uint64_t rollback_seen; /* the latest failover the surplus table was cleared for */
+  char script[sizeof snapshot_lua + sizeof master_check_lua];
   redisContext *c;
   seen_t seen[MAX_BELIEFS];
   int nseen;
@@ -119,12 +140,49 @@ truth_observer_t *truth_observer_new(truth_shared_t *sh, const char *unix_path) 
   o->sh = sh;
   o->start_ns = truth_now_ns();
   snprintf(o->unix_path, sizeof o->unix_path, "%s", unix_path);
+  pthread_mutex_init(&o->target_mu, NULL);
+  snprintf(o->script, sizeof o->script, "%s%s", sh->topology == T_SENTINEL ? master_check_lua : "", snapshot_lua);
   return o;
+}
+
+void truth_observer_set_target(truth_observer_t *o, const char *unix_path) {
+  pthread_mutex_lock(&o->target_mu);
+  if (strcmp(o->unix_path, unix_path) != 0) {
+    snprintf(o->unix_path, sizeof o->unix_path, "%s", unix_path);
+    o->retarget = 1;
+  }
+  pthread_mutex_unlock(&o->target_mu);
+}
+
+void truth_observer_add_node(truth_observer_t *o, int port, const char *unix_path) {
+  if (o->nnodes == MAX_NODES)
+    return;
+  o->nodes[o->nnodes].port = port;
+  snprintf(o->nodes[o->nnodes].path, sizeof o->nodes[o->nnodes].path, "%s", unix_path);
+  o->nnodes++;
+}
+
+long truth_observer_failed_snapshots(const truth_observer_t *o) {
+  return o->failed_snapshots;
+}
+
+/* "-MOVED slot 127.0.0.1:port": the slot's master is now there. */
+static void follow_moved(truth_observer_t *o, const char *err) {
+  const char *colon = strrchr(err, ':');
+  if (strncmp(err, "MOVED ", 6) != 0 || colon == NULL)
+    return;
+  int port = atoi(colon + 1);
+  for (int i = 0; i < o->nnodes; i++)
+    if (o->nodes[i].port == port) {
+      truth_observer_set_target(o, o->nodes[i].path);
+      o->moved_followed++;
+    }
 }
 
 void truth_observer_free(truth_observer_t *o) {
   if (o == NULL)
     return;
+  pthread_mutex_destroy(&o->target_mu);
   if (o->c != NULL)
     redisFree(o->c);
   if (o->snap != NULL)
@@ -157,6 +215,11 @@ void truth_observer_print_counts(const truth_observer_t *o) {
   printf("# beliefs checked against Redis: %ld; let-go holds checked: %ld; Redis counting more than believed (owner "
          "idle): %ld; freed locks judged for a wake-up: %ld; semaphore counts checked: %ld; snapshots timed by Redis's clock: %ld\n",
          o->beliefs_checked, o->letgo_checked, o->surplus_seen, o->wakes_judged, o->sem_checked, o->exec_mapped);
+  if (o->sh->topology != T_SINGLE)
+    printf("# topology: snapshots refused %ld (not the master, -MOVED, -ASK, -TRYAGAIN), not answered %ld, -MOVED "
+           "followed %ld; after a failover: counts short excused %ld, surplus excused %ld\n",
+           o->snapshots_refused, o->failed_snapshots - o->snapshots_refused, o->moved_followed, o->counts_rolled_back,
+           o->surplus_rolled_back);
 }
 
 /* The latest break of truth on name; UINT64_MAX while one is under way
@@ -232,9 +295,18 @@ static int is_read_hold(const seen_t *x) {
 }
 
 static int take_snapshot(truth_observer_t *o) {
+  pthread_mutex_lock(&o->target_mu);
+  char path[256];
+  snprintf(path, sizeof path, "%s", o->unix_path);
+  if (o->retarget && o->c != NULL) {
+    redisFree(o->c);
+    o->c = NULL;
+  }
+  o->retarget = 0;
+  pthread_mutex_unlock(&o->target_mu);
   if (o->c == NULL) {
     struct timeval tv = {1, 0};
-    o->c = redisConnectUnixWithTimeout(o->unix_path, tv);
+    o->c = redisConnectUnixWithTimeout(path, tv);
     if (o->c == NULL || o->c->err) {
       if (o->c != NULL)
         redisFree(o->c);
@@ -248,12 +320,12 @@ static int take_snapshot(truth_observer_t *o) {
   char nh[16], nkeys[16], zkey[64];
   int argc = 0;
   argv[argc++] = "EVAL";
-  argv[argc++] = snapshot_lua;
+  argv[argc++] = o->script;
   snprintf(nkeys, sizeof nkeys, "%d", HASH_NAMES + 3);
   argv[argc++] = nkeys;
   for (int n = 0; n < HASH_NAMES; n++)
     argv[argc++] = truth_names[n];
-  snprintf(zkey, sizeof zkey, "{%s}:timeout", truth_names[N_P0]);
+  truth_suffix_name(zkey, sizeof zkey, N_P0, ":timeout");
   argv[argc++] = truth_names[N_S0];
   argv[argc++] = truth_names[N_P0];
   argv[argc++] = zkey;
@@ -266,7 +338,9 @@ static int take_snapshot(truth_observer_t *o) {
       continue;
     /* the owner's timeout keys, as many as Redis or the owner counts (a
      * release in flight deletes the last and keeps the longest expiry) */
-    snprintf(keybuf[nread], sizeof keybuf[nread], "{%s}:%s:rwlock_timeout:", truth_names[x->b.name], x->b.field);
+    char suffix[120];
+    snprintf(suffix, sizeof suffix, ":%s:rwlock_timeout:", x->b.field);
+    truth_suffix_name(keybuf[nread], sizeof keybuf[nread], x->b.name, suffix);
     snprintf(countbuf[nread], sizeof countbuf[nread], "%d", x->b.count);
     snprintf(indexbuf[nread], sizeof indexbuf[nread], "%d", x->b.name + 1);
     argv[argc++] = keybuf[nread];
@@ -284,6 +358,9 @@ static int take_snapshot(truth_observer_t *o) {
     if (o->snap == NULL) {
       redisFree(o->c); /* timed out or cut: a fresh connection next time */
       o->c = NULL;
+    } else if (o->snap->type == REDIS_REPLY_ERROR) {
+      o->snapshots_refused++;
+      follow_moved(o, o->snap->str);
     }
     o->failed_snapshots++;
     return -1;
@@ -485,6 +562,23 @@ static int owner_busy_on(truth_observer_t *o, int w, int s, int name) {
   return b->name >= 0 && (b->name == name || (b->kind == K_MULTI && b->name + 1 == name));
 }
 
+/* A failover that lost writes may have lost a re-entry of a hold that
+ * survived it: Redis counts fewer than its owner believes, but the field is
+ * there, and renewals and checks find it - nothing can tell the owner
+ * until a release frees what it still believes in (the library reports
+ * that as lost, at once). Excused for a belief with a hold from before the
+ * failover: a count short but not naught, or naught while its owner's
+ * release is in flight there (the one that frees it). */
+static int rolled_back_count(truth_observer_t *o, const seen_t *x, long long count) {
+  uint64_t rb = atomic_load(&o->sh->rollback.at_ns);
+  if (rb == 0 || x->b.since_ns >= rb)
+    return 0;
+  if (count == 0 && !owner_busy_on(o, x->worker, x->slot, x->b.name))
+    return 0;
+  o->counts_rolled_back++;
+  return 1;
+}
+
 static int check_truth(truth_observer_t *o, seen_t *x) {
   o->beliefs_checked++;
   /* its validity left when the snapshot ran */
@@ -505,6 +599,8 @@ static int check_truth(truth_observer_t *o, seen_t *x) {
   long long pttl;
   redisReply *pairs = hash_of(o, x->b.name, &pttl);
   long long count = field_count(pairs, x->b.field);
+  if (count < x->b.count && rolled_back_count(o, x, count))
+    count = x->b.count;
   if (count < x->b.count)
     return violation(o, x->b.name, "%s: Redis counts %lld holds, its owner believes %d", x->b.field, count,
                      x->b.count);
@@ -618,6 +714,10 @@ static int check_orphans(truth_observer_t *o) {
     char hex[80];
     hex16(z->element[i]->str, z->element[i]->len < 32 ? z->element[i]->len : 32, hex);
     long long score = strtoll(z->element[i + 1]->str, NULL, 10);
+    /* a failover that lost writes may bring back a permit without a lease
+     * given back meanwhile: taken for good, until the reset it brought on */
+    if (atomic_load(&o->sh->sem_paused) && atomic_load(&o->sh->rollback.at_ns) != 0)
+      break;
     if (score > o->server_ms && !believed(o, N_P0, hex) &&
         !(score >= 922337203685477LL && allowed-- > 0))
       bad = track_orphan(o, N_P0, hex);
@@ -648,7 +748,29 @@ static int busy_on_field(truth_observer_t *o, int name, const char *field) {
  * TRUTH_SURPLUS_BOUND_MS, is a hold its owner does not know of - counted
  * twice, never given back - believed or not (across the owner's releases
  * and acquisitions of the field: a leftover is not forgotten). */
+/* A failover that lost writes (sh->rollback) may bring back what a lost
+ * release of a re-entry took away: Redis then counts one more than its
+ * owner believes, renewed with the hold, for as long as it holds - or, if
+ * the owner let go of the rest, a field nobody believes in that its owner
+ * may take again (one more again). A surplus first seen within
+ * TRUTH_SURPLUS_BOUND_MS of the failover (the surplus table starts afresh
+ * at each) is that, and excused for as long as it lasts. */
+static int rolled_back_surplus(truth_observer_t *o, uint64_t for_ns) {
+  uint64_t rb = atomic_load(&o->sh->rollback.at_ns);
+  if (rb == 0)
+    return 0;
+  if (o->t1 - for_ns >= rb + (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
+    return 0;
+  o->surplus_rolled_back++;
+  return 1;
+}
+
 static int check_excess(truth_observer_t *o) {
+  uint64_t rb = atomic_load(&o->sh->rollback.at_ns);
+  if (rb != o->rollback_seen) { /* a failover since: the surplus seen so far is to be judged afresh */
+    o->rollback_seen = rb;
+    o->nsurplus = 0;
+  }
   for (int n = 0; n < HASH_NAMES; n++) {
     long long pttl;
     redisReply *pairs = hash_of(o, n, &pttl);
@@ -670,7 +792,7 @@ static int check_excess(truth_observer_t *o) {
         continue;
       o->surplus_seen++;
       uint64_t for_ns = seen_for_ns(o, o->surplus, &o->nsurplus, n, f);
-      if (for_ns > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u)
+      if (for_ns > (uint64_t)TRUTH_SURPLUS_BOUND_MS * 1000000u && !rolled_back_surplus(o, for_ns))
         return violation(o, n, "%s: Redis counts %lld holds, its owner believes %lld (%lld with what it has in flight), "
                          "for %lld ms", f, count, believed, allowed, (long long)(for_ns / 1000000u));
     }
@@ -876,8 +998,12 @@ void truth_observer_print_violations(const truth_observer_t *o) {
 }
 
 int truth_observer_check(truth_observer_t *o) {
+  /* the truth between two nodes (a Sentinel failover under way): no
+   * snapshot of either is the truth; the checks after it judge the outcome */
+  if (atomic_load(&o->sh->moving) > 0)
+    return 0;
   read_beliefs(o);
-  if (take_snapshot(o) != 0)
+  if (take_snapshot(o) != 0 || atomic_load(&o->sh->moving) > 0)
     return 0;
   reread_beliefs(o);
   o->checks++;

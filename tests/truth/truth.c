@@ -2,6 +2,7 @@
  * invariant (docs/SAFETY.md) against a real redis-server under real faults.
  *
  *   truth [--seconds N] [--seed S] [--workers N] [--java N] [--keep-going] [--kinds K,K...]
+ *         [--topology single|sentinel|cluster]
  *
  * Worker processes (tests/truth/worker.c), half with an embedded client and
  * half with a threaded one, each with several owners, take, re-enter and
@@ -12,7 +13,11 @@
  * (tests/truth/observer.c) checks, every few milliseconds, what each
  * owner believes against what Redis keeps. The first violation prints the
  * seed, the state and the trace, and fails the run; the same seed replays
- * the same choices. Output is TAP with the figures as comments. */
+ * the same choices. Output is TAP with the figures as comments.
+ *
+ * --topology sentinel or cluster: the same against tests/support's Sentinel
+ * topology or cluster, through the sentinels or the slot map (no proxies),
+ * with their failovers and a slot migration among the faults (README). */
 #include <config.h>
 
 #define _GNU_SOURCE /* memfd_create */
@@ -76,6 +81,7 @@ static int worker_entry(char **argv) {
   int id = atoi(argv[2]);
   if (id < 0 || id >= TRUTH_MAX_WORKERS)
     return 3;
+  truth_use_topology_names(sh->topology);
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* a worker never outlives its supervisor */
   if (getppid() == 1)
@@ -102,6 +108,10 @@ static void *observer_main(void *arg) {
     msleep(5);
   }
   return NULL;
+}
+
+static void on_move(void *arg, const char *unix_path) {
+  truth_observer_set_target(arg, unix_path);
 }
 
 /* -- the end ----------------------------------------------------------------*/
@@ -153,9 +163,11 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
       "free = free + redis.call('zcount', KEYS[10], '-inf', now)\n"
       "return {n, tonumber(redis.call('get', KEYS[8]) or '-1'), free, live,\n"
       "        redis.call('zrangebyscore', KEYS[10], now + 1, '+inf', 'withscores')}\n";
-  redisReply *r = direct(unix_path, "EVAL %s 10 %s %s %s %s %s %s %s %s %s {%s}:timeout", lua, truth_names[0],
+  char zkey[64];
+  truth_suffix_name(zkey, sizeof zkey, N_P0, ":timeout");
+  redisReply *r = direct(unix_path, "EVAL %s 10 %s %s %s %s %s %s %s %s %s %s", lua, truth_names[0],
                          truth_names[1], truth_names[2], truth_names[3], truth_names[4], truth_names[5],
-                         truth_names[6], truth_names[N_S0], truth_names[N_P0], truth_names[N_P0]);
+                         truth_names[6], truth_names[N_S0], truth_names[N_P0], zkey);
   *locks_clear = *permits_free = 0;
   if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
     snprintf(why, size, "Redis did not answer");
@@ -182,17 +194,21 @@ static void check_quiet_state(const char *unix_path, char *why, size_t size, int
 
 /* In one script: the observer compares the counts. */
 static void reset_semaphores(const char *unix_path) {
+  char zkey[64];
+  truth_suffix_name(zkey, sizeof zkey, N_P0, ":timeout");
   redisReply *r = direct(unix_path,
-                         "EVAL %s 3 %s %s {%s}:timeout %d",
+                         "EVAL %s 3 %s %s %s %d",
                          "redis.call('set', KEYS[1], ARGV[1]) redis.call('set', KEYS[2], ARGV[1]) "
                          "redis.call('del', KEYS[3]) return 1",
-                         truth_names[N_S0], truth_names[N_P0], truth_names[N_P0], TRUTH_PERMITS);
+                         truth_names[N_S0], truth_names[N_P0], zkey, TRUTH_PERMITS);
   if (r != NULL)
     freeReplyObject(r);
 }
 
 /* Sets the semaphores anew once no permit is believed or being taken. */
 static void maybe_reset_semaphores(const char *unix_path) {
+  if (atomic_load(&sh->moving) > 0)
+    return; /* the truth is between nodes */
   if (!atomic_load(&sh->sem_paused) || atomic_load(&sh->sem_inflight) > 0)
     return;
   for (int w = 0; w < sh->nworkers; w++)
@@ -251,7 +267,8 @@ static unsigned parse_kinds(const char *list) {
 static void usage(const char *self) {
   fprintf(stderr,
           "usage: %s [--seconds N] [--seed S] [--workers N] [--java N] [--keep-going] [--kinds K,K...]\n"
-          "  (2 <= workers, workers + java <= %d)\n",
+          "          [--topology single|sentinel|cluster]\n"
+          "  (2 <= workers, workers + java <= %d; Redisson workers on a single node only)\n",
           self, TRUTH_MAX_WORKERS);
   fprintf(stderr, "kinds:");
   for (int i = 0; i < K_COUNT; i++)
@@ -262,7 +279,7 @@ static void usage(const char *self) {
 int main(int argc, char **argv) {
   if (argc == 7 && strcmp(argv[1], "--worker") == 0)
     return worker_entry(argv);
-  int seconds = 20, nworkers = 4, njava = 0;
+  int seconds = 20, nworkers = 4, njava = 0, topology = T_SINGLE;
   unsigned kinds = (1u << K_COUNT) - 1;
   uint64_t seed = 0;
   for (int i = 1; i < argc; i++) {
@@ -276,6 +293,17 @@ int main(int argc, char **argv) {
       njava = atoi(argv[++i]);
     else if (strcmp(argv[i], "--keep-going") == 0)
       keep_going = 1;
+    else if (strcmp(argv[i], "--topology") == 0 && i + 1 < argc) {
+      i++;
+      topology = -1;
+      for (int k = 0; k < 3; k++)
+        if (strcmp(argv[i], truth_topology_names[k]) == 0)
+          topology = k;
+      if (topology < 0) {
+        usage(argv[0]);
+        return 2;
+      }
+    }
     else if (strcmp(argv[i], "--kinds") == 0 && i + 1 < argc) {
       if ((kinds = parse_kinds(argv[++i])) == 0) {
         usage(argv[0]);
@@ -287,7 +315,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (seconds < 1 || nworkers < 2 || njava < 0 || nworkers + njava > TRUTH_MAX_WORKERS) {
+  if (seconds < 1 || nworkers < 2 || njava < 0 || nworkers + njava > TRUTH_MAX_WORKERS ||
+      (njava > 0 && topology != T_SINGLE)) {
     usage(argv[0]);
     return 2;
   }
@@ -302,11 +331,34 @@ int main(int argc, char **argv) {
   if (shared_fd < 0 || ftruncate(shared_fd, sizeof *sh) != 0)
     return 1;
   sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, shared_fd, 0);
-  relock_test_redis_opts_t opts = {.aof = 1};
-  relock_test_redis_t *redis = relock_test_redis_start(&opts);
-  if (sh == MAP_FAILED || redis == NULL) {
-    printf("Bail out! cannot run: cannot start the checker's redis-server\n");
+  if (sh == MAP_FAILED)
     return 1;
+  truth_topo_t topo = {.kind = topology};
+  uint64_t fixture_ns = truth_now_ns();
+  if (topology == T_SINGLE) {
+    relock_test_redis_opts_t opts = {.aof = 1};
+    topo.redis = relock_test_redis_start(&opts);
+  } else if (topology == T_SENTINEL) {
+    /* a master, one replica (the one a failover promotes), 3 sentinels */
+    relock_test_sentinel_opts_t opts = {.replicas = 1};
+    topo.sentinel = relock_test_sentinel_start(&opts);
+  } else {
+    topo.cluster = relock_test_cluster_start(NULL);
+  }
+  if (topo.redis == NULL && topo.sentinel == NULL && topo.cluster == NULL) {
+    printf("Bail out! cannot run: cannot start the checker's %s (tests/support/%s; why on stderr)\n",
+           topology == T_SINGLE ? "redis-server" : topology == T_SENTINEL ? "Sentinel topology" : "cluster",
+           topology == T_SINGLE ? "redis_server.c" : topology == T_SENTINEL ? "sentinel.c" : "cluster.c");
+    return 1;
+  }
+  fixture_ns = truth_now_ns() - fixture_ns;
+  sh->topology = topology;
+  truth_use_topology_names(topology);
+  if (topology == T_SENTINEL) {
+    snprintf(sh->addrs, sizeof sh->addrs, "%s", relock_test_sentinel_addrs(topo.sentinel));
+    snprintf(sh->master_name, sizeof sh->master_name, "%s", relock_test_sentinel_master_name(topo.sentinel));
+  } else if (topology == T_CLUSTER) {
+    snprintf(sh->addrs, sizeof sh->addrs, "%s", relock_test_cluster_seeds(topo.cluster));
   }
   if (njava > 0 && build_java_peer() != 0) {
     printf("Bail out! cannot run: tests/interop/build.sh could not build the Redisson peer (./bootstrap --deps "
@@ -322,12 +374,23 @@ int main(int argc, char **argv) {
     for (int a = 0; a < TRUTH_MAX_OWNERS; a++)
       sh->w[w].busy[a].name = sh->w[w].abandoned[a].name = -1;
   }
-  const char *unix_path = relock_test_redis_unix_path(redis);
-  reset_semaphores(unix_path);
-  truth_faults_t *faults = truth_faults_new(sh, redis, sh->nworkers, seed);
+  truth_faults_t *faults = truth_faults_new(sh, &topo, sh->nworkers, seed);
+  if (faults == NULL) {
+    printf("Bail out! cannot run: the fault injector could not start (the truth slot's master unknown?)\n");
+    return 1;
+  }
+  reset_semaphores(truth_faults_unix_path(faults));
+  char topo_arg[64] = "";
+  if (topology != T_SINGLE)
+    snprintf(topo_arg, sizeof topo_arg, " --topology %s", truth_topology_names[topology]);
   printf("# truth: %d relock workers, %d Redisson workers, %d s, seed %llu (replay: truth --seconds %d --seed %llu "
-         "--workers %d --java %d)\n",
-         nworkers, njava, seconds, (unsigned long long)seed, seconds, (unsigned long long)seed, nworkers, njava);
+         "--workers %d --java %d%s)\n",
+         nworkers, njava, seconds, (unsigned long long)seed, seconds, (unsigned long long)seed, nworkers, njava,
+         topo_arg);
+  if (topology != T_SINGLE)
+    printf("# %s started in %.1f s: %s\n", topology == T_SENTINEL ? "Sentinel topology (a master, a replica, 3 sentinels)"
+                                                                  : "cluster (3 masters, 3 replicas)",
+           (double)fixture_ns / 1e9, sh->addrs);
   fflush(stdout);
   uint64_t rng = seed;
   for (int i = 0; i < sh->nworkers; i++) {
@@ -340,7 +403,13 @@ int main(int argc, char **argv) {
     atomic_store(&sh->stop, 1);
     return 1;
   }
-  truth_observer_t *o = truth_observer_new(sh, unix_path);
+  truth_observer_t *o = truth_observer_new(sh, truth_faults_unix_path(faults));
+  if (topology == T_CLUSTER)
+    for (int i = 0; i < relock_test_cluster_nodes(topo.cluster); i++) {
+      relock_test_redis_t *node = relock_test_cluster_node(topo.cluster, i);
+      truth_observer_add_node(o, relock_test_redis_port(node), relock_test_redis_unix_path(node));
+    }
+  truth_faults_on_move(faults, on_move, o);
   pthread_t observer;
   pthread_create(&observer, NULL, observer_main, o);
 
@@ -356,12 +425,13 @@ int main(int argc, char **argv) {
       quiet_at = truth_now_ns() + (uint64_t)(4000 + truth_rnd(&rng) % 3000) * 1000000u;
     }
     truth_faults_inject(faults);
-    maybe_reset_semaphores(unix_path);
+    maybe_reset_semaphores(truth_faults_unix_path(faults));
   }
   truth_faults_heal(faults);
   double minutes = (double)(truth_now_ns() - start) / 60e9;
 
   /* wind down: every worker releases everything it holds and exits */
+  uint64_t wind_ns = truth_now_ns();
   atomic_store(&sh->stop, 1);
   int exited = 0;
   for (int i = 0; i < sh->nworkers; i++) {
@@ -369,7 +439,7 @@ int main(int argc, char **argv) {
     uint64_t deadline = truth_now_ns() + 30000000000ull;
     while (waitpid(pids[i], &status, WNOHANG) == 0 && truth_now_ns() < deadline) {
       msleep(20);
-      maybe_reset_semaphores(unix_path);
+      maybe_reset_semaphores(truth_faults_unix_path(faults));
     }
     if (truth_now_ns() >= deadline) {
       printf("# worker %d did not wind down within 30 s: killed; its trace:\n", i);
@@ -385,13 +455,30 @@ int main(int argc, char **argv) {
   }
   atomic_store(&observer_stop, 1);
   pthread_join(observer, NULL);
+  const char *unix_path = truth_faults_unix_path(faults);
   maybe_reset_semaphores(unix_path);
   int sem_checked = !atomic_load(&sh->sem_paused);
   /* every lease runs out: the watchdog's and the longest fixed one */
-  msleep(TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 500);
   char quiet_why[200];
   int locks_clear, permits_free;
-  check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
+  uint64_t quiet_ns = truth_now_ns();
+  if (topology == T_SINGLE) {
+    msleep(TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 500);
+    check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
+  } else {
+    /* the same, sooner: with every worker gone nothing writes any more,
+     * so the state only ever moves towards quiet (keys and permits
+     * expire): quiet at any moment before that deadline is quiet at it */
+    uint64_t quiet_by = truth_now_ns() + (uint64_t)(TRUTH_MAX_FIXED_LEASE_MS + TRUTH_WATCHDOG_MS + 500) * 1000000u;
+    for (;;) {
+      check_quiet_state(unix_path, quiet_why, sizeof quiet_why, &locks_clear, &permits_free);
+      if ((locks_clear && (permits_free || !sem_checked)) || truth_now_ns() >= quiet_by)
+        break;
+      msleep(100);
+    }
+    printf("# wound down in %.1f s, quiet %.1f s after\n", (double)(quiet_ns - wind_ns) / 1e9,
+           (double)(truth_now_ns() - quiet_ns) / 1e9);
+  }
 
   long ops = 0, acquired = 0, errors = 0, lost = 0, hung = 0, closes = 0, interrupts = 0, cancels = 0, forced = 0,
        foreign_slow = 0;
@@ -466,14 +553,26 @@ int main(int argc, char **argv) {
    * end (a break of truth emptied them: their counts are anyone's) */
   CHECK(locks_clear && (permits_free || !sem_checked), "nothing is left held once everyone released: %s%s",
         quiet_why, sem_checked ? "" : " (the semaphores not checked: their reset was pending)");
+  if (topology != T_SINGLE) {
+    long moves = topology == T_SENTINEL ? truth_faults_count(faults, F_FAILOVER) + truth_faults_count(faults, F_KILL_MASTER)
+                                        : truth_faults_count(faults, F_CLUSTER_FAILOVER) +
+                                              truth_faults_count(faults, F_SLOT_MIGRATION);
+    CHECK(moves > 0 && truth_faults_failures(faults) == 0,
+          "the %s's own faults ran under the workers: %ld (%s), %ld of them failed in the fixture",
+          truth_topology_names[topology], moves,
+          topology == T_SENTINEL ? "SENTINEL FAILOVER, kill -9 of the master" : "CLUSTER FAILOVER, slot migration",
+          truth_faults_failures(faults));
+  }
   printf("1..%d\n", t);
   if (failed)
-    printf("# replay: truth --seconds %d --seed %llu --workers %d --java %d\n", seconds, (unsigned long long)seed,
-           nworkers, njava);
+    printf("# replay: truth --seconds %d --seed %llu --workers %d --java %d%s\n", seconds, (unsigned long long)seed,
+           nworkers, njava, topo_arg);
 
   truth_observer_free(o);
   truth_faults_free(faults);
-  relock_test_redis_free(redis);
+  relock_test_redis_free(topo.redis);
+  relock_test_sentinel_free(topo.sentinel);
+  relock_test_cluster_free(topo.cluster);
   munmap(sh, sizeof *sh);
   return failed ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #define RELOCK_TRUTH_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The objects under test. Names of one group share Redis keys: the
@@ -27,9 +28,22 @@ enum truth_kind {
 };
 extern const char *const truth_kind_names[K_COUNT];
 
-/* The names: index -> Redis key. */
+/* The names: index -> Redis key. On a cluster every name has the hash tag
+ * {truth} (truth_use_topology_names), so that all their keys share one
+ * slot and one script on its master sees them all. */
 enum { N_H0, N_H1, N_H2, N_F0, N_F1, N_RW0, N_RW1, N_S0, N_P0, N_COUNT };
-extern const char *const truth_names[N_COUNT];
+extern const char *truth_names[N_COUNT];
+#define TRUTH_HASH_TAG "{truth}"
+
+/* Where the workers' Redis is (truth --topology). */
+enum truth_topology { T_SINGLE, T_SENTINEL, T_CLUSTER };
+extern const char *const truth_topology_names[3];
+/* Switches truth_names to the tagged ones for a cluster (every process). */
+void truth_use_topology_names(int topology);
+/* Redisson's suffixName: "{name}suffix", or "namesuffix" when the name has
+ * a hash tag already (the permit semaphore's ":timeout" key, a read hold's
+ * timeout keys). */
+void truth_suffix_name(char *out, size_t size, int name, const char *suffix);
 /* The name group a kind contends on: N_H0.., and how many names. */
 int truth_kind_first_name(enum truth_kind k);
 int truth_kind_name_count(enum truth_kind k);
@@ -79,6 +93,16 @@ enum truth_fault {
   F_DEL, F_FLUSHALL, F_RESTART_LOST, F_FORCE_RELEASE, /* truth breaks */
   F_RESTART_AOF, F_DEBUG_SLEEP, F_CLIENT_KILL, F_CLIENT_PAUSE, F_SERVER_STOP,
   F_PROXY_DELAY, F_PROXY_CUT, F_PROXY_STALL, F_PROXY_BLACKHOLE, F_WORKER_STOP, F_CLOCK_STEP, F_PROXY_OUTAGE,
+  /* --topology sentinel: a forced failover and a kill -9 of the master,
+   * both breaks of truth (writes the old master acknowledged may be lost:
+   * asynchronous replication); --topology cluster: CLUSTER FAILOVER on a
+   * replica of the truth slot's master (coordinated: nothing acknowledged
+   * is lost, no break) and a live migration of the truth slot (no break) */
+  F_FAILOVER, F_KILL_MASTER, F_CLUSTER_FAILOVER, F_SLOT_MIGRATION,
+  /* the topologies' outage past the watchdog timeout, for every client at
+   * once: CLIENT PAUSE WRITE on the master for 2.3-3.3 s (the sentinels'
+   * and the cluster bus's pings still answered: no failover) */
+  F_WRITE_PAUSE,
   F_COUNT
 };
 extern const char *const truth_fault_names[F_COUNT];
@@ -158,6 +182,18 @@ typedef struct truth_shared {
   _Atomic uint64_t fault_at[64][3]; /* start, end, victim + 1 (0: every worker) */
   _Atomic int fault_next;
   _Atomic long sem_ops; /* semaphore operations started and finished (the counts are compared when still) */
+  /* A failover (--topology sentinel), announced as global_break is and
+   * in it too: Redis may roll back to an earlier state then, so a count
+   * Redis keeps above what its owner believes, first seen within
+   * TRUTH_SURPLUS_BOUND_MS of it, is excused (a lost release of a
+   * re-entry), and untracked permits may be left taken until the reset. */
+  truth_break_t rollback;
+  /* A topology change under way (a failover, a slot migration): the truth
+   * is moving between nodes, the observer takes no snapshot meanwhile. */
+  _Atomic int moving;
+  int topology;          /* enum truth_topology */
+  char addrs[1024];      /* the sentinels' or the cluster's seed addresses */
+  char master_name[64];  /* the sentinels' master name */
   int njava;
   int nworkers;
   unsigned kinds; /* the kinds the workers use (bit k: enum truth_kind k) */

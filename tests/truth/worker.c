@@ -470,8 +470,15 @@ static void add_target(worker_t *w, enum truth_kind kind, int name) {
 
 static void open_client(worker_t *w) {
   relock_options_t *o = relock_options_new(NULL);
-  relock_options_set_string(o, RELOCK_OPT_HOST, "127.0.0.1", NULL);
-  relock_options_set_int(o, RELOCK_OPT_PORT, w->port, NULL);
+  if (w->sh->topology == T_SENTINEL) { /* the master, through the sentinels */
+    relock_options_set_string(o, RELOCK_OPT_SENTINELS, w->sh->addrs, NULL);
+    relock_options_set_string(o, RELOCK_OPT_SENTINEL_MASTER, w->sh->master_name, NULL);
+  } else if (w->sh->topology == T_CLUSTER) {
+    relock_options_set_string(o, RELOCK_OPT_CLUSTER_NODES, w->sh->addrs, NULL);
+  } else {
+    relock_options_set_string(o, RELOCK_OPT_HOST, "127.0.0.1", NULL);
+    relock_options_set_int(o, RELOCK_OPT_PORT, w->port, NULL);
+  }
   relock_options_set_ms(o, RELOCK_OPT_COMMAND_TIMEOUT, TRUTH_COMMAND_TIMEOUT_MS, NULL);
   relock_options_set_ms(o, RELOCK_OPT_CONNECT_TIMEOUT, TRUTH_COMMAND_TIMEOUT_MS, NULL);
   relock_options_set_ms(o, RELOCK_OPT_RETRY_INTERVAL, 150, NULL);
