@@ -144,12 +144,7 @@ op_t choose(actor_t *a) {
     return op;
   }
   hold_t *top = &a->holds[a->depth - 1];
-  /* While a fault is on this worker's path (its proxy, its process, the
-   * server), re-entries come four times as often: a re-entry whose try is
-   * lost, timed out or cut is given back by an undo that must take
-   * nothing but what the try took - the owner's earlier holds stay */
-  int reentries = truth_fault_near(w->sh, op.start_ns, op.start_ns, w->id) ? 42 : 12;
-  if (r < reentries && a->depth < MAX_DEPTH) {
+  if (r < 12 && a->depth < MAX_DEPTH) {
     int t = reentry_target(a);
     if (t >= 0 && !is_lock(w->targets[t].kind) && atomic_load(&w->sh->sem_paused))
       t = -1;
@@ -159,17 +154,15 @@ op_t choose(actor_t *a) {
       op.wait_ms = random_wait(a);
       op.lease_ms = w->targets[t].kind == K_PERMIT ? random_permit_lease(a) : random_lease(a);
       op.blocking = !w->embedded && w->targets[t].lock != NULL && rnd_below(&a->rng, 2) == 0;
-      if (rnd_below(&a->rng, 8) == 0)
-        op.cancel_after_ms = rnd_below(&a->rng, 200);
       return op;
     }
   }
-  if (r < reentries + 6 && w->targets[top->target].lock != NULL) {
+  if (r < 18 && w->targets[top->target].lock != NULL) {
     op.type = OP_VALIDATE;
     op.target = top->target;
     return op;
   }
-  if (r < reentries + 43) {
+  if (r < 55) {
     op.type = OP_RELEASE;
     op.target = top->target;
     return op;
