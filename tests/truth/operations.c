@@ -432,6 +432,11 @@ void finish_op(actor_t *a, op_t *op, relock_future_t *f) {
         for (int k = 0; k < 2 && names[k] >= 0; k++) {
           /* a relock acquisition waiting on it (for 50 ms), and on for the bound */
           uint64_t waiter = 0, involved = 1u << w->id;
+          /* a worker that waited on it lately may still be registered
+           * there (its TTL and 2 s at most: lua/lock_acquire.lua) */
+          for (int ow = 0; ow < w->sh->nworkers; ow++)
+            if (atomic_load(&w->sh->busy_at[names[k]][ow]) + (uint64_t)(TRUTH_MAX_FIXED_LEASE_MS + 2000) * 1000000u > now)
+              involved |= 1u << ow;
           for (int ow = 0; ow < w->sh->nworkers; ow++)
             for (int oa = 0; oa < TRUTH_MAX_OWNERS; oa++) {
               truth_belief_t b;

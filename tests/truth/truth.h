@@ -173,6 +173,11 @@ typedef struct truth_shared {
   /* Wake-ups: when a release that freed the lock was answered, and when
    * the latest acquisition of the name was answered, per name. */
   _Atomic uint64_t taken_ns[N_COUNT];
+  /* when each worker last had an acquisition on each name: a waiting one
+   * registers its process with the name's waiters for a while after
+   * (lua/lock_acquire.lua: the holder's TTL and 2 s), and a hand-off may go
+   * to it */
+  _Atomic uint64_t busy_at[N_COUNT][TRUTH_MAX_WORKERS];
   /* a ring: name, when, the waiter then (worker * 16 + owner + 1; 0: none),
    * the workers (bit w) busy on the name then and the releaser's: a fault
    * on one of them may hold the hand-off up, one elsewhere cannot */

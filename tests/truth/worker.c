@@ -184,6 +184,12 @@ void set_busy(actor_t *a, const op_t *op) {
     snprintf(b.field, sizeof b.field, "%s:%llu", relock_client_id(w->client), (unsigned long long)a->owner);
   if (op->type == OP_ACQUIRE && op->wait_ms > 0 && (t->kind == K_REENTRANT || t->kind == K_FENCED) && a->depth == 0)
     b.deadline_ns = op->start_ns + (uint64_t)op->wait_ms * 1000000u;
+  if (op->type == OP_ACQUIRE && op->wait_ms > 0 && t->name >= 0) {
+    uint64_t until = op->start_ns + (uint64_t)op->wait_ms * 1000000u; /* it may wait that long */
+    atomic_store(&w->sh->busy_at[t->name][w->id], until);
+    if (t->name2 >= 0)
+      atomic_store(&w->sh->busy_at[t->name2][w->id], until);
+  }
   truth_belief_write(&w->slot->busy[a->idx], &b);
 }
 
