@@ -50,9 +50,17 @@ relock__multi_hold_t *relock__multi_hold_new(const relock_multi_lock_t *m, uint6
   return hold;
 }
 
+/* The round that filled hold stops filling it: the answers still out
+ * are given back as they come (multi_lock_acquire.c). */
+static void stop_filling(relock__multi_hold_t *hold) {
+  if (hold->filler != NULL) {
+    *hold->filler = NULL;
+    hold->filler = NULL;
+  }
+}
+
 void relock__multi_hold_free(relock__multi_hold_t *hold) {
-  if (hold->filler != NULL)
-    *hold->filler = NULL; /* the round that filled it gives late answers back */
+  stop_filling(hold);
   free(hold);
 }
 
@@ -99,10 +107,7 @@ static void on_let_go(relock_future_t *f, void *arg) {
  * filled it are given back by the round. */
 static void let_go(relock_multi_lock_t *m, relock__multi_hold_t *hold) {
   hold->let_go = hold->held;
-  if (hold->filler != NULL) {
-    *hold->filler = NULL;
-    hold->filler = NULL;
-  }
+  stop_filling(hold);
   for (size_t j = 0; j < m->n; j++) {
     if (hold->member[j] == RELOCK__MEMBER_NONE)
       continue;
@@ -396,10 +401,7 @@ relock_future_t *relock_multi_lock_unlock_async(relock_multi_lock_t *m, uint64_t
     return out;
   }
   relock__list_remove(&hold->link);
-  if (hold->filler != NULL) { /* answers still out are given back as they come */
-    *hold->filler = NULL;
-    hold->filler = NULL;
-  }
+  stop_filling(hold);
   *op = (release_t){.m = relock__multi_ref(m), .out = relock_future_retain(out), .hold = hold, .pending = 1};
   for (size_t i = 0; i < m->n; i++) {
     if (hold->member[i] == RELOCK__MEMBER_NONE)
