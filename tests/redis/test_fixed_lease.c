@@ -1,0 +1,238 @@
+/* A fixed lease is kept to its end, or its owner is told: the library may
+ * stop vouching for a hold before the lease it asked for ends - a check
+ * of the hold answered late cannot tell "the way to Redis grew slow" from
+ * "someone cut the key's expiry", so it must trust only the shorter of the
+ * two - but then the hold is lost, with its lost callback, never quietly
+ * forgotten while its owner still counts on the lease: a re-entry after
+ * that would start a count of its own and give back, as a surplus, the
+ * holds the owner believes in.
+ *
+ * The cases are generated: every kind of hold (each lock kind, a permit)
+ * x one hold or two (re-entered) x the latency of the way to Redis rising
+ * while the hold is checked, for one answer (then gone: a check sent
+ * again sees the lease whole, so nothing is lost), or for good (every
+ * answer late: the lease cannot be confirmed to its end, so it is lost,
+ * told). Throughout, up to the lease's end: the validity is positive, or
+ * the loss was told - and in Redis the hold is kept at least as long as
+ * it is believed. */
+#include <config.h>
+
+#include <string.h>
+
+#include <relock/permit_semaphore.h>
+
+#include "support/client_fixture.h"
+#include "objects/lock_impl.h"
+#include "support/proxy.h"
+#include "watchdog/hold.h"
+
+#define LEASE_MS 1500
+#define LATENCY_MS 250
+
+typedef enum { K_LOCK, K_FAIR, K_READ, K_WRITE, K_FENCED, K_SPIN, K_PERMIT, KINDS } kind_t;
+static const char *const kind_names[KINDS] = {"lock", "fair lock", "read lock", "write lock",
+                                              "fenced lock", "spin lock", "permit"};
+
+typedef struct {
+  relock_test_redis_t *redis;
+  relock_test_proxy_t *proxy;
+  relock_options_t *via; /* through the proxy */
+} fx_t;
+
+static int setup(void **state) {
+  fx_t *fx = calloc(1, sizeof(*fx));
+  fx->redis = relock_test_redis_start(NULL);
+  if (fx->redis == NULL)
+    return -1;
+  fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
+  if (fx->proxy == NULL)
+    return -1;
+  relock_options_t *cfg = fx_options(fx->redis, 0);
+  fx->via = fx_copy(cfg);
+  relock_options_free(cfg);
+  fx_set_int(fx->via, RELOCK_OPT_PORT, relock_test_proxy_port(fx->proxy));
+  /* the cycle's checks come every 10 s: the case's own check is the one */
+  fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
+  fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx_t *fx = *state;
+  relock_test_proxy_stop(fx->proxy);
+  relock_test_redis_free(fx->redis);
+  relock_options_free(fx->via);
+  free(fx);
+  return 0;
+}
+
+typedef struct {
+  fx_t *fx;
+  kind_t kind;
+  relock_client_t *c;
+  relock_lock_t *l;
+  relock_permit_semaphore_t *s;
+  char permit[RELOCK_PERMIT_ID_SIZE];
+  char name[64];
+  int told;   /* lost callbacks */
+  int reason; /* the last one's */
+  char why[256];
+} held_t;
+
+static void on_lock_lost(relock_lock_t *l, uint64_t owner, int reason, const char *msg, void *arg) {
+  (void)l, (void)owner;
+  held_t *h = arg;
+  h->told++;
+  h->reason = reason;
+  snprintf(h->why, sizeof h->why, "%s", msg);
+}
+
+static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *msg, void *arg) {
+  (void)s, (void)id;
+  on_lock_lost(NULL, 0, reason, msg, arg);
+}
+
+static relock_lock_t *new_lock(relock_client_t *c, kind_t kind, const char *name) {
+  switch (kind) {
+  case K_FAIR: return relock_fair_lock_new(c, name, NULL);
+  case K_READ: return relock_read_lock_new(c, name, NULL);
+  case K_WRITE: return relock_write_lock_new(c, name, NULL);
+  case K_FENCED: return relock_fenced_lock_new(c, name, NULL);
+  case K_SPIN: return relock_spin_lock_new(c, name, NULL);
+  default: return relock_lock_new(c, name, NULL);
+  }
+}
+
+#define OWNER 5
+
+static void take(held_t *h, int holds, int64_t lease) {
+  if (h->kind == K_PERMIT) {
+    h->s = relock_permit_semaphore_new(h->c, h->name, NULL);
+    assert_non_null(h->s);
+    assert_int_equal(relock_permit_semaphore_on_lost(h->s, on_permit_lost, h), 0);
+    assert_int_equal(fx_value(relock_permit_semaphore_try_set_permits_async(h->s, 1)), 1);
+    relock_future_t *f = relock_permit_semaphore_acquire_async(h->s, 0, lease);
+    assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+    size_t len;
+    const char *id = relock_future_string(f, &len);
+    assert_non_null(id);
+    memcpy(h->permit, id, len + 1);
+    relock_future_release(f);
+    return;
+  }
+  h->l = new_lock(h->c, h->kind, h->name);
+  assert_non_null(h->l);
+  assert_int_equal(relock_lock_on_lost(h->l, on_lock_lost, h), 0);
+  for (int i = 0; i < holds; i++)
+    assert_true(fx_value(relock_lock_lock_async(h->l, OWNER, 0, lease)) > 0); /* 1, 2, or a fencing token */
+}
+
+static int64_t validity(held_t *h) {
+  return h->s != NULL ? relock_permit_semaphore_validity_ms(h->s, h->permit) : relock_lock_validity_ms(h->l, OWNER);
+}
+
+static relock_future_t *validate(held_t *h) {
+  return h->s != NULL ? relock_permit_semaphore_validate_async(h->s, h->permit)
+                      : relock_lock_validate_async(h->l, OWNER);
+}
+
+/* How long Redis keeps the hold from now, in ms (-2: not at all): the
+ * lock key's expiry, or the permit's score in the timeout zset. */
+static long long kept_ms(held_t *h) {
+  if (h->s != NULL) {
+    char zset[80];
+    snprintf(zset, sizeof zset, "{%s}:timeout", h->name);
+    long long score = fx_raw_int(h->fx->redis, "ZSCORE", zset, h->permit, NULL);
+    return score > 0 ? score - fx_server_ms(h->fx->redis) : -2;
+  }
+  char field[RELOCK__FIELD_MAX];
+  relock__lock_field(h->l, OWNER, field);
+  if (fx_raw_int(h->fx->redis, "HEXISTS", h->name, field, NULL) != 1)
+    return -2;
+  return fx_raw_int(h->fx->redis, "PTTL", h->name, NULL);
+}
+
+static void run_case(fx_t *fx, kind_t kind, int holds, int lasting, int n) {
+  held_t h = {.fx = fx, .kind = kind};
+  snprintf(h.name, sizeof h.name, "fixed-%d", n);
+  h.c = fx_client(fx->via);
+  struct ev_loop *loop = relock_client_loop(h.c);
+  int64_t lease = fx_slack_ms(LEASE_MS), latency = fx_slack_ms(LATENCY_MS);
+  uint64_t sent = relock__now_ns();
+  take(&h, holds, lease);
+  /* what the owner was promised: the lease from before the ask, less the
+   * drift margin (hold.h) */
+  uint64_t end = sent + (uint64_t)(lease - relock__validity_margin_ms(lease)) * 1000000u;
+  print_message("# case %d: %s, %d hold(s), latency %s\n", n, kind_names[kind], holds, lasting ? "for good" : "once");
+
+  relock_test_proxy_delay(fx->proxy, latency);
+  relock_future_t *f = validate(&h);
+  assert_non_null(f);
+  if (!lasting) { /* the way is fast again for what is sent after the check */
+    fx_run_for(loop, 20);
+    relock_test_proxy_delay(fx->proxy, 0);
+  }
+  assert_int_equal(relock_future_wait(f, fx_slack_ms(5000)), 0);
+  assert_true(relock_future_bool(f));
+  relock_future_release(f);
+
+  /* Up to the lease's end (less a wheel tick and the polls' own time):
+   * valid, or told; and Redis keeps at least what is believed. */
+  int64_t shown_out = -1; /* ms before the end at which validity first showed nothing */
+  for (;;) {
+    uint64_t now = relock__now_ns();
+    if (now + 15 * 1000000u >= end)
+      break;
+    int64_t v = validity(&h);
+    if (v <= 0 && shown_out < 0)
+      shown_out = (int64_t)((end - now) / 1000000u);
+    if (v <= 0 && h.told == 0) {
+      fx_run_for(loop, 15); /* a lease's end fires on the wheel's next tick */
+      if (h.told == 0)
+        fail_msg("case %d (%s, %d hold(s), latency %s): validity %lld (%s) %lld ms before the lease's end, "
+                 "and no lost callback",
+                 n, kind_names[kind], holds, lasting ? "for good" : "once", (long long)v,
+                 v < 0 ? relock_err_name((int)v) : "none left", (long long)((end - now) / 1000000u));
+    }
+    if (v > 0) {
+      long long k = kept_ms(&h);
+      if (k != -1 && k < v)
+        fail_msg("case %d: the hold is believed valid %lld ms, Redis keeps it %lld ms", n, (long long)v, k);
+    }
+    fx_run_for(loop, 5);
+  }
+  if (lasting) {
+    /* nothing confirms the lease to its end: lost, and told why */
+    assert_int_equal(h.told, 1);
+    assert_int_equal(h.reason, RELOCK_ETIMEDOUT);
+    print_message("# told %lld ms before the end: %s\n", (long long)shown_out, h.why);
+    assert_non_null(strstr(h.why, "could not be confirmed"));
+  } else {
+    /* the check sent again saw the lease whole: nothing was lost */
+    if (h.told != 0)
+      fail_msg("case %d (%s, %d hold(s)): told lost after a single late answer: %s", n, kind_names[kind], holds, h.why);
+  }
+  relock_test_proxy_delay(fx->proxy, 0);
+  if (h.l != NULL)
+    relock_lock_free(h.l);
+  else
+    relock_permit_semaphore_free(h.s);
+  relock_client_free(h.c);
+}
+
+static void test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told(void **state) {
+  int n = 0;
+  for (kind_t kind = 0; kind < KINDS; kind++)
+    for (int holds = 1; holds <= (kind == K_PERMIT ? 1 : 2); holds++)
+      for (int lasting = 0; lasting < 2; lasting++)
+        run_case(*state, kind, holds, lasting, n++);
+  print_message("# %d cases\n", n);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
