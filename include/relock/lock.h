@@ -102,7 +102,8 @@ RELOCK_EXTERN relock_future_t *relock_lock_remaining_ttl_async(relock_lock_t *lo
 /* -- lost locks ------------------------------------------------------------*/
 
 /* Called on the loop, once per hold found lost: reason RELOCK_ELOST (its
- * field is gone) or RELOCK_ETIMEDOUT (the lease ran out unrenewed);
+ * field is gone) or RELOCK_ETIMEDOUT (the lease ran out unrenewed, or a fixed
+ * lease could not be confirmed to its end: a check of it answered late);
  * message names the lock and owner. That owner's releases then fail with
  * RELOCK_ELOST. */
 typedef void (*relock_lost_cb)(relock_lock_t *lock, uint64_t owner, int reason, const char *message, void *arg);

@@ -73,12 +73,22 @@ static void changed(relock__ledger_t *l) {
     l->changed(l->changed_arg);
 }
 
+/* Whether a fixed lease's deadline, brought nearer by a check answered
+ * late, comes before what its acquisitions promised by more than a tick of
+ * the wheel (by which any lease's end may fire late): then its end is not
+ * the lease running out but the library no longer able to vouch for it. */
+static int unconfirmed(const relock__ledger_t *l, const relock__hold_t *hold) {
+  return hold->deadline_ns + l->wheel->tick_ns < hold->fixed->promised_ns;
+}
+
 /* A fixed lease's validity is over: its hold is forgotten, Redis letting
  * it expire - or lost, when someone else cut the key's expiry below the
  * lease (kept_for): the holder did not get the lease it asked for. */
 static void lease_over(relock__ledger_t *l, relock__hold_t *hold) {
   if (hold->cut) {
     declare_lost(l, hold, RELOCK_ELOST);
+  } else if (unconfirmed(l, hold)) {
+    declare_lost(l, hold, RELOCK_ETIMEDOUT);
   } else {
     count_end(l, hold, RELOCK_LOSS_LEASE_ENDED, NULL);
     forget(l, hold);
@@ -98,6 +108,7 @@ static relock__hold_lease_t *lease_new(relock__ledger_t *l, relock__hold_t *hold
   relock__timer_init(&fixed->end, on_lease_end, l);
   fixed->hold = hold;
   fixed->lease_ms = 0;
+  fixed->promised_ns = 0;
   relock__list_push_back(&l->fixed, &fixed->link);
   l->nfixed++;
   changed(l);
@@ -249,6 +260,10 @@ static void notify_lost(relock__ledger_t *l, relock__hold_t *hold, int reason) {
   else if (reason == RELOCK_ELOST)
     snprintf(msg, sizeof msg, "%s %.*s lost: its holder %s is gone from Redis (deleted, or expired)", what, n, key,
              name);
+  else if (!hold->watchdog && !hold->kept) /* a fixed lease (unconfirmed) */
+    snprintf(msg, sizeof msg,
+             "%s %.*s lost: its lease could not be confirmed to its end (a check of it was answered late, and "
+             "none since in time) (holder %s)", what, n, key, name);
   else if (hold->unsynced)
     snprintf(msg, sizeof msg,
              "%s %.*s lost: its lease ran out while its renewals were not acknowledged by enough replicas "
@@ -338,30 +353,46 @@ static void arm_lease_end(relock__ledger_t *l, relock__hold_t *hold) {
   relock__timer_start(l->wheel, &hold->fixed->end, until);
 }
 
-/* A fixed lease taken (again): the hold keeps the longest, and is forgotten
- * once its deadline has surely passed. */
-static void extend_lease(relock__ledger_t *l, relock__hold_t *hold, int64_t lease_ms) {
+/* A fixed lease taken (again), valid until deadline: the hold keeps the
+ * longest, and is forgotten once its deadline has surely passed. */
+static void extend_lease(relock__ledger_t *l, relock__hold_t *hold, int64_t lease_ms, uint64_t deadline) {
   if (lease_ms > hold->fixed->lease_ms)
     hold->fixed->lease_ms = lease_ms;
+  if (deadline > hold->fixed->promised_ns)
+    hold->fixed->promised_ns = deadline;
   arm_lease_end(l, hold);
 }
 
-void relock__hold_kept_for(relock__ledger_t *l, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms) {
+int relock__hold_kept_for(relock__ledger_t *l, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms) {
   /* a hold re-entered with the watchdog meanwhile is renewed instead */
   if (kept_ms < 0 || !relock__hold_held(hold) || hold->watchdog || hold->kept)
-    return;
+    return 0;
   int64_t valid_ms = kept_ms - relock__validity_margin_ms(kept_ms);
   uint64_t deadline = valid_ms > 0 ? relock__deadline_after(sent_ns, valid_ms) : sent_ns;
-  if (deadline >= hold->deadline_ns)
-    return;
+  if (deadline >= hold->deadline_ns) {
+    /* Redis keeps it at least until deadline: one an answer that came
+     * late brought nearer comes back, as far as was promised (never
+     * further: a check extends nothing). */
+    uint64_t promised = hold->fixed->promised_ns;
+    if (!hold->cut && hold->deadline_ns < promised) {
+      hold->deadline_ns = deadline < promised ? deadline : promised;
+      arm_lease_end(l, hold);
+    }
+    return 0;
+  }
+  /* Redis keeps the key kept_ms from some moment between the send and
+   * now: from now, shorter than believed, someone cut it; otherwise the
+   * answer may just have come late, and only the earliest is sure. */
   uint64_t now = relock__now_ns();
   if (relock__deadline_after(now, kept_ms) < hold->deadline_ns)
     hold->cut = 1;
   hold->deadline_ns = deadline;
-  if (deadline <= now)
+  if (deadline <= now) {
     lease_over(l, hold);
-  else
-    arm_lease_end(l, hold);
+    return 0;
+  }
+  arm_lease_end(l, hold);
+  return !hold->cut;
 }
 
 /* Redis counts count holds of the owner now, this acquisition's included:
@@ -394,8 +425,12 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
     /* Past its validity the earlier hold may have expired before this
      * acquisition ran, which then started a count of its own: counting on
      * from the old one would let an inner release free the lock under the
-     * outer holder. The old hold is lost; the new one starts afresh. */
-    declare_lost(l, hold, RELOCK_ETIMEDOUT);
+     * outer holder. The old hold ends (a fixed lease as its end's timer
+     * would end it, a tick early); the new one starts afresh. */
+    if (hold->watchdog || hold->kept)
+      declare_lost(l, hold, RELOCK_ETIMEDOUT);
+    else
+      lease_over(l, hold);
     if (l->closing)
       return refuse(holder, RELOCK_ECLOSED);
     hold = relock__hold_find(l, id);
@@ -462,7 +497,7 @@ int relock__hold_acquired(relock__ledger_t *l, const relock__hold_id_t *id, relo
   if (lease == RELOCK__LEASE_RENEWED && !hold->watchdog)
     start_renewing(l, hold);
   if (!hold->watchdog)
-    extend_lease(l, hold, lease_ms);
+    extend_lease(l, hold, lease_ms, deadline);
   return 0;
 }
 

@@ -19,7 +19,12 @@
  *   held, renewed   a watchdog lease: in renewing, renewed every cycle;
  *   held, fixed     a fixed lease: in fixed, checked every cycle (is the
  *                   field there, for how long?), never extended; forgotten
- *                   once its deadline has surely passed (Redis lets it go);
+ *                   once its deadline has surely passed (Redis lets it go).
+ *                   A check answered late brings the deadline nearer (it
+ *                   cannot tell a slow way from a cut expiry) and is sent
+ *                   again at once; if nothing confirms the lease before
+ *                   the nearer deadline, the hold is lost (RELOCK_ETIMEDOUT,
+ *                   told): its owner was promised the whole lease;
  *   held, kept      no lease at all (a permit taken without one, with
  *                   release-on-close): in neither list; only a release or
  *                   the close ends it;
@@ -159,6 +164,10 @@ typedef struct relock__hold_lease {
   relock__timer_t end;        /* the hold is forgotten once its lease has surely run out */
   relock__hold_t *hold;
   int64_t lease_ms;           /* the longest taken: what a partial release keeps */
+  /* The deadline its acquisitions earned, what its owner counts on. A
+   * check answered late may bring the deadline nearer (kept_for); ending
+   * before this is then a loss, told, not a lease run out. */
+  uint64_t promised_ns;
 } relock__hold_lease_t;
 
 /* Which of link and fixed is in use follows from the state:
@@ -314,8 +323,11 @@ void relock__hold_renewed(relock__ledger_t *l, relock__hold_t *hold, uint64_t se
 /* Redis answered that the hold's field is gone. */
 void relock__hold_gone(relock__ledger_t *l, relock__hold_t *hold);
 /* A check sent at sent_ns answered that Redis keeps the fixed-lease hold
- * kept_ms more (-1: no expiry). */
-void relock__hold_kept_for(relock__ledger_t *l, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms);
+ * kept_ms more (-1: no expiry). Returns 1 when that answer shortened the
+ * hold's deadline without showing that anyone cut the key: it may only
+ * have come late (the way to Redis, or Redis, grew slow), so a check sent
+ * now may confirm the lease again - the engine sends one. */
+int relock__hold_kept_for(relock__ledger_t *l, relock__hold_t *hold, uint64_t sent_ns, int64_t kept_ms);
 /* Declares lost every renewed hold whose deadline has passed (their
  * holders told); returns the earliest deadline left (UINT64_MAX: none). */
 uint64_t relock__ledger_check_deadlines(relock__ledger_t *l, uint64_t now);

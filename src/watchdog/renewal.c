@@ -47,6 +47,7 @@ typedef struct batch {
   relock_future_t *out;       /* a validation's future, or NULL */
   uint64_t sent_ns;
   int check;                  /* a check: extends nothing */
+  int again;                  /* a check sent again at once, after an answer that came late */
   int gone;                   /* Redis answered that holds[0] is gone (what a validation answers) */
   size_t n;
   relock__hold_t *holds[RELOCK__RENEW_BATCH];
@@ -57,6 +58,24 @@ typedef struct batch {
 static int answered_gone(const batch_t *b, const relock_reply_t *reply, size_t i) {
   long long v = reply->element[i]->integer;
   return b->check ? v == -2 : v != 1;
+}
+
+static void send_batch(relock__renewal_t *r, batch_t *b);
+
+/* An answer that came late brought a fixed lease's deadline nearer: the
+ * hold alone is checked once more at once, and an answer in time gives
+ * the lease back (relock__hold_kept_for). Once: a way that stays slow
+ * is left to the cycle's checks, and the lease ends told. */
+static void check_again(relock__renewal_t *r, relock__hold_t *hold) {
+  if (r->closing) /* by a lost callback */
+    return;
+  batch_t *b = malloc(sizeof(*b));
+  if (b == NULL) /* the cycle's next check will do */
+    return;
+  *b = (batch_t){.r = r, .check = 1, .again = 1, .n = 1};
+  b->holds[0] = hold;
+  relock__hold_ref(hold);
+  send_batch(r, b);
 }
 
 static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void *arg) {
@@ -78,7 +97,8 @@ static void on_batch_reply(relock_future_t *f, const relock_reply_t *reply, void
     if (answered_gone(b, reply, i)) {
       relock__hold_gone(r->ledger, hold);
     } else if (b->check) {
-      relock__hold_kept_for(r->ledger, hold, b->sent_ns, reply->element[i]->integer);
+      if (relock__hold_kept_for(r->ledger, hold, b->sent_ns, reply->element[i]->integer) && !b->again)
+        check_again(r, hold);
     } else {
       relock__hold_renewed(r->ledger, hold, b->sent_ns);
       r->renewed++;
@@ -262,6 +282,7 @@ static void send_all(relock__renewal_t *r, int check) {
       b->out = NULL;
       b->check = check;
       b->gone = 0;
+      b->again = 0;
       b->n = 0;
     }
     relock__hold_ref(all[i].hold);
@@ -313,6 +334,7 @@ relock_future_t *relock__renewal_validate(relock__renewal_t *r, const relock__ho
   b->out = relock_future_retain(out);
   b->check = !hold->watchdog;
   b->gone = 0;
+  b->again = 0;
   b->n = 1;
   b->holds[0] = hold;
   relock__hold_ref(hold);

@@ -143,8 +143,12 @@ static long long kept_ms(held_t *h) {
   if (h->s != NULL) {
     char zset[80];
     snprintf(zset, sizeof zset, "{%s}:timeout", h->name);
-    long long score = fx_raw_int(h->fx->redis, "ZSCORE", zset, h->permit, NULL);
-    return score > 0 ? score - fx_server_ms(h->fx->redis) : -2;
+    /* its only permit (the member is the id's 16 bytes), from the server's clock */
+    return fx_raw_int(h->fx->redis, "EVAL",
+                      "local p = redis.call('zrange', KEYS[1], 0, 0, 'withscores') "
+                      "if not p[2] then return -2 end local t = redis.call('time') "
+                      "return tonumber(p[2]) - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))",
+                      "1", zset, NULL);
   }
   char field[RELOCK__FIELD_MAX];
   relock__lock_field(h->l, OWNER, field);
@@ -195,10 +199,12 @@ static void run_case(fx_t *fx, kind_t kind, int holds, int lasting, int n) {
                  n, kind_names[kind], holds, lasting ? "for good" : "once", (long long)v,
                  v < 0 ? relock_err_name((int)v) : "none left", (long long)((end - now) / 1000000u));
     }
-    if (v > 0) {
+    if (v > 0) { /* Redis answers a little later than v was read: that long is its due */
       long long k = kept_ms(&h);
-      if (k != -1 && k < v)
-        fail_msg("case %d: the hold is believed valid %lld ms, Redis keeps it %lld ms", n, (long long)v, k);
+      double late = fx_ms_since(now) + 1; /* and 1 for the server's ms */
+      if (k != -1 && (double)k + late < (double)v)
+        fail_msg("case %d: the hold is believed valid %lld ms, Redis keeps it %lld ms (%.1f ms later)", n,
+                 (long long)v, k, late);
     }
     fx_run_for(loop, 5);
   }
@@ -234,5 +240,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  if (!relock_test_redis_available())
+    RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");
+  cmocka_set_message_output(CM_OUTPUT_TAP);
+  return cmocka_run_group_tests_name("fixed_lease", tests, NULL, NULL);
 }

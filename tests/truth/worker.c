@@ -378,6 +378,12 @@ static void age_untold(worker_t *w) {
   pthread_mutex_unlock(&w->mu);
 }
 
+/* How near a fixed lease's end (as this program counts it, from before
+ * the ask) the library may end it without telling: by a tick of its
+ * wheel (10 ms), by which any lease's end may come early or late, and 2
+ * for the rounding of milliseconds. */
+#define LEASE_END_SLACK_NS (12 * 1000000u)
+
 /* Brings each lock belief's deadline to the library's validity now. A
  * belief ends only as its program is told: a lost callback, a release it
  * asked for, or its fixed lease's end (less the drift margin) passing. The
@@ -405,23 +411,12 @@ static void refresh_all(worker_t *w) {
       if (v > 0 && l->b.untold_ns == 0) {
         l->b.deadline_ns = now + (uint64_t)v * 1000000u;
         publish(w, s);
-      } else if (v <= 0 && l->natural_end_ns != UINT64_MAX && now + 2000000u >= l->natural_end_ns) {
+      } else if (v <= 0 && l->natural_end_ns != UINT64_MAX && now + LEASE_END_SLACK_NS >= l->natural_end_ns) {
         leases_ended(w, s);
-      } else if (v <= 0 && v != RELOCK_ELOST && l->natural_end_ns != UINT64_MAX) {
-        /* a fixed lease the library gave up on before its end without
-         * calling it lost (a check's answer it must count from the send):
-         * its program was promised the lease, so Redis must keep it that
-         * long - the belief stands until then */
-        if (l->b.deadline_ns != l->natural_end_ns) {
-          truth_trace(w->slot, "%s %s: validity %lld %llu ms before its lease's end, no lost callback: believed to its end",
-                      truth_names[l->b.name], l->b.field, (long long)v,
-                      (unsigned long long)((l->natural_end_ns - now) / 1000000u));
-          l->b.deadline_ns = l->natural_end_ns;
-          publish(w, s);
-        }
       } else if (v <= 0) {
-        /* lost (the library says so), or a renewed hold it holds no more:
-         * its lost callback must come */
+        /* lost (the library says so), a renewed hold it holds no more, or
+         * a fixed one it stopped vouching for before the lease's end (a
+         * check answered late): its lost callback must come */
         note_untold(w, s, v, now);
       }
     }
