@@ -228,12 +228,18 @@ static void run_case(fx_t *fx, kind_t kind, int holds, int lasting, int n) {
 }
 
 static void test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told(void **state) {
-  int n = 0;
+  /* Under valgrind every lease is ten times longer: there a seeded few of
+   * the cases (both latencies) check the memory of the paths, the others
+   * ran in the plain build. */
+  uint64_t seed = fx_seed("fixed_lease");
+  int every = relock_test_under_valgrind() ? 6 : 1, pick = (int)(seed % (uint64_t)every);
+  int n = 0, ran = 0;
   for (kind_t kind = 0; kind < KINDS; kind++)
-    for (int holds = 1; holds <= (kind == K_PERMIT ? 1 : 2); holds++)
-      for (int lasting = 0; lasting < 2; lasting++)
-        run_case(*state, kind, holds, lasting, n++);
-  print_message("# %d cases\n", n);
+    for (int holds = 1; holds <= (kind == K_PERMIT ? 1 : 2); holds++, n += 2)
+      if ((n / 2) % every == pick)
+        for (int lasting = 0; lasting < 2; lasting++, ran++)
+          run_case(*state, kind, holds, lasting, n + lasting);
+  print_message("# %d of %d cases\n", ran, n);
 }
 
 int main(void) {
