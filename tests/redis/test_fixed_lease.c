@@ -21,49 +21,20 @@
 
 #include <relock/permit_semaphore.h>
 
-#include "support/client_fixture.h"
+#include "support/proxied_holds.h"
 #include "objects/lock_impl.h"
-#include "support/proxy.h"
 #include "watchdog/hold.h"
 
 #define LEASE_MS 1500
 #define LATENCY_MS 250
 
-typedef enum { K_LOCK, K_FAIR, K_READ, K_WRITE, K_FENCED, K_SPIN, K_PERMIT, KINDS } kind_t;
-static const char *const kind_names[KINDS] = {"lock", "fair lock", "read lock", "write lock",
-                                              "fenced lock", "spin lock", "permit"};
-
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_test_proxy_t *proxy;
-  relock_options_t *via; /* through the proxy */
-} fx_t;
-
 static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
+  if (proxied_setup(state) != 0)
     return -1;
-  fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
-  if (fx->proxy == NULL)
-    return -1;
-  relock_options_t *cfg = fx_options(fx->redis, 0);
-  fx->via = fx_copy(cfg);
-  relock_options_free(cfg);
-  fx_set_int(fx->via, RELOCK_OPT_PORT, relock_test_proxy_port(fx->proxy));
+  fx_t *fx = *state;
   /* the cycle's checks come every 10 s: the case's own check is the one */
   fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, 30000);
   fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(3000));
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_test_proxy_stop(fx->proxy);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->via);
-  free(fx);
   return 0;
 }
 
@@ -91,17 +62,6 @@ static void on_lock_lost(relock_lock_t *l, uint64_t owner, int reason, const cha
 static void on_permit_lost(relock_permit_semaphore_t *s, const char *id, int reason, const char *msg, void *arg) {
   (void)s, (void)id;
   on_lock_lost(NULL, 0, reason, msg, arg);
-}
-
-static relock_lock_t *new_lock(relock_client_t *c, kind_t kind, const char *name) {
-  switch (kind) {
-  case K_FAIR: return relock_fair_lock_new(c, name, NULL);
-  case K_READ: return relock_read_lock_new(c, name, NULL);
-  case K_WRITE: return relock_write_lock_new(c, name, NULL);
-  case K_FENCED: return relock_fenced_lock_new(c, name, NULL);
-  case K_SPIN: return relock_spin_lock_new(c, name, NULL);
-  default: return relock_lock_new(c, name, NULL);
-  }
 }
 
 #define OWNER 5
@@ -244,7 +204,7 @@ static void test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told(void **state)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_fixed_lease_is_kept_to_its_end_or_its_loss_told, setup, proxied_teardown),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");

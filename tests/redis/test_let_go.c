@@ -18,37 +18,18 @@
 
 #include <relock/permit_semaphore.h>
 
-#include "support/client_fixture.h"
+#include "support/proxied_holds.h"
 #include "base/random.h"
 #include "objects/lock_impl.h"
-#include "support/proxy.h"
 #include "redis/scripts.h"
 
 #define WATCHDOG_MS 3000
 #define FIXED_MS 4000
 
-typedef enum { K_LOCK, K_FAIR, K_READ, K_WRITE, K_FENCED, K_SPIN, K_PERMIT, KINDS } kind_t;
-static const char *const kind_names[KINDS] = {"lock", "fair lock", "read lock", "write lock",
-                                              "fenced lock", "spin lock", "permit"};
-
-typedef struct {
-  relock_test_redis_t *redis;
-  relock_test_proxy_t *proxy;
-  relock_options_t *via; /* through the proxy */
-} fx_t;
-
 static int setup(void **state) {
-  fx_t *fx = calloc(1, sizeof(*fx));
-  fx->redis = relock_test_redis_start(NULL);
-  if (fx->redis == NULL)
+  if (proxied_setup(state) != 0)
     return -1;
-  fx->proxy = relock_test_proxy_start(relock_test_redis_host(fx->redis), relock_test_redis_port(fx->redis));
-  if (fx->proxy == NULL)
-    return -1;
-  relock_options_t *cfg = fx_options(fx->redis, 0);
-  fx->via = fx_copy(cfg);
-  relock_options_free(cfg);
-  fx_set_int(fx->via, RELOCK_OPT_PORT, relock_test_proxy_port(fx->proxy));
+  fx_t *fx = *state;
   fx_set_ms(fx->via, RELOCK_OPT_WATCHDOG_TIMEOUT, WATCHDOG_MS);
   fx_set_ms(fx->via, RELOCK_OPT_COMMAND_TIMEOUT, fx_slack_ms(250));
   fx_set_int(fx->via, RELOCK_OPT_RETRY_ATTEMPTS, 0);
@@ -56,16 +37,6 @@ static int setup(void **state) {
   fx_set_ms(fx->via, RELOCK_OPT_PING_INTERVAL, 200);
   for (int i = 0; i < RELOCK__SCRIPT_COUNT; i++)
     assert_int_equal(relock_test_redis_cmd(fx->redis, NULL, 0, "SCRIPT", "LOAD", relock__scripts[i].body, NULL), 0);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fx_t *fx = *state;
-  relock_test_proxy_stop(fx->proxy);
-  relock_test_redis_free(fx->redis);
-  relock_options_free(fx->via);
-  free(fx);
   return 0;
 }
 
@@ -101,17 +72,6 @@ static int still_there(held_t *h) {
 }
 
 static int gone(void *arg) { return !still_there(arg); }
-
-static relock_lock_t *new_lock(relock_client_t *c, kind_t kind, const char *name) {
-  switch (kind) {
-  case K_FAIR: return relock_fair_lock_new(c, name, NULL);
-  case K_READ: return relock_read_lock_new(c, name, NULL);
-  case K_WRITE: return relock_write_lock_new(c, name, NULL);
-  case K_FENCED: return relock_fenced_lock_new(c, name, NULL);
-  case K_SPIN: return relock_spin_lock_new(c, name, NULL);
-  default: return relock_lock_new(c, name, NULL);
-  }
-}
 
 static void take(held_t *h, const case_t *k) {
   int64_t lease = k->watchdog ? RELOCK_INFINITE : FIXED_MS;
@@ -422,10 +382,10 @@ static void test_a_failed_reentry_keeps_the_holds_before_it(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_a_release_that_gets_no_answer_lets_go, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_a_surplus_in_redis_is_given_back, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_a_close_hurries_the_releases_retried, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_a_failed_reentry_keeps_the_holds_before_it, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_release_that_gets_no_answer_lets_go, setup, proxied_teardown),
+      cmocka_unit_test_setup_teardown(test_a_surplus_in_redis_is_given_back, setup, proxied_teardown),
+      cmocka_unit_test_setup_teardown(test_a_close_hurries_the_releases_retried, setup, proxied_teardown),
+      cmocka_unit_test_setup_teardown(test_a_failed_reentry_keeps_the_holds_before_it, setup, proxied_teardown),
   };
   if (!relock_test_redis_available())
     RELOCK_TEST_CANNOT_RUN("redis-server not found: install the Debian package redis-server");
